@@ -1,0 +1,93 @@
+"""memory-vec: conversation memory for LLM apps.
+
+Rolling summary compression, vector recall and conflict-overwrite behind one
+framework-free core. Quick start::
+
+    from memory_vec import MemoryConfig, MemoryCore
+
+    core = MemoryCore(MemoryConfig(user_id="u1", session_id="s1"))
+    core.add_message("user", "The budget cap is 5000.")
+    core.recall("what is the budget?", k=5)
+"""
+
+from __future__ import annotations
+
+from .config import MemoryConfig
+from .core import MemoryCore, MessageInput
+from .errors import (
+    BackendError,
+    BackendTimeoutError,
+    BackendUnavailableError,
+    ConfigError,
+    ContentTooLargeError,
+    DependencyMissingError,
+    EmbeddingError,
+    EmbeddingModelMismatchError,
+    InvalidContentError,
+    InvalidIdError,
+    InvalidInputError,
+    InvalidMetadataError,
+    InvalidRoleError,
+    InvalidTimestampError,
+    MemoryNotFoundError,
+    MemoryVecError,
+    SchemaMismatchError,
+    StateStoreError,
+    StoreLockedError,
+    SummaryRejectedError,
+)
+from .records import (
+    ChatMessage,
+    ForgetReceipt,
+    MemoryContext,
+    MemoryKind,
+    MemoryRecord,
+    RecalledMemory,
+    WriteEvent,
+    WriteResult,
+)
+from .summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from .tokens import CallableTokenCounter, TiktokenCounter, TokenCounter
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MemoryConfig",
+    "MemoryCore",
+    "MessageInput",
+    "MemoryRecord",
+    "RecalledMemory",
+    "MemoryContext",
+    "ChatMessage",
+    "WriteResult",
+    "WriteEvent",
+    "MemoryKind",
+    "ForgetReceipt",
+    "Summarizer",
+    "LLMSummarizer",
+    "ExtractiveSummarizer",
+    "TokenCounter",
+    "TiktokenCounter",
+    "CallableTokenCounter",
+    "MemoryVecError",
+    "ConfigError",
+    "InvalidInputError",
+    "InvalidContentError",
+    "ContentTooLargeError",
+    "InvalidRoleError",
+    "InvalidTimestampError",
+    "InvalidIdError",
+    "InvalidMetadataError",
+    "BackendError",
+    "BackendUnavailableError",
+    "BackendTimeoutError",
+    "SchemaMismatchError",
+    "EmbeddingModelMismatchError",
+    "EmbeddingError",
+    "StateStoreError",
+    "StoreLockedError",
+    "MemoryNotFoundError",
+    "SummaryRejectedError",
+    "DependencyMissingError",
+    "__version__",
+]

@@ -1,0 +1,168 @@
+"""The backend protocol: a handful of methods every vector store implements.
+
+A backend stores :class:`~memory_vec.records.MemoryRecord` rows with their
+vectors and answers filtered nearest-neighbour queries. It knows nothing of
+summaries, ranking or conflicts. Filters are structured
+(:class:`RecordFilter`), never strings, so no user id can change a filter
+expression; each backend translates them with its engine's safe mechanism.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from ..records import MemoryRecord
+
+__all__ = ["Backend", "BaseBackend", "RecordFilter", "ScoredRecord", "MetadataValue"]
+
+MetadataValue = str | int | float | bool
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RecordFilter:
+    """Which records an operation may touch. Every condition is ANDed.
+
+    Ownership: a record matches when it belongs to ``user_id`` (and
+    ``session_id`` when given), or, with ``include_shared``, when it was
+    written as shared (visibility ``global``, or ``agent`` with the same
+    ``agent_id``; ``agent_id`` selects nothing else). ``user_id=None`` means
+    every user (admin operations only).
+    """
+
+    user_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    include_shared: bool = False
+    kinds: tuple[str, ...] | None = None
+    roles: tuple[str, ...] | None = None
+    since: float | None = None
+    until: float | None = None
+    seq_min: int | None = None
+    seq_max: int | None = None
+    include_superseded: bool = False
+    include_archived: bool = False
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    ids: tuple[str, ...] | None = None
+
+    def matches(self, r: MemoryRecord) -> bool:
+        """Reference semantics; every backend must agree with this."""
+        if self.ids is not None and r.id not in self.ids:
+            return False
+        if not self._owner_matches(r):
+            return False
+        if self.kinds is not None and r.kind not in self.kinds:
+            return False
+        if self.roles is not None and r.role not in self.roles:
+            return False
+        if self.since is not None and r.timestamp < self.since:
+            return False
+        if self.until is not None and r.timestamp > self.until:
+            return False
+        if self.seq_min is not None and r.seq < self.seq_min:
+            return False
+        if self.seq_max is not None and r.seq > self.seq_max:
+            return False
+        if not self.include_superseded and r.valid_to is not None:
+            return False
+        if not self.include_archived and r.archived:
+            return False
+        for key, value in self.metadata.items():
+            if key not in r.metadata or not _same_value(r.metadata[key], value):
+                return False
+        return True
+
+    def _owner_matches(self, r: MemoryRecord) -> bool:
+        if (self.user_id is None or r.user_id == self.user_id) and (
+            self.session_id is None or r.session_id == self.session_id
+        ):
+            return True
+        if not self.include_shared:
+            return False
+        if r.visibility == "global":
+            return True
+        return r.visibility == "agent" and self.agent_id is not None and r.agent_id == self.agent_id
+
+
+def _same_value(stored: Any, wanted: MetadataValue) -> bool:
+    # True == 1 in Python; a filter on True must not match the integer 1.
+    if isinstance(wanted, bool) or isinstance(stored, bool):
+        return type(stored) is type(wanted) and stored == wanted
+    return bool(stored == wanted)
+
+
+@dataclass(frozen=True)
+class ScoredRecord:
+    """A query hit: the record and its cosine similarity in [-1, 1]."""
+
+    record: MemoryRecord
+    similarity: float
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def open(self, *, dimension: int, model_id: str) -> None: ...
+    def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None: ...
+    def update(self, records: Sequence[MemoryRecord]) -> None: ...
+    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]: ...
+    def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]: ...
+    def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]: ...
+    def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int: ...
+    def count(self, where: RecordFilter | None = None) -> int: ...
+    def close(self) -> None: ...
+
+
+class BaseBackend:
+    """Async twins and helpers shared by every backend.
+
+    Subclasses implement the sync methods of :class:`Backend`. The async
+    twins run them in a worker thread that keeps the caller's context; a
+    backend with a native async client overrides them.
+    """
+
+    name = "base"
+    #: What the conformance suite may expect of this engine.
+    supports_multiprocess = False
+    persistent = False
+
+    def update(self, records: Sequence[MemoryRecord]) -> None:
+        """Change stored fields (not vectors) of existing records."""
+        raise NotImplementedError
+
+    async def _in_thread(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        ctx = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(ctx.run, fn, *args, **kwargs))
+
+    async def aupsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        await self._in_thread(self.upsert, records, vectors)  # type: ignore[attr-defined]
+
+    async def aquery(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
+        return await self._in_thread(self.query, vector, k=k, where=where)  # type: ignore[attr-defined]
+
+    async def aget(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
+        return await self._in_thread(self.get, ids, where=where)  # type: ignore[attr-defined]
+
+    async def ascan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
+        return await self._in_thread(self.scan, where, limit=limit)  # type: ignore[attr-defined]
+
+    async def adelete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
+        return await self._in_thread(self.delete, ids=ids, where=where)  # type: ignore[attr-defined]
+
+    async def acount(self, where: RecordFilter | None = None) -> int:
+        return await self._in_thread(self.count, where)  # type: ignore[attr-defined]
+
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # type: ignore[attr-defined]

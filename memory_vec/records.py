@@ -1,0 +1,212 @@
+"""Typed records that flow through memory-vec.
+
+``MemoryRecord`` is what a backend stores; ``RecalledMemory`` is what recall
+returns; ``WriteResult`` says what a write did; ``MemoryContext`` is what
+``build_context`` hands to a prompt.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = [
+    "ROLES",
+    "KINDS",
+    "VISIBILITIES",
+    "MemoryKind",
+    "MemoryRecord",
+    "ChatMessage",
+    "RecalledMemory",
+    "WriteEvent",
+    "WriteResult",
+    "MemoryContext",
+    "ForgetReceipt",
+    "to_datetime",
+]
+
+ROLES = ("user", "assistant", "system", "tool")
+KINDS = ("message", "fact", "summary")
+# private: only the owner sees it; agent: every user of the same agent_id;
+# global: every user. Shared records are only ever written explicitly.
+VISIBILITIES = ("private", "agent", "global")
+
+
+class MemoryKind(str, enum.Enum):
+    MESSAGE = "message"
+    FACT = "fact"
+    SUMMARY = "summary"
+
+
+def to_datetime(epoch: float) -> datetime:
+    """Epoch seconds to a timezone-aware UTC datetime."""
+    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+@dataclass
+class MemoryRecord:
+    """One stored memory: a message, an extracted fact or a summary.
+
+    ``text`` is always the original text; summaries are separate records of
+    kind ``summary`` and never replace a message. Timestamps are epoch
+    seconds (UTC) so that every backend can store and range-filter them.
+    """
+
+    id: str
+    text: str
+    role: str
+    user_id: str
+    session_id: str
+    timestamp: float
+    kind: str = "message"
+    seq: int = 0
+    agent_id: str | None = None
+    importance: float = 0.5
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # Validity: a superseded record keeps its text as history but is not
+    # served as current (valid_to is when it stopped being true).
+    valid_to: float | None = None
+    superseded_by: str | None = None
+    visibility: str = "private"
+    subject: str | None = None
+    source_ids: list[str] = field(default_factory=list)
+    pinned: bool = False
+    expire_at: float | None = None
+    archived: bool = False
+    recall_count: int = 0
+    last_recalled_at: float | None = None
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_to is None and not self.archived
+
+    @property
+    def datetime(self) -> datetime:
+        return to_datetime(self.timestamp)
+
+    def copy(self, **changes: Any) -> MemoryRecord:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """A message of the recent window (working state)."""
+
+    role: str
+    content: str
+    timestamp: datetime
+    seq: int = 0
+    id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.content
+
+
+@dataclass
+class RecalledMemory:
+    """One recall result. ``score`` is in [0, 1], higher is better.
+
+    ``components`` shows how the score was made (similarity, recency,
+    importance, bm25, ...); ``neighbors`` holds turns around a hit as
+    context, which are not hits themselves.
+    """
+
+    id: str
+    text: str
+    role: str
+    score: float
+    timestamp: datetime
+    metadata: dict[str, Any]
+    session_id: str
+    kind: str
+    user_id: str = ""
+    seq: int = 0
+    importance: float = 0.5
+    similarity: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
+    neighbors: list[RecalledMemory] = field(default_factory=list)
+
+    @classmethod
+    def from_record(
+        cls, record: MemoryRecord, *, score: float, similarity: float = 0.0
+    ) -> RecalledMemory:
+        return cls(
+            id=record.id,
+            text=record.text,
+            role=record.role,
+            score=score,
+            timestamp=record.datetime,
+            metadata=dict(record.metadata),
+            session_id=record.session_id,
+            kind=record.kind,
+            user_id=record.user_id,
+            seq=record.seq,
+            importance=record.importance,
+            similarity=similarity,
+        )
+
+
+class WriteEvent(str, enum.Enum):
+    ADDED = "added"
+    UPDATED = "updated"
+    SKIPPED_DUPLICATE = "skipped_duplicate"
+    SKIPPED_LOW_VALUE = "skipped_low_value"
+
+
+@dataclass
+class WriteResult:
+    """What one write did.
+
+    ``id`` is the stored message's id (a message is always stored);
+    ``fact_ids`` the facts written alongside it; ``superseded_ids`` the
+    records it replaced in recall.
+    """
+
+    event: WriteEvent
+    id: str
+    seq: int = 0
+    fact_ids: list[str] = field(default_factory=list)
+    superseded_ids: list[str] = field(default_factory=list)
+    duplicate_of: str | None = None
+    summarized: bool = False
+    pending: bool = False  # True while a background writer holds it
+    reason: str = ""
+
+
+@dataclass
+class MemoryContext:
+    """The memory block for one model call, each slot within its budget."""
+
+    summary: str
+    recent: list[ChatMessage]
+    relevant: list[RecalledMemory]
+    tokens: dict[str, int]
+    relevant_text: str = ""
+    degraded: bool = False
+
+    def render(self) -> str:
+        """The relevant-memories block as prompt text ("" when empty)."""
+        return self.relevant_text
+
+    def render_history(self) -> str:
+        """Summary and recent turns as plain text, oldest first."""
+        parts: list[str] = []
+        if self.summary:
+            parts.append(f"Summary of earlier conversation:\n{self.summary}")
+        parts.extend(f"{m.role}: {m.content}" for m in self.recent)
+        return "\n".join(parts)
+
+
+@dataclass
+class ForgetReceipt:
+    """What ``forget`` removed, and a follow-up scan's count (0 when clean)."""
+
+    user_id: str
+    session_id: str | None
+    records_deleted: int
+    sessions_cleared: int
+    remaining_after_scan: int

@@ -1,0 +1,193 @@
+"""Token counting with tiktoken, offline on a fresh machine.
+
+tiktoken downloads its BPE files on first use. memory-vec ships the two
+standard files (``cl100k_base``, ``o200k_base``; gzip, checked against the
+SHA-256 that tiktoken itself expects) and builds the ``tiktoken.Encoding``
+from them, so nothing is fetched at run time. Any other counter (e.g. a
+Hugging Face tokenizer for Qwen or DeepSeek) plugs in through the
+:class:`TokenCounter` protocol or :class:`CallableTokenCounter`.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import ConfigError
+
+__all__ = [
+    "TokenCounter",
+    "TiktokenCounter",
+    "CallableTokenCounter",
+    "get_token_counter",
+    "load_encoding",
+]
+
+_ENDOFTEXT = "<|endoftext|>"
+_ENDOFPROMPT = "<|endofprompt|>"
+
+# Pattern strings and special tokens as tiktoken_ext.openai_public defines them.
+_ENCODINGS: dict[str, dict[str, Any]] = {
+    "cl100k_base": {
+        "sha256": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        "pat_str": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        "special_tokens": {
+            _ENDOFTEXT: 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            _ENDOFPROMPT: 100276,
+        },
+    },
+    "o200k_base": {
+        "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        "pat_str": "|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        "special_tokens": {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
+    },
+}
+
+# Model names map to encodings the way tiktoken.encoding_for_model does.
+_MODEL_PREFIXES = (
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
+)
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens of a text; ``name`` identifies the tokenizer."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def truncate(self, text: str, max_tokens: int) -> str: ...
+
+
+_load_lock = threading.Lock()
+
+
+@lru_cache(maxsize=None)
+def _load_ranks(name: str) -> dict[bytes, int]:
+    spec = _ENCODINGS[name]
+    raw = gzip.decompress(resources.files("memory_vec").joinpath(f"_bpe/{name}.tiktoken.gz").read_bytes())
+    if hashlib.sha256(raw).hexdigest() != spec["sha256"]:
+        raise ConfigError(f"The packaged BPE file for {name} is corrupt; reinstall memory-vec.")
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@lru_cache(maxsize=None)
+def load_encoding(name: str) -> Any:
+    """A ``tiktoken.Encoding`` for an encoding or model name, built offline."""
+    import tiktoken
+
+    encoding_name = resolve_encoding_name(name)
+    spec = _ENCODINGS[encoding_name]
+    with _load_lock:
+        return tiktoken.Encoding(
+            name=encoding_name,
+            pat_str=spec["pat_str"],
+            mergeable_ranks=_load_ranks(encoding_name),
+            special_tokens=spec["special_tokens"],
+        )
+
+
+def resolve_encoding_name(name: str) -> str:
+    if name in _ENCODINGS:
+        return name
+    for prefix, encoding in _MODEL_PREFIXES:
+        if name.startswith(prefix):
+            return encoding
+    known = ", ".join([*_ENCODINGS, *(p + "*" for p, _ in _MODEL_PREFIXES)])
+    raise ConfigError(
+        f"MemoryConfig.tokenizer: got {name!r}: unknown encoding or model; allowed: {known}. "
+        "For another tokenizer pass token_counter=CallableTokenCounter(...)."
+    )
+
+
+class TiktokenCounter:
+    """Counts with a tiktoken encoding (``cl100k_base`` by default).
+
+    Example:
+        >>> TiktokenCounter("cl100k_base").count("hello world")
+        2
+    """
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        self._encoding = load_encoding(encoding)
+        self.name = self._encoding.name
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        # disallowed_special=() counts "<|endoftext|>" typed by a user as text
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        tokens = self._encoding.encode(text, disallowed_special=())
+        if len(tokens) <= max_tokens:
+            return text
+        return self._encoding.decode(tokens[: max(max_tokens, 0)])
+
+
+class CallableTokenCounter:
+    """Wraps any ``text -> int`` function, e.g. a Hugging Face tokenizer::
+
+        tok = AutoTokenizer.from_pretrained("Qwen/Qwen2.5-7B-Instruct")
+        counter = CallableTokenCounter(lambda t: len(tok.encode(t)), name="qwen2.5")
+    """
+
+    def __init__(self, count: Callable[[str], int], *, name: str = "custom") -> None:
+        self._count = count
+        self.name = name
+
+    def count(self, text: str) -> int:
+        return int(self._count(text)) if text else 0
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        if self.count(text) <= max_tokens:
+            return text
+        lo, hi = 0, len(text)
+        while lo < hi:  # longest prefix that fits
+            mid = (lo + hi + 1) // 2
+            if self.count(text[:mid]) <= max_tokens:
+                lo = mid
+            else:
+                hi = mid - 1
+        return text[:lo]
+
+
+@lru_cache(maxsize=None)
+def get_token_counter(name: str = "cl100k_base") -> TiktokenCounter:
+    """A shared counter per encoding: loading one costs ~0.3 s once per process."""
+    return TiktokenCounter(name)

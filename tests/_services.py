@@ -1,0 +1,128 @@
+"""Start and stop real servers for the integration tests.
+
+Each server runs in its own process group on a free loopback port and is
+stopped by killing the group (Milvus' child processes need SIGKILL). When a
+binary is missing the test is skipped, unless MEMORY_VEC_REQUIRE_SERVICES=1
+(set by scripts/test.sh and CI), where it fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REQUIRE = os.environ.get("MEMORY_VEC_REQUIRE_SERVICES") == "1"
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def missing(what: str) -> None:
+    if REQUIRE:
+        pytest.fail(f"{what} is required in CI (MEMORY_VEC_REQUIRE_SERVICES=1) but missing")
+    pytest.skip(f"{what} not available")
+
+
+def find_binary(name: str, env_var: str | None = None) -> str | None:
+    if env_var and os.environ.get(env_var) and os.path.exists(os.environ[env_var]):
+        return os.environ[env_var]
+    local = VENV_BIN / name
+    if local.exists():
+        return str(local)
+    return shutil.which(name)
+
+
+@dataclass
+class Service:
+    name: str
+    port: int
+    data_dir: str
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: str = ""
+    extra_ports: list[int] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.proc = None
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            return "".join(Path(self.log_path).read_text(errors="replace").splitlines(True)[-n:])
+        except OSError:
+            return ""
+
+
+def start_service(
+    name: str,
+    argv_for: Callable[[int, str], Sequence[str]],
+    *,
+    ready: Callable[[Service], bool] | None = None,
+    timeout: float = 60.0,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+) -> Service:
+    """Start ``argv_for(port, data_dir)`` in a new process group and wait until ready."""
+    port = port or free_port()
+    data_dir = tempfile.mkdtemp(prefix=f"memvec-{name}-")
+    log_path = os.path.join(data_dir, "server.log")
+    service = Service(name, port, data_dir, log_path=log_path)
+    with open(log_path, "wb") as log:
+        service.proc = subprocess.Popen(
+            list(argv_for(port, data_dir)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+            cwd=data_dir,
+        )
+    check = ready or (lambda s: port_open(s.port))
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if service.proc.poll() is not None:
+            break
+        if check(service):
+            return service
+        time.sleep(0.2)
+    tail = service.log_tail()
+    service.stop()
+    pytest.fail(f"{name} did not start on port {port} within {timeout}s:\n{tail}")
+    raise AssertionError  # unreachable

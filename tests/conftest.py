@@ -1,0 +1,59 @@
+"""Shared fixtures: fast fakes for unit tests, real models for integration."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from memory_vec import MemoryConfig, MemoryCore
+from memory_vec.backends import InMemoryBackend, release_shared_backends
+from memory_vec.state import InMemoryStateStore, release_shared_state_stores
+from memory_vec.testing import DeterministicHashEmbedder
+
+
+@pytest.fixture
+def hash_embedder() -> DeterministicHashEmbedder:
+    return DeterministicHashEmbedder(dimension=256)
+
+
+@pytest.fixture
+def make_core(hash_embedder: DeterministicHashEmbedder):  # type: ignore[no-untyped-def]
+    """Build a MemoryCore on fresh in-process stores with the hashing embedder."""
+
+    def factory(backend=None, state=None, embedder=None, **config):  # type: ignore[no-untyped-def]
+        config.setdefault("user_id", "u1")
+        config.setdefault("session_id", "s1")
+        config.setdefault("score_threshold", 0.0)
+        return MemoryCore(
+            MemoryConfig(**config),
+            embedder=embedder or hash_embedder,
+            backend=backend or InMemoryBackend(),
+            state_store=state or InMemoryStateStore(),
+        )
+
+    return factory
+
+
+@pytest.fixture
+def unique() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _release_shared() -> Iterator[None]:
+    yield
+    release_shared_backends()
+    release_shared_state_stores()
+
+
+# Session-scoped server fixtures, one module per engine (each starts its
+# server lazily, on first use, and stops it at the end of the session).
+pytest_plugins = ["tests.fixtures_chroma", "tests.fixtures_milvus", "tests.fixtures_redis"]

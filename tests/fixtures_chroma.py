@@ -1,0 +1,1 @@
+"""Server fixtures for chroma (see tests/_services.py)."""

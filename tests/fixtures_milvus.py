@@ -1,0 +1,1 @@
+"""Server fixtures for milvus (see tests/_services.py)."""

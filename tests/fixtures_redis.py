@@ -1,0 +1,1 @@
+"""Server fixtures for redis (see tests/_services.py)."""
