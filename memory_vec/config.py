@@ -114,15 +114,41 @@ class MemoryConfig(BaseModel):
     importance_weight: float = Field(0.0, ge=0, le=1, description="Weight of importance in the final score.")
     hybrid: bool = Field(True, description="Fuse BM25 keyword ranking with the vector ranking.")
     bm25_weight: float = Field(0.5, ge=0, le=1, description="Weight of BM25 in the fusion (vector gets 1 - it).")
-    candidate_multiplier: int = Field(4, ge=1, le=50, description="Vector candidates fetched per k before ranking.")
+    candidate_multiplier: int = Field(
+        4, ge=1, le=50,
+        description="Candidates fetched per k from each retriever (vector, BM25) when k * it exceeds candidate_pool.",
+    )
+    candidate_pool: int = Field(
+        200, ge=1, le=10000,
+        description="Candidates fetched from each retriever (vector, BM25) before ranking, at least. Because it "
+        "does not grow with k, the top k' of a recall with any k <= candidate_pool / candidate_multiplier "
+        "equals a recall with k'.",
+    )
     neighbor_window: int = Field(1, ge=0, le=10, description="Turns before/after a hit attached as context.")
+    speaker_boost: float = Field(
+        0.0, ge=0, le=1,
+        description="Added to the relevance of memories whose metadata 'speaker' the query names "
+        "(whole-word match against the speakers seen in the user's memories); 0 turns it off.",
+    )
 
     # --- writes, conflicts, privacy ---------------------------------------------------
     max_content_bytes: int = Field(32768, ge=1, description="Largest message accepted, in UTF-8 bytes.")
     max_metadata_bytes: int = Field(16384, ge=2, description="Largest caller metadata accepted, as JSON bytes.")
-    extract_facts: bool = Field(True, description="Extract facts (rules or LLM) and overwrite conflicting ones.")
-    conflict_threshold: float = Field(
-        0.8, ge=0, le=1, description="Similarity at or above which differing values count as a conflict."
+    fact_extractor: Literal["rules", "llm", "none"] = Field(
+        "rules",
+        description="How facts are extracted from user messages: offline rules, the LLM (one call per "
+        "message, needs llm=), or none (then user messages themselves are checked for conflicts).",
+    )
+    conflict_judge: bool = Field(
+        False, description="Let the LLM (llm=) decide borderline conflicts as ADD / UPDATE / DELETE / NOOP."
+    )
+    skip_transient: bool = Field(
+        True, description="Value filter: do not keep one-off instructions ('convert this file now') as facts."
+    )
+    conflict_threshold: float | None = Field(
+        None, ge=0, le=1,
+        description="Cosine at or above which two facts with differing numbers/names conflict. None uses the "
+        "embedder's calibrated default (0.8 for MiniLM; e5's cosines run higher, so its default is higher).",
     )
     redact_pii: bool = Field(False, description="Redact e-mails, phone, ID-card and card numbers before storage.")
 

@@ -7,6 +7,7 @@ working-state store and the backend.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -24,15 +25,18 @@ from .backends.base import Backend
 from .config import MemoryConfig
 from .context import assemble_context
 from .embeddings import Embedder, get_embedder
-from .errors import BackendError, InvalidInputError, SummaryRejectedError
+from .errors import BackendError, ConfigError, InvalidInputError, SummaryRejectedError
 from .facts import analyze, is_chinese
 from .records import ForgetReceipt, MemoryContext, MemoryRecord, RecalledMemory, WriteEvent, WriteResult
 from .recall.ranking import Candidate, RankingPolicy, rank
+from .recall.bm25 import IndexedDoc, mentioned_speakers, registry as _text_indexes
 from .state import NewMessage, StateStore, WorkingState, shared_state_store
 from .summary import ExtractiveSummarizer, LLMSummarizer, Summarizer, plan_fold
 from .tokens import TokenCounter, get_token_counter
 from .trace import SummarizerCall, TurnTrace
+from .manage import MemoryManagement
 from .writer import RecordWriter
+from .conflict import ConflictResolver, FactExtractor, LLMExtractor, RuleExtractor
 
 __all__ = ["MemoryCore", "MessageInput"]
 
@@ -93,7 +97,7 @@ def _shared_writer(backend: Backend, config: MemoryConfig) -> RecordWriter:
         return held[1]
 
 
-class MemoryCore:
+class MemoryCore(MemoryManagement):
     """Conversation memory: rolling summary, vector recall, token budgets.
 
     Setup and a minimal turn::
@@ -131,6 +135,7 @@ class MemoryCore:
         summarizer: Summarizer | None = None,
         llm: Callable[[str], str] | None = None,
         token_counter: TokenCounter | None = None,
+        extractor: FactExtractor | None = None,
     ) -> None:
         self.config = config or MemoryConfig()
         cfg = self.config
@@ -146,6 +151,19 @@ class MemoryCore:
                 else ExtractiveSummarizer(counter=self.counter)
             )
         self.summarizer: Summarizer = summarizer
+        self.extractor: FactExtractor | None = extractor
+        if extractor is None and cfg.fact_extractor == "rules":
+            self.extractor = RuleExtractor()
+        elif extractor is None and cfg.fact_extractor == "llm":
+            if llm is None:
+                raise ConfigError("MemoryConfig.fact_extractor: got 'llm' but no llm= was given; pass llm= or use 'rules'")
+            self.extractor = LLMExtractor(llm)
+        if cfg.conflict_judge and llm is None:
+            raise ConfigError("MemoryConfig.conflict_judge: got True but no llm= was given")
+        conflict_threshold = cfg.conflict_threshold
+        if conflict_threshold is None:
+            conflict_threshold = float(getattr(self.embedder, "conflict_threshold", 0.8))
+        self.resolver = ConflictResolver(threshold=conflict_threshold, judge=llm if cfg.conflict_judge else None)
         self.backend.open(dimension=self.embedder.dimension, model_id=self.embedder.model_id)
         self.writer = _shared_writer(self.backend, cfg)
         self._cache = _VectorCache()
@@ -157,8 +175,15 @@ class MemoryCore:
     # ------------------------------------------------------------------ helpers
     @property
     def threshold(self) -> float:
+        """Minimum final score. The embedder's default is a cosine level; with
+        hybrid fusion the vector part weighs ``1 - bm25_weight``, so the
+        default scales with it: a memory whose cosine alone meets the
+        embedder's threshold is never dropped for lacking keywords."""
         t = self.config.score_threshold
-        return self.embedder.default_threshold if t is None else t
+        if t is not None:
+            return t
+        vector_share = 1.0 - self.config.bm25_weight if self.config.hybrid else 1.0
+        return self.embedder.default_threshold * vector_share
 
     def _ranking_policy(self) -> RankingPolicy:
         c = self.config
@@ -253,8 +278,15 @@ class MemoryCore:
             checked.append((role, content, now if ts is None else ts, meta))
 
         trace = self._start("add_messages", user, session)
+        extracted = [self._extract_facts(role, content, trace) for role, content, _, _ in checked]
+        fact_texts = [
+            f.text for facts in extracted for f in facts
+            if not (f.transient and self.config.skip_transient) and self.extractor is not None
+        ]
         t0 = time.perf_counter()
-        vectors = self._embed_documents([c for _, c, _, _ in checked])
+        # One embedding call per turn: messages and their facts together.
+        all_vectors = self._embed_documents([c for _, c, _, _ in checked] + fact_texts)
+        vectors, fact_vectors = all_vectors[: len(checked)], all_vectors[len(checked):]
         trace.timings["embed"] = time.perf_counter() - t0
         ids = [uuid.uuid4().hex for _ in checked]
         seqs = self.state.append(
@@ -274,7 +306,16 @@ class MemoryCore:
             for rid, seq, (role, content, ts, meta) in zip(ids, seqs, checked)
         ]
         t0 = time.perf_counter()
-        durable = self.writer.write(records, vectors)
+        facts = self._resolve_facts(user, session, records, vectors, extracted, fact_vectors, trace)
+        trace.timings["conflict"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        to_write = records + facts.fact_records
+        write_vectors = np.concatenate([vectors, np.asarray(facts.fact_vectors, dtype=np.float32)]) \
+            if facts.fact_records else vectors
+        durable = self.writer.write(to_write, write_vectors)
+        if facts.updates:
+            durable = self.writer.update(facts.updates) and durable
+        self._after_write(user, to_write)
         trace.timings["write"] = time.perf_counter() - t0
         if not durable and not self.writer.background:
             trace.degraded = True
@@ -282,9 +323,21 @@ class MemoryCore:
         summarized = self._maybe_fold(user, session, trace)
         trace.emit()
         return [
-            WriteResult(WriteEvent.ADDED, r.id, seq=r.seq, summarized=summarized, pending=not durable)
+            WriteResult(
+                facts.events.get(r.id, WriteEvent.ADDED), r.id, seq=r.seq,
+                fact_ids=facts.fact_ids.get(r.id, []), superseded_ids=facts.superseded.get(r.id, []),
+                duplicate_of=facts.duplicate_of.get(r.id), summarized=summarized, pending=not durable,
+                reason=facts.reasons.get(r.id, ""),
+            )
             for r in records
         ]
+
+    def _after_write(self, user: str, records: Sequence[MemoryRecord]) -> None:
+        """Keep the per-user keyword index in step with new records."""
+        _text_indexes.feed(id(self.backend), user, [IndexedDoc.from_record(r) for r in records])
+
+    def _after_delete(self, user: str) -> None:
+        _text_indexes.invalidate(id(self.backend), user)
 
     @staticmethod
     def _coerce(m: MessageInput | Mapping[str, Any] | tuple[str, str]) -> MessageInput:
@@ -413,28 +466,74 @@ class MemoryCore:
         return hits
 
     def _recall(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
+        cfg = self.config
         t0 = time.perf_counter()
         vector = self._embed_query(query)
         trace.timings["embed"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        fetch = k * self.config.candidate_multiplier
+        # A pool that does not grow with k keeps rankings prefix-consistent.
+        fetch = max(cfg.candidate_pool, k * cfg.candidate_multiplier)
         found: dict[str, ScoredRecord] = {}
         for hit in self.backend.query(vector, k=fetch, where=where):
             found[hit.record.id] = hit
         for hit in self.writer.pending_matches(vector, where):
             found[hit.record.id] = hit
         trace.timings["vector_query"] = time.perf_counter() - t0
+        index = None
+        if (cfg.hybrid or cfg.neighbor_window or cfg.speaker_boost) and where.user_id is not None:
+            t0 = time.perf_counter()
+            index = _text_indexes.get(id(self.backend), where.user_id, self._load_text_index)
+            trace.timings["text_index"] = time.perf_counter() - t0
+        keyword: dict[str, float] = {}
+        if cfg.hybrid and index is not None:
+            t0 = time.perf_counter()
+            keyword = dict(index.search(query, k=fetch))
+            missing = tuple(i for i in keyword if i not in found)
+            if missing:  # keyword-only candidates still need their cosine
+                only = dataclasses.replace(where, ids=missing)
+                for hit in self.backend.query(vector, k=len(missing), where=only):
+                    found[hit.record.id] = hit
+            trace.timings["bm25"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        named = mentioned_speakers(query, index.speakers) if index is not None and cfg.speaker_boost else set()
         records = self.writer.overlay([h.record for h in found.values()])
         candidates = [
-            Candidate(record, found[record.id].similarity)
+            Candidate(
+                record,
+                found[record.id].similarity,
+                bm25=keyword.get(record.id, 0.0) if cfg.hybrid else None,
+                boost=cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named else 0.0,
+            )
             for record in records
             if where.matches(record)
         ]
         hits = rank(candidates, policy=self._ranking_policy(), now=time.time(), k=k)
         trace.timings["rank"] = time.perf_counter() - t0
+        if cfg.neighbor_window and index is not None and hits:
+            t0 = time.perf_counter()
+            self._attach_neighbors(hits, index, where)
+            trace.timings["neighbors"] = time.perf_counter() - t0
         trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
         return hits
+
+    def _load_text_index(self, user: str) -> list[IndexedDoc]:
+        where = RecordFilter(user_id=user, kinds=RECALL_KINDS, include_superseded=True)
+        return [IndexedDoc.from_record(r) for r in self.backend.scan(where)]
+
+    def _attach_neighbors(self, hits: list[RecalledMemory], index: Any, where: RecordFilter) -> None:
+        """Attach the turns around each hit (same session) as context, not hits."""
+        window = self.config.neighbor_window
+        around = {h.id: index.neighbor_ids(h.id, window) for h in hits}
+        wanted = {i for before, after in around.values() for i in before + after}
+        if not wanted:
+            return
+        visible = RecordFilter(user_id=where.user_id, kinds=("message",))
+        by_id = {r.id: r for r in self.backend.get(sorted(wanted), where=visible)}
+        for hit in hits:
+            before, after = around[hit.id]
+            hit.neighbors = [
+                RecalledMemory.from_record(by_id[i], score=0.0) for i in before + after if i in by_id
+            ]
 
     def build_context(
         self,
@@ -503,6 +602,7 @@ class MemoryCore:
         where = RecordFilter(user_id=user, session_id=session, include_superseded=True, include_archived=True)
         self.writer.forget_where(where)
         deleted = self.backend.delete(where=where)
+        _text_indexes.invalidate(id(self.backend), user)
         self.state.clear(user, session)
         return deleted
 
@@ -517,6 +617,7 @@ class MemoryCore:
         where = RecordFilter(user_id=user, session_id=session, include_superseded=True, include_archived=True)
         self.writer.forget_where(where)
         deleted = self.backend.delete(where=where)
+        _text_indexes.invalidate(id(self.backend), user)
         sessions = [session] if session is not None else self.state.sessions(user)
         cleared = sum(self.state.clear(user, s) for s in sessions)
         remaining = self.backend.count(where) + len(self.writer.pending_records(where))

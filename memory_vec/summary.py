@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .errors import SummaryRejectedError
-from .facts import analyze, is_chinese, split_sentences
+from .facts import analyze, extract_values, is_chinese, split_sentences
 from .state.base import StateMessage
 from .tokens import TokenCounter
 
@@ -208,6 +208,36 @@ class _Line:
     order: int
 
 
+def _newest_value_wins(lines: list[_Line]) -> list[_Line]:
+    """Drop older lines about a subject a newer line sets to another value.
+
+    An older line goes when it has the same subject key, or when it names the
+    subject and carries different numbers/names (an echo such as "ok, budget
+    5000" of a value that has since changed).
+    """
+    latest: dict[str, _Line] = {}
+    for line in lines:
+        if line.subject:
+            latest[line.subject] = line
+    kept = []
+    for line in lines:
+        superseded = False
+        for subject, newest in latest.items():
+            if newest.order <= line.order:
+                continue
+            if line.subject == subject:
+                superseded = True
+            elif subject in line.text.lower():
+                old_values = extract_values(line.text)
+                if old_values and not old_values <= extract_values(newest.text):
+                    superseded = True
+            if superseded:
+                break
+        if not superseded:
+            kept.append(line)
+    return kept
+
+
 class ExtractiveSummarizer:
     """Keeps the highest-value sentences, without an LLM.
 
@@ -220,7 +250,7 @@ class ExtractiveSummarizer:
 
     name = "extractive"
 
-    def __init__(self, *, counter: TokenCounter, min_value: float = 0.2) -> None:
+    def __init__(self, *, counter: TokenCounter, min_value: float = 0.35) -> None:
         self.counter = counter
         self.min_value = min_value
 
@@ -247,12 +277,7 @@ class ExtractiveSummarizer:
                     continue
                 lines.append(_Line(f"[{m.role}] {sentence}", signals.subject, value, order))
                 order += 1
-        # Newer facts overwrite older ones on the same subject.
-        latest: dict[str, int] = {}
-        for line in lines:
-            if line.subject:
-                latest[line.subject] = line.order
-        lines = [ln for ln in lines if not ln.subject or latest[ln.subject] == ln.order]
+        lines = _newest_value_wins(lines)
         # Best value first (newer wins ties), then fit the budget.
         ranked = sorted(lines, key=lambda ln: (-ln.value, -ln.order))
         chosen: list[_Line] = []

@@ -22,6 +22,14 @@ __all__ = ["InMemoryBackend"]
 _SHARED = "\x00shared"  # partition of agent/global records; not a valid user id
 
 
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1, so a dot product is the cosine similarity."""
+    if vectors.ndim != 2 or not len(vectors):
+        return vectors
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
 class _Partition:
     def __init__(self, dimension: int) -> None:
         self.vectors = np.zeros((16, dimension), dtype=np.float32)
@@ -111,7 +119,7 @@ class InMemoryBackend(BaseBackend):
 
     # --- writes --------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
+        vectors = _unit_rows(np.asarray(vectors, dtype=np.float32))
         if len(records) != len(vectors):
             raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
         with self._lock:
@@ -154,7 +162,7 @@ class InMemoryBackend(BaseBackend):
 
     # --- reads ----------------------------------------------------------------------
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
-        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        q = _unit_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
         with self._lock:
             hits: list[ScoredRecord] = []
             for part in self._partitions_for(where):
@@ -208,7 +216,9 @@ class InMemoryBackend(BaseBackend):
     def _partitions_for(self, where: RecordFilter | None) -> list[_Partition]:
         if where is None or where.user_id is None:
             return list(self._parts.values())
-        keys = [where.user_id] + ([_SHARED] if where.include_shared else [])
+        # Shared records still belong to their writer, so a user-scoped read
+        # without include_shared must look at the shared partition too.
+        keys = [where.user_id, _SHARED]
         return [self._parts[k] for k in keys if k in self._parts]
 
     def _iter(self, where: RecordFilter | None, ids: Sequence[str] | None):  # type: ignore[no-untyped-def]

@@ -62,6 +62,8 @@ class BaseEmbedder:
     symmetric: bool = True
     # Final-score threshold that suits the model's cosine distribution.
     default_threshold: float = 0.2
+    # Cosine at which two statements are about the same thing (conflicts).
+    conflict_threshold: float = 0.8
     batch_size: int = 32
     _dimension: int | None = None
 

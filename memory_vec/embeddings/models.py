@@ -101,6 +101,7 @@ class E5SmallEmbedder(BaseEmbedder):
 
     model_id = E5_SMALL_ID
     symmetric = True
+    conflict_threshold = 0.9
     # e5 cosines sit high (unrelated text ~0.7); see benchmarks/RESULTS.md.
     default_threshold = 0.75
 

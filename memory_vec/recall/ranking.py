@@ -75,6 +75,7 @@ def dedupe_key(text: str) -> str:
 def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, k: int) -> list[RecalledMemory]:
     """Score, threshold, collapse near-identical texts, and keep the top k."""
     scored: list[tuple[float, RecalledMemory]] = []
+    sources = {c.record.id: (c.record.id, *c.record.source_ids) for c in candidates}
     for c in candidates:
         sim = similarity_to_score(c.similarity)
         if c.bm25 is not None and policy.bm25_weight > 0:
@@ -102,10 +103,11 @@ def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, 
     seen: set[str] = set()
     for _, hit in scored:
         if policy.collapse_duplicates:
-            key = dedupe_key(hit.text)
-            if key in seen:
+            # A fact and the message it was extracted from say the same thing.
+            keys = {dedupe_key(hit.text), *(f"id:{i}" for i in sources.get(hit.id, ()))}
+            if keys & seen:
                 continue
-            seen.add(key)
+            seen |= keys
         out.append(hit)
         if len(out) >= k:
             break

@@ -1,0 +1,173 @@
+"""The offline demo: a long scripted conversation through the memory.
+
+Facts are planted early ("amounts with two decimals", "budget is 5000"),
+buried under small talk, and one is updated late ("budget is now 8000").
+Each turn shows the memory's slots and their tokens against sending the
+whole history; at the end, questions show what recall brings back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from .config import MemoryConfig
+from .core import MemoryCore
+
+__all__ = ["run_demo", "build_script", "DemoTurn"]
+
+
+@dataclass(frozen=True)
+class DemoTurn:
+    user: str
+    assistant: str
+
+
+_EN_FACTS = {
+    3: ("Please always show amounts with two decimals.", "Understood: amounts with two decimals from now on."),
+    6: ("Our travel budget is 5000 euros for the whole trip.", "Got it, a budget of 5000 euros."),
+    9: ("I'm allergic to peanuts, so never suggest dishes with peanuts.", "Noted: no peanuts, ever."),
+    14: ("My dog is called Biscuit, he's a golden retriever.", "Biscuit sounds lovely!"),
+    20: ("We decided to fly to Kyoto on April 3rd.", "Kyoto on April 3rd it is."),
+    130: ("Update: the travel budget is now 8000 euros.", "Updated: the budget is 8000 euros now."),
+}
+_EN_FILLER = [
+    "What do you think about {x}?", "I watched a documentary about {x} yesterday.",
+    "Can you tell me something fun about {x}?", "My friend keeps talking about {x}.",
+    "Is {x} popular these days?", "I read an article on {x} this morning.",
+]
+_EN_TOPICS = ["jazz", "gardening", "chess", "volcanoes", "baking bread", "marathons", "old cameras",
+              "board games", "the ocean", "street food", "astronomy", "podcasts", "origami", "tea"]
+_EN_REPLIES = ["{X} is a great topic; there is a lot to say about it.", "Interesting! {X} has a long history.",
+               "Many people enjoy {x}; it is a nice way to relax.", "Sure, {x} can be surprisingly deep."]
+_EN_QUESTIONS = [
+    "What is our travel budget?",
+    "How should amounts be formatted?",
+    "Which foods must you avoid suggesting?",
+    "What is my dog's name?",
+    "When are we flying to Kyoto?",
+]
+
+_ZH_FACTS = {
+    3: ("以后金额都保留两位小数。", "明白，以后金额都保留两位小数。"),
+    6: ("我们这次旅行的预算是5000元。", "好的，预算5000元。"),
+    9: ("我对花生过敏，千万不要推荐含花生的菜。", "记住了，不推荐含花生的菜。"),
+    14: ("我家的狗叫豆豆，是一只金毛。", "豆豆听起来很可爱！"),
+    20: ("我们决定4月3日飞去京都。", "好的，4月3日去京都。"),
+    130: ("更新一下：预算调整到8000元。", "已更新，预算现在是8000元。"),
+}
+_ZH_FILLER = ["你觉得{x}怎么样？", "我昨天看了一个关于{x}的纪录片。", "能跟我讲讲{x}的趣事吗？",
+              "我朋友一直在聊{x}。", "最近{x}流行吗？", "今天早上我读了一篇关于{x}的文章。"]
+_ZH_TOPICS = ["爵士乐", "园艺", "象棋", "火山", "烤面包", "马拉松", "老相机", "桌游", "大海", "街头小吃",
+              "天文", "播客", "折纸", "喝茶"]
+_ZH_REPLIES = ["{x}是个很好的话题，可以聊很多。", "有意思！{x}有很长的历史。", "很多人喜欢{x}，很放松。",
+               "当然，{x}其实很有深度。"]
+_ZH_QUESTIONS = ["我们的旅行预算是多少？", "金额应该怎么显示？", "推荐菜的时候要避开什么？", "我家的狗叫什么名字？",
+                 "我们什么时候飞京都？"]
+
+
+def build_script(lang: str = "en", turns: int = 150, seed: int = 7) -> tuple[list[DemoTurn], list[str]]:
+    """The scripted conversation (user/assistant pairs) and the final questions."""
+    rng = random.Random(seed)
+    facts, filler, topics, replies, questions = (
+        (_ZH_FACTS, _ZH_FILLER, _ZH_TOPICS, _ZH_REPLIES, _ZH_QUESTIONS) if lang == "zh"
+        else (_EN_FACTS, _EN_FILLER, _EN_TOPICS, _EN_REPLIES, _EN_QUESTIONS)
+    )
+    script = []
+    update_turn = min(130, turns - 5)
+    for i in range(turns):
+        key = 130 if i == update_turn else i
+        if key in facts and (key != 130 or i == update_turn):
+            user, assistant = facts[key]
+        else:
+            topic = rng.choice(topics)
+            user = rng.choice(filler).format(x=topic)
+            assistant = rng.choice(replies).format(x=topic, X=topic[:1].upper() + topic[1:])
+        script.append(DemoTurn(user, assistant))
+    return script, questions
+
+
+def openai_compatible_llm(base_url: str, model: str, api_key: str | None) -> Callable[[str], str]:
+    """A ``prompt -> text`` callable for an OpenAI-compatible endpoint (stdlib only)."""
+    url = base_url.rstrip("/") + "/chat/completions"
+
+    def call(prompt: str) -> str:
+        body = json.dumps({"model": model, "messages": [{"role": "user", "content": prompt}]}).encode()
+        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json",
+                                                                  **({"Authorization": f"Bearer {api_key}"} if api_key else {})})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return str(json.load(response)["choices"][0]["message"]["content"])
+
+    return call
+
+
+def run_demo(
+    *,
+    lang: str = "en",
+    backend: str = "memory",
+    turns: int = 150,
+    persist_dir: str | None = None,
+    llm_url: str | None = None,
+    llm_model: str = "gpt-4o-mini",
+    out: TextIO = sys.stdout,
+    every: int = 10,
+) -> dict[str, object]:
+    """Run the scripted conversation; print per-turn slots and a final table."""
+    persist_dir = persist_dir or tempfile.mkdtemp(prefix="memory-vec-demo-")
+    config = MemoryConfig(user_id="demo-user", session_id=f"demo-{lang}", backend=backend, persist_dir=persist_dir,
+                          collection=f"demo_{lang}")
+    llm = openai_compatible_llm(llm_url, llm_model, os.environ.get("OPENAI_API_KEY")) if llm_url else None
+    t_start = time.perf_counter()
+    core = MemoryCore(config, llm=llm)
+    core.clear()
+    counter = core.counter
+    script, questions = build_script(lang, turns)
+    full_history_tokens = 0
+    memory_tokens_total = 0
+    full_tokens_total = 0
+    print(f"memory-vec demo · {lang} · backend={backend} · embedder={core.embedder.model_id} · "
+          f"summarizer={'llm' if llm else 'extractive (offline)'} · {turns} turns", file=out)
+    print(f"{'turn':>5} {'summary':>8} {'recent':>7} {'relevant':>9} {'memory':>7} {'full':>7}  saved", file=out)
+    for i, turn in enumerate(script, 1):
+        ctx = core.build_context(turn.user)
+        if llm is not None:
+            prompt = f"{ctx.render_history()}\n{ctx.render()}\nuser: {turn.user}\nassistant:"
+            assistant = llm(prompt)
+        else:
+            assistant = turn.assistant
+        full_history_tokens += counter.count(turn.user)
+        memory_tokens_total += ctx.tokens["total"] + counter.count(turn.user)
+        full_tokens_total += full_history_tokens
+        core.add_messages([("user", turn.user), ("assistant", assistant)])
+        full_history_tokens += counter.count(assistant)
+        if i % every == 0 or i == len(script):
+            t = ctx.tokens
+            memory = t["total"] + counter.count(turn.user)
+            full = full_history_tokens - counter.count(assistant)
+            print(f"{i:>5} {t['summary']:>8} {t['recent']:>7} {t['relevant']:>9} {memory:>7} {full:>7}  "
+                  f"{1 - memory / max(full, 1):>5.0%}", file=out)
+    print("\nQuestions after the conversation (recalled memories, best first):", file=out)
+    answers: dict[str, list[tuple[str, float]]] = {}
+    for q in questions:
+        hits = core.recall(q, k=3)
+        answers[q] = [(h.text, h.score) for h in hits]
+        print(f"\nQ: {q}", file=out)
+        for h in hits:
+            print(f"   {h.score:.3f}  [{h.timestamp:%Y-%m-%d} · {h.role}] {h.text}", file=out)
+    state = core.working_state()
+    print("\nRunning summary:", file=out)
+    print(state.summary or "(empty)", file=out)
+    saved = 1 - memory_tokens_total / max(full_tokens_total, 1)
+    print(f"\nPrompt tokens over the conversation: memory {memory_tokens_total:,} vs full history "
+          f"{full_tokens_total:,} ({saved:.0%} saved). Took {time.perf_counter() - t_start:.1f}s.", file=out)
+    core.close()
+    return {"memory_tokens": memory_tokens_total, "full_tokens": full_tokens_total, "answers": answers,
+            "summary": state.summary}

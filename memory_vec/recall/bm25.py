@@ -1,0 +1,317 @@
+"""Per-user keyword index: BM25 over the same memories as the vector store.
+
+Neither rank-bm25 nor bm25s adds documents in place: both rebuild their
+statistics from the whole corpus. A memory grows by one message per turn,
+so :class:`BM25Index` keeps the term statistics itself (an inverted index
+with document frequencies and lengths, updated in O(len(message)) per add or
+remove) and scores only the documents that share a term with the query.
+The scoring is Lucene's BM25 (the ``"lucene"`` method of bm25s)::
+
+    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    score(d, q) = sum_t idf(t) * tf / (tf + k1 * (1 - b + b * |d| / avgdl))
+
+Each term's contribution is below ``idf(t)``, so ``score / sum_t idf(t)`` is
+in [0, 1] and does not depend on the other documents of the query: it is the
+normalized value that ranking fuses with cosine (prefix-consistent, and the
+final-score threshold keeps its meaning).
+
+The index also knows each memory's session and sequence number (for the
+turns around a hit) and its speaker (for the speaker boost), so neither
+needs a scan of the store at query time.
+
+Tokens: jieba words for Chinese text, lower-cased word tokens otherwise,
+minus a short list of function words in both languages. The index is pure
+data; :class:`IndexRegistry` holds one per (backend, user) and builds it
+lazily from a loader the core passes in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..records import MemoryRecord
+
+__all__ = ["BM25Index", "IndexedDoc", "IndexRegistry", "tokenize", "mentioned_speakers"]
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+_EN_STOP = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves s t d ll m re ve don didn doesn isn wasn aren weren won wouldn couldn
+    shouldn hasn haven hadn im ive id youre thats its oh yeah yes hey hi wow""".split()
+)
+_ZH_STOP = frozenset(
+    "的 了 是 我 你 他 她 它 们 在 也 就 都 而 及 与 和 着 或 一个 没有 我们 你们 他们 这 那 这个 那个 吗 呢 吧 啊 呀 哦 嗯 么 什么 怎么 "
+    "有 很 还 又 就是 不 会 要 能 可以 给 把 被 让 对 从 到 上 下 中 里 说 去 来 过 为 以 之 所以 因为 但是 如果 然后".split()
+)
+
+_jieba_lock = threading.Lock()
+
+
+def _jieba_words(text: str) -> list[str]:
+    try:
+        import jieba
+    except ImportError:  # no jieba: one token per CJK character still matches
+        return [ch for ch in text]
+    with _jieba_lock:  # jieba's lazy initialisation is not thread-safe
+        return list(jieba.cut_for_search(text))
+
+
+def tokenize(text: str) -> list[str]:
+    """Index/query tokens: jieba words for Chinese runs, words otherwise.
+
+    Lower-cased, NFKC-insensitive for ASCII case, function words dropped.
+
+    Example:
+        >>> tokenize("Caroline went to the LGBTQ support group")
+        ['caroline', 'went', 'lgbtq', 'support', 'group']
+    """
+    lowered = text.lower()
+    if not _CJK.search(lowered):
+        return [w for w in (m.replace("'", "") for m in _WORD.findall(lowered)) if w not in _EN_STOP]
+    out: list[str] = []
+    for word in _jieba_words(lowered):
+        word = word.strip()
+        if not word or not any(ch.isalnum() for ch in word):
+            continue
+        if _CJK.search(word):
+            if word not in _ZH_STOP:
+                out.append(word)
+        else:
+            out.extend(w for w in (m.replace("'", "") for m in _WORD.findall(word)) if w not in _EN_STOP)
+    return out
+
+
+@dataclass(frozen=True)
+class IndexedDoc:
+    """What the index needs of one memory."""
+
+    id: str
+    text: str
+    session_id: str = ""
+    seq: int = 0
+    speaker: str | None = None
+    #: Messages are turns with a position; facts share their source's seq.
+    positional: bool = True
+
+    @classmethod
+    def from_record(cls, record: MemoryRecord) -> IndexedDoc:
+        """The indexed view of a stored record (speaker from its metadata)."""
+        speaker = record.metadata.get("speaker")
+        return cls(record.id, record.text, record.session_id, record.seq,
+                   speaker if isinstance(speaker, str) else None, positional=record.kind == "message")
+
+
+class BM25Index:
+    """Incremental BM25 over one user's memories.
+
+    Example:
+        >>> index = BM25Index()
+        >>> index.add([IndexedDoc("a", "the flight code is XK-42"), IndexedDoc("b", "we talked about food")])
+        >>> [doc_id for doc_id, _ in index.search("what was XK-42?", k=5)]
+        ['a']
+
+    Thread-safe: adds, removes and searches take one lock.
+    """
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self._postings: dict[str, dict[str, int]] = {}
+        self._doc_terms: dict[str, dict[str, int]] = {}
+        self._doc_len: dict[str, int] = {}
+        self._total_len = 0
+        self._position: dict[str, tuple[str, int]] = {}
+        self._by_position: dict[tuple[str, int], str] = {}
+        self._speaker: dict[str, str] = {}
+        self._speaker_counts: dict[str, int] = {}
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self._doc_len)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._doc_len
+
+    # --- writes -----------------------------------------------------------------------
+    def add(self, docs: Iterable[IndexedDoc]) -> None:
+        """Index memories; an id already present is replaced."""
+        with self._lock:
+            for doc in docs:
+                if doc.id in self._doc_len:
+                    self._remove_one(doc.id)
+                terms: dict[str, int] = {}
+                for token in tokenize(doc.text):
+                    terms[token] = terms.get(token, 0) + 1
+                for term, tf in terms.items():
+                    self._postings.setdefault(term, {})[doc.id] = tf
+                length = sum(terms.values())
+                self._doc_terms[doc.id] = terms
+                self._doc_len[doc.id] = length
+                self._total_len += length
+                self._position[doc.id] = (doc.session_id, doc.seq)
+                if doc.positional:
+                    self._by_position[(doc.session_id, doc.seq)] = doc.id
+                if doc.speaker:
+                    key = doc.speaker.casefold()
+                    self._speaker[doc.id] = key
+                    self._speaker_counts[key] = self._speaker_counts.get(key, 0) + 1
+
+    def remove(self, doc_ids: Iterable[str]) -> int:
+        """Drop memories by id; returns how many were indexed."""
+        with self._lock:
+            return sum(1 for doc_id in list(doc_ids) if self._remove_one(doc_id))
+
+    def remove_session(self, session_id: str) -> int:
+        with self._lock:
+            doomed = [d for d, (s, _) in self._position.items() if s == session_id]
+            return self.remove(doomed)
+
+    def _remove_one(self, doc_id: str) -> bool:
+        terms = self._doc_terms.pop(doc_id, None)
+        if terms is None:
+            return False
+        for term in terms:
+            posting = self._postings.get(term)
+            if posting is not None:
+                posting.pop(doc_id, None)
+                if not posting:
+                    del self._postings[term]
+        self._total_len -= self._doc_len.pop(doc_id)
+        position = self._position.pop(doc_id)
+        if self._by_position.get(position) == doc_id:
+            del self._by_position[position]
+        speaker = self._speaker.pop(doc_id, None)
+        if speaker is not None:
+            self._speaker_counts[speaker] -= 1
+            if not self._speaker_counts[speaker]:
+                del self._speaker_counts[speaker]
+        return True
+
+    # --- reads ------------------------------------------------------------------------
+    def search(self, query: str, *, k: int) -> list[tuple[str, float]]:
+        """The top ``k`` (id, normalized score in [0, 1]) pairs, best first.
+
+        Ties keep the newer memory first (higher sequence number).
+        """
+        terms = list(dict.fromkeys(tokenize(query)))
+        with self._lock:
+            n = len(self._doc_len)
+            if not n or not terms:
+                return []
+            avgdl = max(self._total_len / n, 1e-9)
+            k1, b = self.k1, self.b
+            scores: dict[str, float] = {}
+            idf_total = 0.0
+            for term in terms:
+                posting = self._postings.get(term)
+                df = len(posting) if posting else 0
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                idf_total += idf
+                if not posting:
+                    continue
+                doc_len = self._doc_len
+                for doc_id, tf in posting.items():
+                    norm = k1 * (1.0 - b + b * doc_len[doc_id] / avgdl)
+                    scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf / (tf + norm)
+            if not scores:
+                return []
+            position = self._position
+            top = sorted(scores.items(), key=lambda kv: (-kv[1], -position[kv[0]][1], kv[0]))[:k]
+        return [(doc_id, min(1.0, score / idf_total)) for doc_id, score in top]
+
+    def neighbor_ids(self, doc_id: str, window: int) -> tuple[list[str], list[str]]:
+        """Ids of up to ``window`` turns before and after a memory in its session."""
+        with self._lock:
+            position = self._position.get(doc_id)
+            if position is None or window <= 0:
+                return [], []
+            session, seq = position
+            before = [self._by_position.get((session, seq - i)) for i in range(window, 0, -1)]
+            after = [self._by_position.get((session, seq + i)) for i in range(1, window + 1)]
+        return [d for d in before if d], [d for d in after if d]
+
+    def speaker_of(self, doc_id: str) -> str | None:
+        return self._speaker.get(doc_id)
+
+    @property
+    def speakers(self) -> frozenset[str]:
+        """Case-folded speaker names seen in the memories' metadata."""
+        with self._lock:
+            return frozenset(self._speaker_counts)
+
+
+def mentioned_speakers(query: str, speakers: Iterable[str]) -> set[str]:
+    """Known speakers (case-folded) that the query names as a whole word.
+
+    A name that is not a whole word of the query does not count (``"Al"``
+    is not named by ``"also"``); Chinese names match as substrings.
+    """
+    lowered = query.casefold()
+    words = set(_WORD.findall(lowered)) | {w.removesuffix("'s") for w in _WORD.findall(lowered)}
+    named = set()
+    for name in speakers:
+        if not name:
+            continue
+        if _CJK.search(name):
+            if name in lowered:
+                named.add(name)
+        elif " " in name.strip():
+            if re.search(r"\b" + re.escape(name) + r"\b", lowered):
+                named.add(name)
+        elif name in words:
+            named.add(name)
+    return named
+
+
+class IndexRegistry:
+    """One :class:`BM25Index` per (store, user), built lazily.
+
+    The core feeds every write of this process into the user's index; an
+    index that was never built (a new process over a persistent store) is
+    loaded on first recall with ``loader(user_id)``. ``invalidate`` drops it
+    (clear/forget), and the next recall rebuilds it from the store.
+    """
+
+    def __init__(self) -> None:
+        self._indexes: dict[tuple[int, str], BM25Index] = {}
+        self._lock = threading.Lock()
+
+    def get(self, store_key: int, user_id: str, loader: Callable[[str], Iterable[IndexedDoc]]) -> BM25Index:
+        with self._lock:
+            index = self._indexes.get((store_key, user_id))
+        if index is not None:
+            return index
+        fresh = BM25Index()
+        fresh.add(loader(user_id))
+        with self._lock:
+            # Another thread may have built it meanwhile: keep the first one.
+            return self._indexes.setdefault((store_key, user_id), fresh)
+
+    def feed(self, store_key: int, user_id: str, docs: Iterable[IndexedDoc]) -> None:
+        """Add new memories to an index that is already built (else no-op:
+        the lazy build will read them from the store)."""
+        with self._lock:
+            index = self._indexes.get((store_key, user_id))
+        if index is not None:
+            index.add(docs)
+
+    def invalidate(self, store_key: int, user_id: str | None = None) -> None:
+        with self._lock:
+            for key in [k for k in self._indexes if k[0] == store_key and (user_id is None or k[1] == user_id)]:
+                del self._indexes[key]
+
+
+#: The process-wide registry the core uses.
+registry = IndexRegistry()
