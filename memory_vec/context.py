@@ -46,6 +46,7 @@ def render_relevant(
     lines = [header]
     used = counter.count(header) + 1
     kept: list[RecalledMemory] = []
+    shown = {hit.id for hit in hits}  # a hit is never repeated as another hit's neighbour
     for hit in hits:
         text = hit.text
         if counter.count(text) > item_max_tokens:
@@ -58,6 +59,9 @@ def render_relevant(
         used += cost
         kept.append(hit)
         for nb in hit.neighbors:  # context around a hit, only while it fits
+            if nb.id in shown:
+                continue
+            shown.add(nb.id)
             nb_text = nb.text
             if counter.count(nb_text) > item_max_tokens:
                 nb_text = counter.truncate(nb_text, item_max_tokens) + _TRUNCATED
@@ -92,6 +96,7 @@ def assemble_context(
         summary_tokens = counter.count(summary_text)
     room = max_token_limit - summary_tokens
     recent: list[ChatMessage] = []
+    costs: list[int] = []
     recent_tokens = 0
     for m in reversed(messages):  # newest first, then restore order
         content = m.content
@@ -105,8 +110,15 @@ def assemble_context(
             if cost > room:
                 break
         recent.append(ChatMessage(m.role, content, to_datetime(m.timestamp), m.seq, m.id, dict(m.metadata)))
+        costs.append(cost)
         recent_tokens += cost
     recent.reverse()
+    costs.reverse()
+    # A tool result whose call was cut off must not open the window: chat APIs
+    # reject a tool message without the assistant message that called it.
+    while recent and recent[0].role == "tool":
+        recent_tokens -= costs.pop(0)
+        recent.pop(0)
     shown_ids = {m.id for m in recent}
     shown_texts = {m.content.strip() for m in recent}
     fresh = [h for h in relevant if h.id not in shown_ids and h.text.strip() not in shown_texts]

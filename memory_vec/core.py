@@ -591,6 +591,29 @@ class MemoryCore(MemoryManagement):
         user, session = self._scope(user_id, session_id)
         return self.state.load(user, session)
 
+    def reset_working_state(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
+        """Empty the session's summary and recent window; stored records and
+        the sequence counter stay (new messages keep increasing seqs)."""
+        user, session = self._scope(user_id, session_id)
+        state = self.state.load(user, session)
+        self.state.replace(WorkingState(user, session, next_seq=state.next_seq, folded_through=state.next_seq - 1))
+
+    def session_history(self, *, session_id: str | None = None, user_id: str | None = None) -> list[MemoryRecord]:
+        """Every stored message of the session (superseded ones too), in order,
+        including writes not yet flushed."""
+        user, session = self._scope(user_id, session_id)
+        where = RecordFilter(user_id=user, session_id=session, kinds=("message",), include_superseded=True,
+                             include_archived=True)
+        records = {r.id: r for r in self.backend.scan(where)}
+        records.update({r.id: r for r in self.writer.pending_records(where)})
+        return sorted(records.values(), key=lambda r: (r.seq, r.timestamp))
+
+    async def aworking_state(self, **kwargs: Any) -> WorkingState:
+        return await asyncio.to_thread(self.working_state, **kwargs)
+
+    async def asession_history(self, **kwargs: Any) -> list[MemoryRecord]:
+        return await asyncio.to_thread(self.session_history, **kwargs)
+
     # ------------------------------------------------------------------ removal
     def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
         """Forget this session: its working state and all its stored records.

@@ -1,0 +1,94 @@
+"""Translation between LangChain messages and the core's records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage as LCChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from memory_vec import ChatMessage, MemoryContext, MessageInput
+from memory_vec.errors import InvalidRoleError
+from memory_vec.state import StateMessage
+
+__all__ = ["SUMMARY_HEADER", "text_of", "to_core", "to_langchain", "context_messages", "history_text"]
+
+# Same wording as MemoryContext.render_history(), for the message form.
+SUMMARY_HEADER = "Summary of earlier conversation:"
+
+_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
+               "system": "system", "tool": "tool"}
+
+
+def text_of(value: Any) -> str:
+    """The text of a chain input/output: a string, or a message's text."""
+    if isinstance(value, BaseMessage):
+        return value.text
+    if isinstance(value, str):
+        return value
+    raise TypeError(
+        f"memory-vec stores text; got {type(value).__name__}. Pass a string or a message "
+        "(set input_key/output_key to the key that holds it)."
+    )
+
+
+def to_core(message: BaseMessage) -> MessageInput:
+    """A LangChain message as a core :class:`MessageInput`."""
+    if isinstance(message, LCChatMessage):
+        role = _CHAT_ROLES.get(message.role)
+        if role is None:
+            raise InvalidRoleError(
+                f"ChatMessage role {message.role!r} has no memory-vec role; use one of {sorted(_CHAT_ROLES)}"
+            )
+    else:
+        role = _ROLE_OF_TYPE.get(message.type)
+        if role is None:
+            raise InvalidRoleError(f"cannot store a {type(message).__name__} (type {message.type!r})")
+    metadata: dict[str, Any] = {}
+    if isinstance(message, ToolMessage):
+        metadata["tool_call_id"] = message.tool_call_id
+    if message.id:
+        metadata["lc_id"] = message.id
+    return MessageInput(role, message.text, metadata=metadata or None)
+
+
+def to_langchain(message: ChatMessage | StateMessage) -> BaseMessage:
+    """A core message (recent turn or working-state entry) as a LangChain message."""
+    if message.role == "user":
+        return HumanMessage(content=message.content)
+    if message.role == "assistant":
+        return AIMessage(content=message.content)
+    if message.role == "tool":
+        return ToolMessage(content=message.content, tool_call_id=str(message.metadata.get("tool_call_id", "")))
+    return SystemMessage(content=message.content)
+
+
+def context_messages(ctx: MemoryContext, *, fold_relevant: bool) -> list[BaseMessage]:
+    """Summary (as a system message) and recent turns as messages.
+
+    With ``fold_relevant`` the relevant-memories block joins the system message.
+    """
+    system_parts = []
+    if fold_relevant and ctx.render():
+        system_parts.append(ctx.render())
+    if ctx.summary:
+        system_parts.append(f"{SUMMARY_HEADER}\n{ctx.summary}")
+    messages: list[BaseMessage] = []
+    if system_parts:
+        messages.append(SystemMessage(content="\n\n".join(system_parts)))
+    messages.extend(to_langchain(m) for m in ctx.recent)
+    return messages
+
+
+def history_text(ctx: MemoryContext, *, fold_relevant: bool) -> str:
+    """Summary and recent turns as text (the core's rendering)."""
+    parts: Iterable[str] = (ctx.render() if fold_relevant else "", ctx.render_history())
+    return "\n\n".join(p for p in parts if p)

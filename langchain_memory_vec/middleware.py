@@ -1,0 +1,205 @@
+"""``VectorSummaryMiddleware``: memory-vec for ``langchain.agents.create_agent``.
+
+This is the path forward: ``BaseChatMemory`` (and so
+:class:`~langchain_memory_vec.VectorSummaryMemory`) goes away in LangChain 2.0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from memory_vec import MemoryConfig, MemoryContext, MemoryCore, MessageInput
+from memory_vec.embeddings.models import LangChainEmbedder
+from memory_vec.errors import InvalidInputError
+
+from ._convert import SUMMARY_HEADER, to_core, to_langchain
+from ._llm import as_prompt_callable
+
+__all__ = ["VectorSummaryMiddleware"]
+
+Scope = tuple[str | None, str | None]
+
+
+class VectorSummaryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """Rolling summary and recalled memories for ``create_agent``.
+
+    On every model call (``wrap_model_call``) the summary and the memories
+    recalled for the current user message are added to the system message,
+    and the turns before the current one are replaced by the core's recent
+    turns, which fit ``config.max_token_limit``. The current turn (the user
+    message and any tool calls with their results) is passed whole, so a
+    tool call is never separated from its result. Nothing of this is written
+    into the thread's state.
+
+    Once per completed turn (``after_agent``), the user message and the
+    final answer are stored; old turns then fold into the summary.
+
+    Scope: the session is the thread id (``config["configurable"]["thread_id"]``),
+    the user is ``user_id`` from the runtime context (a dict or an object with
+    that attribute) or from ``config["configurable"]["user_id"]``; each falls
+    back to the config's ``session_id`` / ``user_id``.
+
+    Example::
+
+        from langchain.agents import create_agent
+        from langgraph.checkpoint.memory import InMemorySaver
+        from memory_vec import MemoryConfig
+        from langchain_memory_vec import VectorSummaryMiddleware
+
+        agent = create_agent(
+            model, tools=[...], checkpointer=InMemorySaver(),
+            middleware=[VectorSummaryMiddleware(config=MemoryConfig(max_token_limit=1500), llm=model)],
+        )
+        agent.invoke(
+            {"messages": [{"role": "user", "content": "My budget is 5000."}]},
+            {"configurable": {"thread_id": "t1", "user_id": "alice"}},
+        )
+
+    Async: ``await agent.ainvoke(...)`` / ``agent.astream(...)`` use the
+    async hooks, which never block the event loop.
+
+    Args:
+        config: memory-vec settings; default ``MemoryConfig()``.
+        llm: optional LangChain LLM or chat model for summaries; its calls
+            never appear in the agent's stream or callbacks.
+        embeddings: optional LangChain ``Embeddings``.
+        core: a ready :class:`~memory_vec.MemoryCore` instead of
+            ``config`` / ``llm`` / ``embeddings``.
+        summary_callbacks: callback handlers for the summary calls only.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        llm: BaseLanguageModel[Any] | None = None,
+        *,
+        embeddings: Embeddings | None = None,
+        core: MemoryCore | None = None,
+        summary_callbacks: Sequence[BaseCallbackHandler] | None = None,
+    ) -> None:
+        super().__init__()
+        if core is not None and (config is not None or llm is not None or embeddings is not None):
+            raise InvalidInputError(
+                "VectorSummaryMiddleware: pass either core=... or config/llm/embeddings, not both"
+            )
+        self.core = core or MemoryCore(
+            config or MemoryConfig(),
+            embedder=LangChainEmbedder(embeddings) if embeddings is not None else None,
+            llm=as_prompt_callable(llm, callbacks=summary_callbacks) if llm is not None else None,
+        )
+        self.tools = []
+
+    # ------------------------------------------------------------------ scope
+    @staticmethod
+    def _scope(runtime: Runtime[Any] | None) -> Scope:
+        try:
+            configurable: Mapping[str, Any] = get_config().get("configurable", {})
+        except RuntimeError:  # called outside a graph run
+            configurable = {}
+        context = getattr(runtime, "context", None)
+        user = context.get("user_id") if isinstance(context, Mapping) else getattr(context, "user_id", None)
+        if user is None:
+            user = configurable.get("user_id")
+        info = getattr(runtime, "execution_info", None)
+        thread = getattr(info, "thread_id", None) or configurable.get("thread_id")
+        return (None if user is None else str(user), None if thread is None else str(thread))
+
+    # ------------------------------------------------------------------ model calls
+    @staticmethod
+    def _current_turn_start(messages: Sequence[AnyMessage]) -> int | None:
+        for i in range(len(messages) - 1, -1, -1):
+            if isinstance(messages[i], HumanMessage):
+                return i
+        return None
+
+    def _query(self, request: ModelRequest) -> tuple[int, str | None]:  # type: ignore[type-arg]
+        start = self._current_turn_start(request.messages)
+        if start is None:
+            return 0, None
+        return start, request.messages[start].text or None
+
+    @staticmethod
+    def _with_memory(request: ModelRequest, ctx: MemoryContext, start: int) -> ModelRequest:  # type: ignore[type-arg]
+        block = "\n\n".join(
+            p for p in (f"{SUMMARY_HEADER}\n{ctx.summary}" if ctx.summary else "", ctx.render()) if p
+        )
+        system = request.system_message
+        if block:
+            if system is None:
+                system = SystemMessage(content=block)
+            elif isinstance(system.content, str):
+                system = SystemMessage(content=f"{system.content}\n\n{block}")
+            else:  # content blocks (e.g. cache control): keep them, add ours
+                system = SystemMessage(content=[*system.content, {"type": "text", "text": block}])
+        messages: list[AnyMessage] = list(request.messages)
+        if ctx.summary or ctx.recent:
+            # The core holds this thread's earlier turns: send its budgeted
+            # view of them instead of the thread's full history.
+            messages = [to_langchain(m) for m in ctx.recent] + messages[start:]  # type: ignore[misc]
+        return request.override(system_message=system, messages=messages)
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest,  # type: ignore[type-arg]
+        handler: Callable[[ModelRequest], ModelResponse],  # type: ignore[type-arg]
+    ) -> ModelResponse:  # type: ignore[type-arg]
+        """Add the summary and recalled memories to this model call only."""
+        user, session = self._scope(request.runtime)
+        start, query = self._query(request)
+        ctx = self.core.build_context(query, user_id=user, session_id=session)
+        return handler(self._with_memory(request, ctx, start))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,  # type: ignore[type-arg]
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],  # type: ignore[type-arg]
+    ) -> ModelResponse:  # type: ignore[type-arg]
+        """Async :meth:`wrap_model_call`."""
+        user, session = self._scope(request.runtime)
+        start, query = self._query(request)
+        ctx = await self.core.abuild_context(query, user_id=user, session_id=session)
+        return await handler(self._with_memory(request, ctx, start))
+
+    # ------------------------------------------------------------------ writes
+    def _completed_turn(self, state: AgentState, scope: Scope) -> list[MessageInput] | None:  # type: ignore[type-arg]
+        messages: list[BaseMessage] = list(state.get("messages", []))
+        start = self._current_turn_start(messages)
+        if start is None or not messages:
+            return None
+        final = messages[-1]
+        if not isinstance(final, AIMessage) or final.tool_calls or not final.text.strip():
+            return None  # no final answer (interrupted, or structured output only)
+        user_msg = messages[start]
+        if not user_msg.text.strip():
+            return None
+        stored = self.core.working_state(user_id=scope[0], session_id=scope[1]).messages
+        if final.id and stored and stored[-1].metadata.get("lc_id") == final.id:
+            return None  # this turn is already stored (a re-run of a finished thread)
+        return [to_core(user_msg), to_core(final)]
+
+    def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:  # type: ignore[type-arg]
+        """Store the user message and the final answer of the completed turn."""
+        user, session = scope = self._scope(runtime)
+        turn = self._completed_turn(state, scope)
+        if turn:
+            self.core.add_messages(turn, user_id=user, session_id=session)
+        return None
+
+    async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:  # type: ignore[type-arg]
+        """Async :meth:`after_agent`."""
+        user, session = scope = self._scope(runtime)
+        # The working-state read may hit SQLite/Redis: keep it off the event loop.
+        turn = await asyncio.to_thread(self._completed_turn, state, scope)
+        if turn:
+            await self.core.aadd_messages(turn, user_id=user, session_id=session)
+        return None

@@ -1,0 +1,17 @@
+"""LlamaIndex adapter for memory-vec: rolling summary, vector recall, token budgets.
+
+* :class:`VectorSummaryMemory` is a ``BaseMemory``: pass it as ``memory=`` to
+  chat engines and agents.
+* :class:`VectorSummaryMemoryBlock` is a ``BaseMemoryBlock`` for
+  ``Memory.from_defaults(memory_blocks=[...])``.
+
+Install with ``pip install 'memory-vec[llamaindex]'``.
+"""
+
+from __future__ import annotations
+
+from ._llm import LlamaIndexPromptLLM
+from .block import VectorSummaryMemoryBlock
+from .memory import VectorSummaryMemory, build_core
+
+__all__ = ["VectorSummaryMemory", "VectorSummaryMemoryBlock", "LlamaIndexPromptLLM", "build_core"]

@@ -1,0 +1,185 @@
+"""Translation between LlamaIndex chat types and memory-vec's core types.
+
+Nothing here decides what to remember: it maps roles, pulls the text out of
+content blocks, and says which blocks had no text to store.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    CitableBlock,
+    CitationBlock,
+    MessageRole,
+    TextBlock,
+    ToolCallBlock,
+)
+
+from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
+from memory_vec import ChatMessage as CoreMessage
+from memory_vec.trace import TurnTrace
+
+__all__ = [
+    "Translated",
+    "to_core",
+    "message_text",
+    "from_core",
+    "from_record",
+    "last_user_text",
+    "context_text",
+    "note_skipped",
+]
+
+log = logging.getLogger("llamaindex_memory_vec")
+
+# LlamaIndex roles that the core does not have map to the nearest core role.
+_ROLES: dict[str, str] = {
+    MessageRole.SYSTEM.value: "system",
+    MessageRole.DEVELOPER.value: "system",
+    MessageRole.USER.value: "user",
+    MessageRole.ASSISTANT.value: "assistant",
+    MessageRole.CHATBOT.value: "assistant",
+    MessageRole.MODEL.value: "assistant",
+    MessageRole.TOOL.value: "tool",
+    MessageRole.FUNCTION.value: "tool",
+}
+
+SUMMARY_HEADER = "Summary of earlier conversation:"
+
+
+@dataclass
+class Translated:
+    """Messages ready for ``MemoryCore.add_messages`` and what was left out."""
+
+    inputs: list[MessageInput] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def message_text(message: ChatMessage) -> tuple[str, list[str]]:
+    """The text of a message's blocks, and the types of blocks without text.
+
+    Text blocks, and the text inside citable/citation blocks, are kept in
+    order; tool calls become a short text line; images, audio, video,
+    documents, thinking and cache points carry no storable text and are
+    reported instead.
+    """
+    parts: list[str] = []
+    dropped: list[str] = []
+    for block in message.blocks:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, CitableBlock):
+            for inner in block.content:
+                if isinstance(inner, TextBlock):
+                    parts.append(inner.text)
+                else:
+                    dropped.append(str(getattr(inner, "block_type", type(inner).__name__)))
+        elif isinstance(block, CitationBlock) and isinstance(block.cited_content, TextBlock):
+            parts.append(block.cited_content.text)
+        elif isinstance(block, ToolCallBlock):
+            # Kept as text so the call stays next to its result in the history.
+            args = json.dumps(block.tool_kwargs, ensure_ascii=False, default=str)
+            parts.append(f"[tool call {block.tool_name}({args})]")
+        else:
+            dropped.append(str(getattr(block, "block_type", type(block).__name__)))
+    return "\n".join(p for p in parts if p), dropped
+
+
+def _json_safe(kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, value in kwargs.items():
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            dropped.append(str(key))
+            continue
+        if isinstance(key, str):
+            kept[key] = value
+        else:
+            dropped.append(repr(key))
+    return kept, dropped
+
+
+def to_core(messages: Iterable[ChatMessage]) -> Translated:
+    """LlamaIndex messages to core inputs.
+
+    A message keeps its text (``additional_kwargs`` that are JSON values
+    become its metadata); a message without any text is left out. Each
+    left-out block, kwarg or message is named in ``skipped``.
+    """
+    out = Translated()
+    for index, message in enumerate(messages):
+        role_name = message.role.value if isinstance(message.role, MessageRole) else str(message.role)
+        text, dropped_blocks = message_text(message)
+        metadata, dropped_kwargs = _json_safe(dict(message.additional_kwargs))
+        where = f"message {index} ({role_name})"
+        if dropped_kwargs:
+            out.skipped.append(f"{where}: additional_kwargs {dropped_kwargs} are not JSON values, not stored")
+        if not text.strip():
+            kinds = ", ".join(dropped_blocks) or "no content"
+            out.skipped.append(f"{where}: skipped, no text to store ({kinds})")
+            continue
+        if dropped_blocks:
+            out.skipped.append(f"{where}: stored its text; blocks without text skipped: {', '.join(dropped_blocks)}")
+        out.inputs.append(MessageInput(_ROLES.get(role_name, "user"), text, None, metadata or None))
+    return out
+
+
+def note_skipped(core: MemoryCore, skipped: Sequence[str], *, user_id: str, session_id: str) -> None:
+    """Record left-out content in the core's trace of this write.
+
+    When nothing was written (every message was skipped) a trace of its own
+    is started, so ``core.last_trace`` always tells what happened.
+    """
+    if not skipped:
+        return
+    trace = core.last_trace
+    if trace is None or trace.operation != "add_messages" or trace.session_id != session_id:
+        trace = TurnTrace("add_messages", user_id, session_id)
+        core.last_trace = trace
+    for entry in skipped:
+        trace.event(entry)
+    log.info("memory-vec: %s", "; ".join(skipped))
+    trace.emit()
+
+
+def from_core(message: CoreMessage) -> ChatMessage:
+    """A message of the core's recent window as a LlamaIndex message."""
+    return ChatMessage(role=message.role, content=message.content, additional_kwargs=dict(message.metadata))
+
+
+def from_record(record: MemoryRecord) -> ChatMessage:
+    """A stored message record as a LlamaIndex message."""
+    return ChatMessage(role=record.role, content=record.text, additional_kwargs=dict(record.metadata))
+
+
+def last_user_text(messages: Sequence[ChatMessage] | None) -> str | None:
+    """Text of the newest user message that has any, else None."""
+    for message in reversed(messages or []):
+        if message.role == MessageRole.USER:
+            text, _ = message_text(message)
+            if text.strip():
+                return text
+    return None
+
+
+def context_text(ctx: MemoryContext, *, with_recent: bool = False) -> str:
+    """The summary (and, when asked, the core's recent turns) plus the
+    relevant-memories block, as one prompt text ("" when all are empty)."""
+    parts: list[str] = []
+    if with_recent:
+        history = ctx.render_history()
+        if history:
+            parts.append(history)
+    elif ctx.summary:
+        parts.append(f"{SUMMARY_HEADER}\n{ctx.summary}")
+    if ctx.render():
+        parts.append(ctx.render())
+    return "\n\n".join(parts)
