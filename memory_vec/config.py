@@ -150,6 +150,21 @@ class MemoryConfig(BaseModel):
         description="Cosine at or above which two facts with differing numbers/names conflict. None uses the "
         "embedder's calibrated default (0.8 for MiniLM; e5's cosines run higher, so its default is higher).",
     )
+    reinforce_on_recall: bool = Field(
+        True, description="Count recalls (recall_count, last_recalled_at); recalled memories decay slower."
+    )
+    ttl_days_by_kind: dict[str, float] = Field(
+        default_factory=dict, description="Time to live per kind, e.g. {'message': 365}; applied by maintain()."
+    )
+    max_memories_per_user: int | None = Field(
+        None, ge=1, description="Cap per user; maintain() evicts the lowest-value, oldest, never pinned."
+    )
+    max_memories_per_session: int | None = Field(None, ge=1, description="Cap per session, like the user cap.")
+    forget_below: float | None = Field(
+        None, ge=0, le=1,
+        description="maintain() archives memories whose decayed value falls under this (needs decay_half_life_days).",
+    )
+    forget_grace_days: float = Field(30.0, ge=0, description="Archived memories are removed after this many days.")
     redact_pii: bool = Field(False, description="Redact e-mails, phone, ID-card and card numbers before storage.")
 
     @field_validator("user_id", "session_id", "agent_id", "collection")

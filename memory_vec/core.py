@@ -34,7 +34,7 @@ from .state import NewMessage, StateStore, WorkingState, shared_state_store
 from .summary import ExtractiveSummarizer, LLMSummarizer, Summarizer, plan_fold
 from .tokens import TokenCounter, get_token_counter
 from .trace import SummarizerCall, TurnTrace
-from .manage import MemoryManagement
+from .manage import MemoryLifecycle, MemoryManagement
 from .writer import RecordWriter
 from .conflict import ConflictResolver, FactExtractor, LLMExtractor, RuleExtractor
 
@@ -97,7 +97,7 @@ def _shared_writer(backend: Backend, config: MemoryConfig) -> RecordWriter:
         return held[1]
 
 
-class MemoryCore(MemoryManagement):
+class MemoryCore(MemoryManagement, MemoryLifecycle):
     """Conversation memory: rolling summary, vector recall, token budgets.
 
     Setup and a minimal turn::
@@ -169,6 +169,8 @@ class MemoryCore(MemoryManagement):
         self._cache = _VectorCache()
         self._query_cache = _VectorCache()
         self.last_trace: TurnTrace | None = None
+        self._reinforce: dict[str, tuple[int, float]] = {}
+        self._reinforce_lock = threading.Lock()
         self._fold_locks: dict[tuple[str, str], threading.Lock] = {}
         self._fold_locks_guard = threading.Lock()
 
@@ -555,6 +557,7 @@ class MemoryCore(MemoryManagement):
         if query is not None and query.strip():
             try:
                 relevant = self.recall(query, k=k, session_id=session, user_id=user)
+                self._note_recalled([h.id for h in relevant])
             except BackendError as exc:
                 degraded = True
                 log.warning("memory-vec: recall unavailable, answering without it: %s", exc)
@@ -654,6 +657,7 @@ class MemoryCore(MemoryManagement):
 
     def close(self) -> None:
         """Flush pending writes. Shared clients stay open for other cores."""
+        self._flush_reinforcement()
         self.writer.flush()
 
     def __enter__(self) -> MemoryCore:

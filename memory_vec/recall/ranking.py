@@ -77,6 +77,8 @@ def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, 
     scored: list[tuple[float, RecalledMemory]] = []
     sources = {c.record.id: (c.record.id, *c.record.source_ids) for c in candidates}
     for c in candidates:
+        if c.record.expire_at is not None and c.record.expire_at <= now:
+            continue  # expired but not yet removed by maintain(): never served
         sim = similarity_to_score(c.similarity)
         if c.bm25 is not None and policy.bm25_weight > 0:
             relevance = (1 - policy.bm25_weight) * sim + policy.bm25_weight * c.bm25
