@@ -35,6 +35,7 @@ from .summary import ExtractiveSummarizer, LLMSummarizer, Summarizer, plan_fold
 from .tokens import TokenCounter, get_token_counter
 from .trace import SummarizerCall, TurnTrace
 from .manage import MemoryLifecycle, MemoryManagement
+from .privacy import Redactor, RegexRedactor
 from .writer import RecordWriter
 from .conflict import ConflictResolver, FactExtractor, LLMExtractor, RuleExtractor
 
@@ -136,6 +137,7 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
         llm: Callable[[str], str] | None = None,
         token_counter: TokenCounter | None = None,
         extractor: FactExtractor | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.config = config or MemoryConfig()
         cfg = self.config
@@ -151,6 +153,7 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
                 else ExtractiveSummarizer(counter=self.counter)
             )
         self.summarizer: Summarizer = summarizer
+        self.redactor: Redactor | None = redactor or (RegexRedactor() if cfg.redact_pii else None)
         self.extractor: FactExtractor | None = extractor
         if extractor is None and cfg.fact_extractor == "rules":
             self.extractor = RuleExtractor()
@@ -274,7 +277,7 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
         checked = []
         for item in items:
             role = v.check_role(item.role)
-            content = v.check_content(item.content, max_bytes=self.config.max_content_bytes)
+            content = self._redact(v.check_content(item.content, max_bytes=self.config.max_content_bytes))
             ts = v.check_timestamp(item.timestamp)
             meta = v.check_metadata(item.metadata, max_bytes=self.config.max_metadata_bytes)
             checked.append((role, content, now if ts is None else ts, meta))
@@ -360,6 +363,10 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
     def _importance(role: str, content: str) -> float:
         value = analyze(content).value
         return round(min(1.0, value + (0.1 if role == "user" else 0.0)), 3)
+
+    def _redact(self, text: str) -> str:
+        """PII goes before anything is embedded or stored (``redact_pii``)."""
+        return text if self.redactor is None else self.redactor.redact(text)
 
     def _fold_lock(self, user: str, session: str) -> threading.Lock:
         with self._fold_locks_guard:

@@ -204,7 +204,7 @@ class MemoryManagement:
         the same subject is superseded; an exact duplicate is a no-op.
         """
         user, session = self._scope(user_id, session_id)
-        text = v.check_content(text, max_bytes=self.config.max_content_bytes)
+        text = self._redact(v.check_content(text, max_bytes=self.config.max_content_bytes))
         meta = v.check_metadata(metadata, max_bytes=self.config.max_metadata_bytes)
         if visibility not in ("private", "agent", "global"):
             raise InvalidInputError(f"visibility must be private, agent or global; got {visibility!r}")
@@ -243,7 +243,7 @@ class MemoryManagement:
     def update(self: MemoryCore, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
         """Replace a memory's text: the old version is superseded, kept as history."""
         old = self._own(memory_id, user_id)
-        text = v.check_content(text, max_bytes=self.config.max_content_bytes)
+        text = self._redact(v.check_content(text, max_bytes=self.config.max_content_bytes))
         vector = self._embed_documents([text])[0]
         new = old.copy(id=uuid.uuid4().hex, text=text, timestamp=time.time(), valid_to=None, superseded_by=None,
                        source_ids=list(old.source_ids), metadata=dict(old.metadata))
