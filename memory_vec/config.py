@@ -126,7 +126,7 @@ class MemoryConfig(BaseModel):
     )
     neighbor_window: int = Field(1, ge=0, le=10, description="Turns before/after a hit attached as context.")
     speaker_boost: float = Field(
-        0.0, ge=0, le=1,
+        0.05, ge=0, le=1,
         description="Added to the relevance of memories whose metadata 'speaker' the query names "
         "(whole-word match against the speakers seen in the user's memories); 0 turns it off.",
     )

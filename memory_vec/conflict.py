@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from .facts import analyze, extract_values, is_chinese, split_sentences, subject_key
+from .facts import analyze, extract_values, is_chinese, split_sentences, subject_key, subject_value
 from .recall.ranking import dedupe_key
 
 __all__ = [
@@ -59,7 +59,15 @@ _NEGATION = re.compile(
     r"\b(?:not|no longer|don't|do not|never|anymore|stopped|quit)\b|不再|不要|别再|已经不|没有再|取消了?",
     re.IGNORECASE,
 )
-_RETRACT = re.compile(r"\b(?:no longer|not .* anymore|anymore|stopped|quit)\b|不再|已经不|取消了?", re.IGNORECASE)
+_RETRACT = re.compile(r"\b(?:no longer|not .* anymore|anymore|stopped|quit)\b|不再|已经不|取消了?"
+                      r"|(?:现在|以后)?不(?:喜欢|爱|吃|喝).{0,8}了", re.IGNORECASE)
+# What a preference is about: "I love sushi" / "I'm not into sushi anymore" / "我不吃火锅了".
+_PREF_OBJECT = re.compile(
+    r"\b(?:like|love|enjoy|prefer|into|eat(?:ing)?|drink(?:ing)?)\s+(?P<en>[a-z][a-z \-]{1,30}?)"
+    r"(?=\s+(?:anymore|any more|now|either|at all)\b|\s*[.,!;]|\s*$)"
+    r"|(?:喜欢|爱|吃|喝)(?P<zh>[\u4e00-\u9fff]{1,6}?)(?=了|吗|[。，！]|$)",
+    re.IGNORECASE,
+)
 _GREETING = re.compile(r"^\s*(?:hi|hello|hey|thanks|thank you|ok|okay|yes|no|sure|great|cool|你好|谢谢|好的|嗯|是的)[\s!.。！]*$",
                        re.IGNORECASE)
 
@@ -102,7 +110,8 @@ class RuleExtractor:
             if not has_signal and not s.transient:
                 continue
             importance = round(min(1.0, s.value + 0.1), 3)
-            if importance < self.min_importance and not s.transient:
+            # A key-value statement ("我的猫叫小红") is a fact even without other signals.
+            if importance < self.min_importance and not s.transient and not s.subject:
                 continue
             facts.append(
                 ExtractedFact(
@@ -249,13 +258,23 @@ class ConflictResolver:
             old_subject = old.subject or subject_key(old.text)
             old_values = extract_values(old.text)
             same_subject = bool(new_subject) and new_subject == old_subject
+            # Both name a subject and each names something the other does not
+            # ("thesis deadline" / "project deadline"): similar wording alone
+            # must not make one overwrite the other.
+            other_subject = bool(new_subject and old_subject) and _distinct_subjects(new_subject, old_subject)
             if fact.negated and same_subject:
                 superseded.append(old.id)
                 continue
+            if fact.negated and not _RETRACT.search(old.text) and _same_preference_object(fact.text, old.text):
+                superseded.append(old.id)  # "I love sushi" -> "I don't like sushi anymore"
+                continue
             if same_subject and new_values != old_values and (new_values or old_values):
                 superseded.append(old.id)
-            elif (old.similarity >= self.threshold and new_values and old_values
-                  and new_values != old_values and _comparable(new_values, old_values)):
+            elif same_subject and not new_values and not old_values and _new_value_text(fact.text, old.text):
+                superseded.append(old.id)  # "favorite drink is tea" -> "... is now coffee"
+            elif (old.similarity >= self.threshold and new_values and old_values and not other_subject
+                  and new_values != old_values and _comparable(new_values, old_values)
+                  and not _different_units(fact.text, old.text)):
                 superseded.append(old.id)
             elif same_subject or old.similarity >= self.threshold - self.judge_margin:
                 borderline.append(old)
@@ -290,6 +309,55 @@ class ConflictResolver:
         if verb == "NOOP":
             return ConflictDecision(ConflictAction.NOOP, duplicate_of=targets[0], reason="judge: known", judged=True)
         return ConflictDecision(ConflictAction.ADD, reason="judge: add", judged=True)
+
+
+_SUBJECT_FILLER = {"the", "a", "an", "of", "for", "to", "my", "our", "your", "its", "his", "her", "their", "s", "name"}
+_SUBJECT_FILLER_ZH = set("的我们你他她它这那个")
+
+
+def _subject_words(subject: str) -> set[str]:
+    if is_chinese(subject):
+        return set(subject) - _SUBJECT_FILLER_ZH
+    return {w for w in re.split(r"[\s'’\-]+", subject) if w and w not in _SUBJECT_FILLER}
+
+
+def _distinct_subjects(a: str, b: str) -> bool:
+    """Each subject has a word the other lacks: two different things."""
+    wa, wb = _subject_words(a), _subject_words(b)
+    return bool(wa - wb) and bool(wb - wa)
+
+
+def _new_value_text(new_text: str, old_text: str) -> bool:
+    """Short values that differ ("green tea" / "black coffee"); long ones
+    ("my boss is very demanding and ...") describe, they do not set a value."""
+    new, old = subject_value(new_text), subject_value(old_text)
+    if not new or not old or new == old:
+        return False
+    return all(len(v) <= 12 if is_chinese(v) else len(v.split()) <= 4 for v in (new, old))
+
+
+def _pref_object(text: str) -> str | None:
+    m = _PREF_OBJECT.search(text)
+    if not m:
+        return None
+    obj = (m.group("en") or m.group("zh") or "").strip().lower()
+    obj = re.sub(r"^(?:吃|喝|eating |drinking |the )", "", obj)
+    return obj or None
+
+
+def _same_preference_object(new_text: str, old_text: str) -> bool:
+    new = _pref_object(new_text)
+    return bool(new) and new == _pref_object(old_text)
+
+
+_UNIT = re.compile(r"\d[\d,.:]*\s*(?P<unit>[a-z]{2,}|[\u4e00-\u9fff])", re.IGNORECASE)
+
+
+def _different_units(a: str, b: str) -> bool:
+    """"60 guests" vs "160 chairs": numbers that count different things."""
+    ua = {m.lower() for m in _UNIT.findall(a)}
+    ub = {m.lower() for m in _UNIT.findall(b)}
+    return bool(ua and ub) and not (ua & ub)
 
 
 def _comparable(a: set[str], b: set[str]) -> bool:

@@ -92,7 +92,6 @@ def _shared_writer(backend: Backend, config: MemoryConfig) -> RecordWriter:
                 background=config.background_writes,
                 batch_size=config.write_batch_size,
                 flush_interval=config.flush_interval,
-                retries=config.backend_retries,
             )
             held = _writers[id(backend)] = (backend, writer)
         return held[1]
@@ -172,6 +171,7 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
         self._cache = _VectorCache()
         self._query_cache = _VectorCache()
         self.last_trace: TurnTrace | None = None
+        self._healed: set[tuple[str, str]] = set()
         self._reinforce: dict[str, tuple[int, float]] = {}
         self._reinforce_lock = threading.Lock()
         self._fold_locks: dict[tuple[str, str], threading.Lock] = {}
@@ -283,6 +283,8 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
             checked.append((role, content, now if ts is None else ts, meta))
 
         trace = self._start("add_messages", user, session)
+        if (user, session) not in self._healed:
+            self._heal_session(self.state.load(user, session))
         extracted = [self._extract_facts(role, content, trace) for role, content, _, _ in checked]
         fact_texts = [
             f.text for facts in extracted for f in facts
@@ -363,6 +365,43 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
     def _importance(role: str, content: str) -> float:
         value = analyze(content).value
         return round(min(1.0, value + (0.1 if role == "user" else 0.0)), 3)
+
+    def _heal_session(self, state: WorkingState) -> None:
+        """Once per session and process: re-store messages the working state
+        holds but the backend lacks.
+
+        The working state is appended before the vector write, so a process
+        killed between the two (before the write was acknowledged) leaves a
+        message in the state only. The state then serves as the write-ahead
+        log: the message is embedded and stored again, so state and store agree.
+        """
+        key = (state.user_id, state.session_id)
+        if key in self._healed:
+            return
+        self._healed.add(key)
+        if not state.messages:
+            return
+        try:
+            ids = [m.id for m in state.messages]
+            present = {r.id for r in self.backend.get(ids)}
+            present |= {r.id for r in self.writer.pending_records(RecordFilter(ids=tuple(ids)))}
+            lost = [m for m in state.messages if m.id not in present]
+            if not lost:
+                return
+            vectors = self._embed_documents([m.content for m in lost])
+            records = [
+                MemoryRecord(id=m.id, text=m.content, role=m.role, user_id=state.user_id, session_id=state.session_id,
+                             timestamp=m.timestamp, kind="message", seq=m.seq, agent_id=self.config.agent_id,
+                             importance=self._importance(m.role, m.content), metadata=dict(m.metadata))
+                for m in lost
+            ]
+            self.writer.write(records, vectors)
+            self._after_write(state.user_id, records)
+            log.warning("memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
+                        len(lost), state.user_id, state.session_id)
+        except BackendError as exc:
+            self._healed.discard(key)  # try again when the backend is back
+            log.warning("memory-vec: could not check the session against the store: %s", exc)
 
     def _redact(self, text: str) -> str:
         """PII goes before anything is embedded or stored (``redact_pii``)."""
@@ -559,6 +598,7 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
         """
         user, session = self._scope(user_id, session_id)
         state = self.state.load(user, session)
+        self._heal_session(state)
         relevant: list[RecalledMemory] = []
         degraded = False
         if query is not None and query.strip():

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SentenceSignals", "analyze", "split_sentences", "subject_key", "is_chinese", "extract_values"]
+__all__ = [
+    "SentenceSignals", "analyze", "split_sentences", "subject_key", "subject_value", "is_chinese", "extract_values",
+]
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
@@ -22,11 +24,15 @@ _DATE = re.compile(
     r"|\d{1,4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]|(?:明天|昨天|今天|下周|上周|周[一二三四五六日天])",
     re.IGNORECASE,
 )
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}(?:\s[A-Z][a-z]+)?\b")
+# Not after a sentence end or a "Speaker: " prefix, where any word is capitalised.
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]{2,}(?:\s[A-Z][a-z]+)?\b")
+# Capitalised words that start chat lines but name nobody ("Hey Mel", "Thanks, Anna").
+_NOT_NAMES = {"hey", "hi", "hello", "thanks", "thank", "wow", "yeah", "yes", "oh", "the", "that", "this", "sounds",
+              "glad", "awesome", "great", "sure", "well", "cool", "nice", "congrats", "sorry"}
 
 _PREFERENCE = re.compile(
     r"\b(?:i|we)\s+(?:really\s+)?(?:like|love|prefer|enjoy|hate|dislike|want|don't like|do not like|can't stand)\b"
-    r"|\bmy favou?rite\b|我(?:很|最|非常|比较)?(?:喜欢|爱|讨厌|偏好|更喜欢|不喜欢|希望|想要)|偏好",
+    r"|\bmy favou?rite\b|我(?:现在|一直|也|还|真的)?(?:很|最|非常|比较)?(?:喜欢|爱|讨厌|偏好|更喜欢|不喜欢|希望|想要)|偏好",
     re.IGNORECASE,
 )
 _CONSTRAINT = re.compile(
@@ -36,7 +42,7 @@ _CONSTRAINT = re.compile(
 )
 _DECISION = re.compile(
     r"\b(?:decided|we'll go with|let's go with|agreed|confirmed|chose|choose|settled on|plan is|switch(?:ed)? to|changed? to|from now on|anymore|no longer)\b"
-    r"|决定|确定|选了|选择|同意|改成|改为|换成|调整到|调整为|从现在起|不再",
+    r"|决定|确定|选了|选择|同意|改成|改为|改到|换成|换到|推迟到|提前到|涨到|降到|搬到|调整到|调整为|从现在起|不再|已经不",
     re.IGNORECASE,
 )
 _TASK = re.compile(r"\b(?:todo|to-do|remind me|need to|have to|task|next step|pending|follow up)\b|待办|提醒我|需要|任务|下一步", re.IGNORECASE)
@@ -48,15 +54,31 @@ _TRANSIENT = re.compile(
 
 # "X is/was (now) Y", "X changed to Y", "X: Y"; Chinese "X调整到Y", "X是Y", "X改为Y".
 _SUBJECT_EN = re.compile(
-    r"(?:^|\b)(?:the\s+|my\s+|our\s+)?(?P<subject>[a-z][a-z \-]{1,40}?)\s+(?:is|was|are|were|will be|has been|have been|changed to|changes to|moved to|set to|increased to|decreased to|raised to|lowered to)\s+(?:now\s+|still\s+|actually\s+)?(?P<value>.+)",
+    r"(?:^|\b)(?:the\s+|my\s+|our\s+)?(?P<subject>[a-z][a-z'’ \-]{1,40}?)\s+(?:is|was|are|were|will be|has been|have been|changed to|changes to|moved to|set to|increased to|decreased to|raised to|lowered to)\s+(?:now\s+|still\s+|actually\s+)?(?P<value>.+)",
     re.IGNORECASE,
 )
 _SUBJECT_ZH = re.compile(
-    r"(?P<subject>[\u4e00-\u9fffA-Za-z]{1,10}?)(?:现在|已经|目前)?(?:调整到|调整为|改成|改为|换成|变成|提高到|降低到|增加到|减少到|定为|定在|设为|是|为)(?P<value>.+)"
+    r"(?P<subject>[\u4e00-\u9fffA-Za-z]{1,10}?)(?:现在|已经|目前)?(?:调整到|调整为|改成|改为|改到|换成|换到|推迟到|提前到|涨到|降到|变成|提高到|降低到|增加到|减少到|定为|定在|设为|是|为|叫)(?P<value>.+)"
 )
-_STOP_SUBJECT = {"it", "this", "that", "there", "he", "she", "they", "what", "which", "who", "i", "you", "we", "这", "那", "它", "我", "你", "他", "她"}
+# Profile statements without "is": where the user lives or works, under one subject each.
+_ZH_ADV = r"(?:现在|已经不|已经|目前|一直|也|还|不|刚|最近|上个月)?"
+_PROFILE = (
+    (re.compile(r"\bI(?:'ve| have)?\s+(?:(?:now|still|no longer|don't|do not)\s+)?"
+                r"(?:live|living|moved|relocated)\s+(?:in|to)\s+(?P<value>[A-Z][\w-]*(?:\s[A-Z][\w-]*)*)"), "residence"),
+    (re.compile(r"\bI(?:'m| am)?\s+(?:(?:now|still|no longer|don't|do not)\s+)?(?:work(?:ing)?\s+(?:at|for)|joined)"
+                r"\s+(?P<value>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*)"), "employer"),
+    (re.compile(r"(?:^|[，,])我" + _ZH_ADV + r"(?:住在|搬到了?|搬去了?)(?P<value>[\u4e00-\u9fff]{1,8}?)(?=了|[，。,.！]|$)"),
+     "住址"),
+    (re.compile(r"(?:^|[，,])(?:我" + _ZH_ADV + r"|现在)在(?P<value>(?!一)[\u4e00-\u9fffA-Za-z]{1,10}?)(?:工作|上班)"),
+     "工作单位"),  # not "在一家公司工作": no value
+)
+_STOP_SUBJECT = {"it", "this", "that", "there", "he", "she", "they", "what", "which", "who", "i", "you", "we",
+                 "这", "那", "它", "我", "你", "他", "她",
+                 # adverbs before 是 ("尤其是…", "我也是…") are not subjects
+                 "尤其", "特别", "主要", "就", "也", "还", "都", "只", "但", "可", "总", "真", "其实", "只是", "还是",
+                 "也是", "就是", "可能", "应该"}
 _LEAD_IN = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|well|actually|also|and|but|hey|hi|oh|note that|remember that|fyi|by the way|btw|just so you know|update)[,:\s]+)+|^(?:另外|还有|对了|记住|注意|更新)[，,：:\s]*",
+    r"^(?:(?:ok(?:ay)?|so|well|actually|also|and|but|hey|hi|oh|note that|remember that|fyi|by the way|btw|just so you know|update|correction|these days|nowadays|lately)[,:\s]+)+|^(?:另外|还有|对了|记住|注意|更新|更正一下|更正|我说错了)[，,：:\s]*",
     re.IGNORECASE,
 )
 
@@ -101,6 +123,8 @@ def _normalize_subject(raw: str) -> str | None:
     subject = _LEAD_IN.sub("", raw.strip()).strip(" ,.:;，。：").lower()
     subject = re.sub(r"^(?:the|my|our|your|a|an)\s+", "", subject)
     subject = re.sub(r"\s+", " ", subject)
+    # "my sister's name is A" and "my sister is called B" set the same thing.
+    subject = re.sub(r"(?:['’]s name|的名字)$", "", subject)
     if not subject or subject in _STOP_SUBJECT or len(subject) > 40:
         return None
     if not is_chinese(subject) and len(subject.split()) > 4:
@@ -111,11 +135,15 @@ def _normalize_subject(raw: str) -> str | None:
 def subject_key(sentence: str) -> str | None:
     """The subject a sentence sets a value for ("budget"), or None."""
     text = _LEAD_IN.sub("", sentence.strip())
+    for pattern, subject in _PROFILE:
+        if pattern.search(text):
+            return subject
     if is_chinese(text):
         m = _SUBJECT_ZH.search(text)
         if m:
-            subject = re.sub(r"^(?:我的|我们的|我们|你的|这个|那个)", "", m.group("subject"))
-            return _normalize_subject(subject) if len(subject) >= 2 else None
+            subject = re.sub(r"^(?:我的|我们的|我们|你的|这个|那个|我)?(?:现在|目前|已经|最近)?", "", m.group("subject"))
+            # "我的猫" -> "猫": one character is a subject once a possessive was stripped.
+            return _normalize_subject(subject) if len(subject) >= 2 or subject != m.group("subject") else None
         return None
     m = _SUBJECT_EN.search(text)
     if not m:
@@ -123,11 +151,28 @@ def subject_key(sentence: str) -> str | None:
     return _normalize_subject(m.group("subject"))
 
 
+def subject_value(sentence: str) -> str | None:
+    """The value a sentence sets for its subject ("green tea" in "my favorite
+    drink is now green tea"), normalized; None without a subject."""
+    text = _LEAD_IN.sub("", sentence.strip())
+    m = next((found for pattern, _ in _PROFILE if (found := pattern.search(text))), None)
+    m = m or (_SUBJECT_ZH if is_chinese(text) else _SUBJECT_EN).search(text)
+    if not m:
+        return None
+    value = re.sub(r"[\s,.!?;:，。！？；：、了啦呢]+", " ", m.group("value").lower()).strip()
+    return value or None
+
+
 def extract_values(text: str) -> set[str]:
     """Numbers, dates and capitalised names: what makes two statements differ."""
     values = {re.sub(r"[,\s]", "", n).lower() for n in _NUMBER.findall(text)}
     values |= {d.lower() for d in _DATE.findall(text)}
-    values |= {n.lower() for n in _NAME.findall(text)}
+    for name in _NAME.findall(text):
+        words = name.lower().split()
+        while words and words[0] in _NOT_NAMES:
+            words = words[1:]
+        if words:
+            values.add(" ".join(words))
     return values
 
 

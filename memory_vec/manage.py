@@ -20,7 +20,7 @@ import numpy as np
 from . import _validate as v
 from .backends import RecordFilter
 from .conflict import ConflictAction, ExistingFact, ExtractedFact, patch_summary
-from .errors import InvalidInputError, MemoryNotFoundError
+from .errors import BackendError, InvalidInputError, MemoryNotFoundError
 from .facts import subject_key
 from .records import MemoryRecord, WriteEvent, WriteResult
 from .state import StateMessage, WorkingState
@@ -116,7 +116,14 @@ class MemoryManagement:
                     fact_vector = vector
                 else:
                     fact_vector = next(vec_iter)
-                neighbours = self._nearest_current(user, fact_vector, kinds, local)
+                try:
+                    neighbours = self._nearest_current(user, fact_vector, kinds, local)
+                except BackendError as exc:
+                    # The write must not fail because the check cannot run:
+                    # store the fact; a later maintain()/update can reconcile.
+                    neighbours = []
+                    trace.degraded = True
+                    trace.event(f"conflict check skipped, backend unavailable: {exc}")
                 if self.extractor is None:
                     neighbours = [n for n in neighbours if n.id != message.id]
                 decision = self.resolver.decide(fact, neighbours)

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from .backends.base import Backend, RecordFilter, ScoredRecord
-from .errors import BackendError, BackendUnavailableError
+from .errors import BackendError
 from .records import MemoryRecord
 
 __all__ = ["RecordWriter"]
@@ -38,13 +37,11 @@ class RecordWriter:
         background: bool = False,
         batch_size: int = 64,
         flush_interval: float = 0.5,
-        retries: int = 2,
     ) -> None:
         self.backend = backend
         self.background = background
         self.batch_size = batch_size
         self.flush_interval = flush_interval
-        self.retries = retries
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._pending: dict[str, tuple[MemoryRecord, np.ndarray | None]] = {}
@@ -120,27 +117,20 @@ class RecordWriter:
                     return
                 inserts = [(r, v) for _, (r, v) in batch if v is not None]
                 updates = [r for _, (r, v) in batch if v is None]
-                self._with_retries(inserts, updates)
+                self._store(inserts, updates)
                 with self._lock:
                     for rid, held in batch:
                         if self._pending.get(rid) is held:  # unchanged while we wrote
                             del self._pending[rid]
                 self.last_error = None
 
-    def _with_retries(self, inserts: list[tuple[MemoryRecord, np.ndarray]], updates: list[MemoryRecord]) -> None:
-        delay = 0.05
-        for attempt in range(self.retries + 1):
-            try:
-                if inserts:
-                    self.backend.upsert([r for r, _ in inserts], np.stack([v for _, v in inserts]))
-                if updates:
-                    self.backend.update(updates)
-                return
-            except BackendUnavailableError:
-                if attempt == self.retries:
-                    raise
-                time.sleep(delay)
-                delay *= 4
+    def _store(self, inserts: list[tuple[MemoryRecord, np.ndarray]], updates: list[MemoryRecord]) -> None:
+        # Retries with backoff belong to the backend guard (GuardedBackend);
+        # retrying here too would multiply the attempts.
+        if inserts:
+            self.backend.upsert([r for r, _ in inserts], np.stack([v for _, v in inserts]))
+        if updates:
+            self.backend.update(updates)
 
     # --- reads see pending records ------------------------------------------------------
     def pending_matches(self, vector: np.ndarray, where: RecordFilter) -> list[ScoredRecord]:

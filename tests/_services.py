@@ -99,11 +99,15 @@ def start_service(
     timeout: float = 60.0,
     env: dict[str, str] | None = None,
     port: int | None = None,
+    data_dir: str | None = None,
 ) -> Service:
-    """Start ``argv_for(port, data_dir)`` in a new process group and wait until ready."""
+    """Start ``argv_for(port, data_dir)`` in a new process group and wait until ready.
+
+    Pass ``port`` and ``data_dir`` of a stopped service to restart it on its data.
+    """
     port = port or free_port()
-    data_dir = tempfile.mkdtemp(prefix=f"memvec-{name}-")
-    log_path = os.path.join(data_dir, "server.log")
+    data_dir = data_dir or tempfile.mkdtemp(prefix=f"memvec-{name}-")
+    log_path = os.path.join(data_dir, f"server-{int(time.time() * 1000)}.log")
     service = Service(name, port, data_dir, log_path=log_path)
     with open(log_path, "wb") as log:
         service.proc = subprocess.Popen(
@@ -114,6 +118,10 @@ def start_service(
             env={**os.environ, **(env or {})},
             cwd=data_dir,
         )
+    pidfile = os.environ.get("MEMORY_VEC_SERVICE_PIDFILE")
+    if pidfile:  # scripts/test.sh kills these groups even if pytest itself is killed
+        with open(pidfile, "a", encoding="utf-8") as f:
+            f.write(f"{service.proc.pid}\n")
     check = ready or (lambda s: port_open(s.port))
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -35,16 +35,23 @@ def _memory(config: MemoryConfig) -> Backend:
     return InMemoryBackend()
 
 
+def _guarded(backend: Backend, config: MemoryConfig) -> Backend:
+    # Stores outside this process get a timeout and retries on every call.
+    from .guard import GuardedBackend
+
+    return GuardedBackend(backend, timeout=config.backend_timeout, retries=config.backend_retries)
+
+
 def _chroma(config: MemoryConfig) -> Backend:
     from .chroma import ChromaBackend
 
-    return ChromaBackend.from_config(config)
+    return _guarded(ChromaBackend.from_config(config), config)
 
 
 def _milvus(config: MemoryConfig) -> Backend:
     from .milvus import MilvusBackend
 
-    return MilvusBackend.from_config(config)
+    return _guarded(MilvusBackend.from_config(config), config)
 
 
 BACKEND_FACTORIES: dict[str, Callable[[MemoryConfig], Backend]] = {

@@ -113,6 +113,12 @@ class InMemoryBackend(BaseBackend):
             self._owner.clear()
             self._model_id = self._dimension = None
 
+    def reset(self, *, dimension: int, model_id: str) -> None:
+        """Delete every record and accept another embedder (used by ``reembed``)."""
+        with self._lock:
+            self.drop()
+            self.open(dimension=dimension, model_id=model_id)
+
     @property
     def model_id(self) -> str | None:
         return self._model_id

@@ -74,9 +74,8 @@ def dedupe_key(text: str) -> str:
 
 def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, k: int) -> list[RecalledMemory]:
     """Score, threshold, collapse near-identical texts, and keep the top k."""
-    scored: list[tuple[float, RecalledMemory]] = []
-    sources = {c.record.id: (c.record.id, *c.record.source_ids) for c in candidates}
-    for c in candidates:
+    scored: list[tuple[float, float, int, dict[str, float]]] = []
+    for position, c in enumerate(candidates):
         if c.record.expire_at is not None and c.record.expire_at <= now:
             continue  # expired but not yet removed by maintain(): never served
         sim = similarity_to_score(c.similarity)
@@ -92,24 +91,27 @@ def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, 
         score = max(0.0, min(1.0, relevance * factor))
         if score < policy.threshold:
             continue
-        hit = RecalledMemory.from_record(c.record, score=score, similarity=sim)
-        hit.components = {"similarity": sim, "relevance": relevance, "decay": d,
-                          "importance": c.record.importance, "factor": factor}
+        components = {"similarity": sim, "relevance": relevance, "decay": d,
+                      "importance": c.record.importance, "factor": factor}
         if c.bm25 is not None:
-            hit.components["bm25"] = c.bm25
+            components["bm25"] = c.bm25
         if c.boost:
-            hit.components["boost"] = c.boost
-        scored.append((score, hit))
-    scored.sort(key=lambda pair: (-pair[0], -pair[1].timestamp.timestamp()))
+            components["boost"] = c.boost
+        scored.append((score, c.record.timestamp, position, components))
+    # Best first; ties: newer first, then candidate order (deterministic).
+    scored.sort(key=lambda row: (-row[0], -row[1], row[2]))
     out: list[RecalledMemory] = []
     seen: set[str] = set()
-    for _, hit in scored:
+    for score, _, position, components in scored:
+        record = candidates[position].record
         if policy.collapse_duplicates:
             # A fact and the message it was extracted from say the same thing.
-            keys = {dedupe_key(hit.text), *(f"id:{i}" for i in sources.get(hit.id, ()))}
+            keys = {dedupe_key(record.text), f"id:{record.id}", *(f"id:{i}" for i in record.source_ids)}
             if keys & seen:
                 continue
             seen |= keys
+        hit = RecalledMemory.from_record(record, score=score, similarity=components["similarity"])
+        hit.components = components
         out.append(hit)
         if len(out) >= k:
             break

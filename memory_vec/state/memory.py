@@ -28,7 +28,9 @@ class InMemoryStateStore:
 
     def load(self, user_id: str, session_id: str) -> WorkingState:
         with self._lock:
-            return copy.deepcopy(self._get(user_id, session_id))
+            # Reading must not create the session (sessions() would list it).
+            state = self._states.get((user_id, session_id))
+            return copy.deepcopy(state) if state is not None else WorkingState(user_id, session_id)
 
     def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage]) -> list[int]:
         with self._lock:

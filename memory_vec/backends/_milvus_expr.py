@@ -1,0 +1,109 @@
+"""Translate a :class:`RecordFilter` into a Milvus boolean expression.
+
+Why not pymilvus' ``filter_params`` templating: Milvus Lite 3.2.2 rejects
+``{name}`` placeholders ("unexpected character '{'"), so the one mechanism
+both Lite and the 2.3 server honour is a string literal. :func:`literal`
+escapes with the only escapes both parsers accept (``\\\\``, ``\\"``,
+``\\n``, ``\\r``, ``\\t``); every other character is passed through as-is,
+which both grammars allow inside a double-quoted literal. Nothing a caller
+supplies is ever pasted into an expression without going through it.
+
+The expression may select a *superset* (metadata on numbers and bools is
+not pushed down: Lite treats ``true == 1``, and the server does not treat
+``3 == 3.0``); the backend re-checks every row with ``RecordFilter.matches``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .base import RecordFilter
+
+__all__ = ["literal", "literal_list", "filter_expression", "SHARED_OWNER", "NOTHING"]
+
+# Partition-key value of agent/global records. Ids cannot contain control
+# characters (memory_vec._validate), so no user id can collide with it.
+SHARED_OWNER = "\x1fshared"
+# An expression that selects no row (used for empty id/kind/role lists).
+NOTHING = 'id == "" and id != ""'
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def literal(value: str) -> str:
+    """A double-quoted Milvus string literal that parses back to ``value``."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string for a filter literal, got {type(value).__name__}")
+    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
+
+
+def literal_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(literal(v) for v in values) + "]"
+
+
+def _number(value: float) -> str:
+    return repr(float(value))
+
+
+def filter_expression(where: RecordFilter | None, ids: Iterable[str] | None = None) -> str:
+    """The pushed-down expression for ``where`` (and extra ``ids``); "" selects all."""
+    parts: list[str] = []
+    if ids is not None:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return NOTHING
+        parts.append(f"id in {literal_list(ids)}")
+    if where is None:
+        return " and ".join(parts)
+    for values in (where.ids, where.kinds, where.roles):
+        if values is not None and not values:
+            return NOTHING
+    if where.ids is not None:
+        parts.append(f"id in {literal_list(where.ids)}")
+    owner = _owner_expression(where)
+    if owner:
+        parts.append(owner)
+    if where.kinds is not None:
+        parts.append(f"kind in {literal_list(where.kinds)}")
+    if where.roles is not None:
+        parts.append(f"role in {literal_list(where.roles)}")
+    if where.since is not None:
+        parts.append(f"timestamp >= {_number(where.since)}")
+    if where.until is not None:
+        parts.append(f"timestamp <= {_number(where.until)}")
+    if where.seq_min is not None:
+        parts.append(f"seq >= {int(where.seq_min)}")
+    if where.seq_max is not None:
+        parts.append(f"seq <= {int(where.seq_max)}")
+    if not where.include_superseded:
+        parts.append("superseded == false")
+    if not where.include_archived:
+        parts.append("archived == false")
+    for key, value in where.metadata.items():
+        # Only strings compare identically on both engines; the rest is
+        # checked client-side (see the module docstring).
+        if isinstance(value, str):
+            parts.append(f"metadata[{literal(key)}] == {literal(value)}")
+    return " and ".join(f"({p})" for p in parts)
+
+
+def _owner_expression(where: RecordFilter) -> str:
+    own: list[str] = []
+    if where.user_id is not None:
+        own.append(f"user_id == {literal(where.user_id)}")
+    if where.session_id is not None:
+        own.append(f"session_id == {literal(where.session_id)}")
+    if not own:
+        return ""  # every owner; shared records are a subset of that
+    # `owner` is the partition key (the user id, or SHARED_OWNER for shared
+    # records, which their writer still owns): naming it prunes partitions.
+    prefix = ""
+    if where.user_id is not None:
+        prefix = f"owner in {literal_list([where.user_id, SHARED_OWNER])} and "
+    mine = " and ".join(own)
+    if not where.include_shared:
+        return prefix + mine
+    shared = ['visibility == "global"']
+    if where.agent_id is not None:
+        shared.append(f'(visibility == "agent" and agent_id == {literal(where.agent_id)})')
+    return f"{prefix}(({mine}) or {' or '.join(shared)})"

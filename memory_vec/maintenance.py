@@ -1,0 +1,132 @@
+"""Maintenance operations on a stored collection.
+
+``reembed`` rebuilds every vector of a collection from the stored texts with
+a new embedder, for a model upgrade. Afterwards the collection records the
+new model id and dimension, so the embedding-model guard accepts the new
+embedder (and refuses the old one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .backends.base import RecordFilter
+from .errors import BackendError, EmbeddingModelMismatchError, InvalidInputError
+from .records import MemoryRecord
+
+if TYPE_CHECKING:
+    from .config import MemoryConfig
+    from .core import MemoryCore
+    from .embeddings.base import Embedder
+
+__all__ = ["reembed", "ReembedResult"]
+
+_EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
+
+
+@dataclass(frozen=True)
+class ReembedResult:
+    """What ``reembed`` did."""
+
+    records: int
+    model_id: str
+    dimension: int
+
+
+def reembed(
+    core_or_config: MemoryCore | MemoryConfig,
+    new_embedder: Embedder,
+    *,
+    batch_size: int = 256,
+    progress: bool = True,
+) -> ReembedResult:
+    """Re-embed every stored record (messages, facts, summaries, history) with ``new_embedder``.
+
+    All new vectors are computed before anything is deleted, so a failing
+    embedder leaves the collection untouched. The rewrite itself (reset,
+    then batched upserts) is not atomic: stop writers first, and keep a
+    backup of an embedded store if a crash mid-rewrite would hurt.
+
+    Example:
+        >>> from memory_vec.maintenance import reembed                 # doctest: +SKIP
+        >>> reembed(MemoryConfig(backend="chroma"), get_embedder("all-MiniLM-L6-v2"))
+
+    Args:
+        core_or_config: a live :class:`~memory_vec.MemoryCore` (its embedder
+            is switched to ``new_embedder`` afterwards) or a config naming
+            the store.
+        new_embedder: the embedder whose vectors the collection will hold.
+        batch_size: texts per embedding call and records per write.
+        progress: show tqdm progress bars.
+
+    Raises:
+        InvalidInputError: ``batch_size`` < 1, or a config for the in-process backend.
+        BackendError: the backend cannot be reset (no ``reset`` method).
+    """
+    if batch_size < 1:
+        raise InvalidInputError(f"reembed: batch_size must be >= 1, got {batch_size}")
+    from .config import MemoryConfig
+
+    core = None if isinstance(core_or_config, MemoryConfig) else core_or_config
+    if core is None:
+        config = core_or_config
+        assert isinstance(config, MemoryConfig)
+        if config.backend == "memory":
+            raise InvalidInputError(
+                "reembed: an in-process store lives only inside its MemoryCore; pass the MemoryCore instead"
+            )
+        from .backends import shared_backend
+
+        backend = shared_backend(config)
+    else:
+        core.flush()  # background writes must be stored before we read everything back
+        backend = core.backend
+    reset = getattr(backend, "reset", None)
+    if reset is None:
+        raise BackendError(
+            f"reembed: the {backend.name!r} backend has no reset(dimension=, model_id=) method, "
+            "which reembed needs to re-create the collection for the new model"
+        )
+    dimension, model_id = int(new_embedder.dimension), new_embedder.model_id
+    try:
+        backend.open(dimension=dimension, model_id=model_id)
+    except EmbeddingModelMismatchError:
+        pass  # expected: the store holds the old model's vectors; reads still work
+
+    records = backend.scan(_EVERYTHING)
+    vectors = _embed_all(new_embedder, records, batch_size, progress)
+    reset(dimension=dimension, model_id=model_id)
+    for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):
+        backend.upsert(records[start:start + batch_size], vectors[start:start + batch_size])
+    if core is not None:
+        core.embedder = new_embedder
+        for cache in ("_cache", "_query_cache"):  # vectors of the old model must not be served
+            if hasattr(core, cache):
+                setattr(core, cache, type(getattr(core, cache))())
+    return ReembedResult(records=len(records), model_id=model_id, dimension=dimension)
+
+
+def _embed_all(embedder: Embedder, records: Sequence[MemoryRecord], batch_size: int, progress: bool) -> np.ndarray:
+    parts = [
+        np.asarray(embedder.embed_documents([r.text for r in records[start:start + batch_size]]), dtype=np.float32)
+        for start in _progress(range(0, len(records), batch_size), progress, "embedding", len(records), batch_size)
+    ]
+    if not parts:
+        return np.zeros((0, int(embedder.dimension)), dtype=np.float32)
+    return np.concatenate(parts)
+
+
+def _progress(steps: range, enabled: bool, what: str, total: int, batch_size: int) -> Iterator[int]:
+    if not enabled:
+        yield from steps
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(total=total, desc=f"reembed: {what}", unit="rec") as bar:
+        for start in steps:
+            yield start
+            bar.update(min(batch_size, total - start))

@@ -1,0 +1,232 @@
+"""Working state in Redis, shared by many processes and machines.
+
+Layout per session (``<ns>`` is the namespace, ids are base64url-encoded so
+that ``:`` or any other character in an id cannot collide with another key):
+
+* ``memvec:<ns>:s:<user>:<session>:meta`` hash: summary, summary_tokens,
+  next_seq, folded_through, updated_at;
+* ``...:msgs`` sorted set: score = seq, member = ``"<seq>:<message json>"``;
+* ``memvec:<ns>:u:<user>`` set of the user's session ids.
+
+``append`` and ``commit_fold`` are Lua scripts, so Redis runs each one
+atomically: sequence numbers come from ``next_seq`` inside the script, and a
+fold commits only if ``folded_through`` still has the expected value. The
+message JSON is built in Python and never decoded by Lua (cjson would round
+timestamps to 14 digits).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import DependencyMissingError, StateStoreError
+from .base import NewMessage, StateMessage, WorkingState
+
+__all__ = ["RedisStateStore"]
+
+_APPEND = """
+local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '1')
+local seqs = {}
+for i = 3, #ARGV do
+  redis.call('ZADD', KEYS[2], next_seq, string.format('%d', next_seq) .. ':' .. ARGV[i])
+  seqs[#seqs + 1] = next_seq
+  next_seq = next_seq + 1
+end
+redis.call('HSETNX', KEYS[1], 'folded_through', '0')
+redis.call('HSETNX', KEYS[1], 'summary', '')
+redis.call('HSETNX', KEYS[1], 'summary_tokens', '0')
+redis.call('HSET', KEYS[1], 'next_seq', next_seq, 'updated_at', ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[1])
+return seqs
+"""
+
+_COMMIT_FOLD = """
+local current = tonumber(redis.call('HGET', KEYS[1], 'folded_through') or '0')
+if current ~= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('HSETNX', KEYS[1], 'next_seq', '1')
+redis.call('HSET', KEYS[1], 'folded_through', ARGV[2], 'summary', ARGV[3], 'summary_tokens', ARGV[4],
+           'updated_at', ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[6])
+return 1
+"""
+
+_CLEAR = """
+local existed = redis.call('EXISTS', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return existed
+"""
+
+
+def _enc(value: str) -> str:
+    return base64.urlsafe_b64encode(value.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+class RedisStateStore:
+    """Working state in Redis with atomic append and compare-and-set folds.
+
+    Example:
+        >>> store = RedisStateStore("redis://127.0.0.1:6379/0", namespace="memory_vec")  # doctest: +SKIP
+        >>> store.append("alice", "chat-1", [NewMessage("m1", "user", "hi", 0.0, 1)])  # doctest: +SKIP
+        [1]
+    """
+
+    name = "redis"
+
+    def __init__(self, url: str, *, namespace: str = "memory_vec", timeout: float = 10.0) -> None:
+        """Connect lazily to ``url``.
+
+        Args:
+            url: ``redis://``, ``rediss://`` or ``unix://`` URL.
+            namespace: Key prefix part (the collection name), so stores can share a Redis.
+            timeout: Socket timeout in seconds.
+
+        Raises:
+            DependencyMissingError: The ``redis`` package is not installed.
+        """
+        try:
+            import redis
+        except ImportError as exc:
+            raise DependencyMissingError(
+                "The Redis working-state store needs the redis package: pip install 'memory-vec[redis]'"
+            ) from exc
+        self.url = url
+        self.namespace = namespace
+        self._redis_errors: tuple[type[BaseException], ...] = (redis.RedisError,)
+        self._client: Any = redis.Redis.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
+        )
+        self._prefix = f"memvec:{_enc(namespace)}:"
+        self._append = self._client.register_script(_APPEND)
+        self._fold = self._client.register_script(_COMMIT_FOLD)
+        self._clear = self._client.register_script(_CLEAR)
+
+    # --- keys -------------------------------------------------------------------------
+    def _keys(self, user_id: str, session_id: str) -> list[str]:
+        base = f"{self._prefix}s:{_enc(user_id)}:{_enc(session_id)}"
+        return [base + ":meta", base + ":msgs", self._user_key(user_id)]
+
+    def _user_key(self, user_id: str) -> str:
+        return f"{self._prefix}u:{_enc(user_id)}"
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except self._redis_errors as exc:
+            raise StateStoreError(
+                f"Redis working-state store at {_redact(self.url)} failed to {action}: {exc}. "
+                "Check that Redis is running and MemoryConfig.redis_url is right."
+            ) from exc
+
+    # --- StateStore -----------------------------------------------------------------------
+    def load(self, user_id: str, session_id: str) -> WorkingState:
+        meta_key, msgs_key, _ = self._keys(user_id, session_id)
+        with self._errors("load a session"):
+            pipe = self._client.pipeline(transaction=True)  # one consistent snapshot
+            pipe.hgetall(meta_key)
+            pipe.zrange(msgs_key, 0, -1)
+            meta, members = pipe.execute()
+        state = WorkingState(user_id, session_id)
+        if meta:
+            state.summary = meta.get("summary", "")
+            state.summary_tokens = int(meta.get("summary_tokens", 0))
+            state.next_seq = int(meta.get("next_seq", 1))
+            state.folded_through = int(meta.get("folded_through", 0))
+            state.updated_at = float(meta.get("updated_at", 0.0))
+        state.messages = [_decode(m) for m in members]
+        return state
+
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage]) -> list[int]:
+        if not messages:
+            return []
+        payloads = [json.dumps([m.id, m.role, m.content, m.timestamp, m.tokens, m.metadata], ensure_ascii=False)
+                    for m in messages]
+        with self._errors("append messages"):
+            seqs = self._append(keys=self._keys(user_id, session_id),
+                                args=[session_id, repr(time.time()), *payloads])
+        return [int(s) for s in seqs]
+
+    def commit_fold(
+        self,
+        user_id: str,
+        session_id: str,
+        *,
+        expected_folded_through: int,
+        folded_through: int,
+        summary: str,
+        summary_tokens: int,
+    ) -> bool:
+        with self._errors("commit a summary fold"):
+            done = self._fold(
+                keys=self._keys(user_id, session_id),
+                args=[int(expected_folded_through), int(folded_through), summary, int(summary_tokens),
+                      repr(time.time()), session_id],
+            )
+        return bool(int(done))
+
+    def set_summary(self, user_id: str, session_id: str, summary: str, summary_tokens: int) -> None:
+        meta_key, _, user_key = self._keys(user_id, session_id)
+        with self._errors("set the summary"):
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hsetnx(meta_key, "next_seq", 1)
+            pipe.hsetnx(meta_key, "folded_through", 0)
+            pipe.hset(meta_key, mapping={"summary": summary, "summary_tokens": int(summary_tokens)})
+            pipe.sadd(user_key, session_id)
+            pipe.execute()
+
+    def replace(self, state: WorkingState) -> None:
+        meta_key, msgs_key, user_key = self._keys(state.user_id, state.session_id)
+        with self._errors("replace a session"):
+            pipe = self._client.pipeline(transaction=True)
+            pipe.delete(meta_key, msgs_key)
+            pipe.hset(meta_key, mapping={
+                "summary": state.summary, "summary_tokens": int(state.summary_tokens),
+                "next_seq": int(state.next_seq), "folded_through": int(state.folded_through),
+                "updated_at": repr(time.time()),
+            })
+            if state.messages:
+                pipe.zadd(msgs_key, {_encode(m): m.seq for m in state.messages})
+            pipe.sadd(user_key, state.session_id)
+            pipe.execute()
+
+    def clear(self, user_id: str, session_id: str) -> int:
+        with self._errors("clear a session"):
+            return int(self._clear(keys=self._keys(user_id, session_id), args=[session_id]))
+
+    def sessions(self, user_id: str) -> list[str]:
+        with self._errors("list sessions"):
+            return sorted(self._client.smembers(self._user_key(user_id)))
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except self._redis_errors:  # closing is best effort
+            pass
+
+
+def _encode(m: StateMessage) -> str:
+    return f"{m.seq}:" + json.dumps([m.id, m.role, m.content, m.timestamp, m.tokens, m.metadata],
+                                    ensure_ascii=False)
+
+
+def _decode(member: str) -> StateMessage:
+    seq, _, payload = member.partition(":")
+    msg_id, role, content, timestamp, tokens, metadata = json.loads(payload)
+    return StateMessage(int(seq), msg_id, role, content, float(timestamp), int(tokens), metadata)
+
+
+def _redact(url: str) -> str:
+    # Never echo a password from the URL into an error message.
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+    return url

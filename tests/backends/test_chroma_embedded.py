@@ -1,0 +1,76 @@
+"""Embedded Chroma (``PersistentClient``) against the conformance suite."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_vec import MemoryConfig
+from memory_vec.backends import create_backend
+from memory_vec.backends.chroma import ChromaBackend
+from memory_vec.errors import ConfigError, SchemaMismatchError
+from memory_vec.testing.conformance import BackendConformance, make_record
+
+pytestmark = pytest.mark.integration
+
+
+class TestChromaEmbedded(BackendConformance):
+    """One process owns the store; a second process gets StoreLockedError."""
+
+    supports_reopen = True
+    supports_multiprocess = False
+    exclusive_process_lock = True
+
+    @pytest.fixture
+    def backend(self, tmp_path: Path) -> Iterator[ChromaBackend]:
+        store = ChromaBackend(path=tmp_path / "chroma", collection="conformance")
+        yield store
+        store.close()
+        shutil.rmtree(tmp_path / "chroma", ignore_errors=True)
+
+    def reopen(self, backend: ChromaBackend) -> ChromaBackend:  # type: ignore[override]
+        return ChromaBackend(path=backend.path, collection=backend.collection_name)
+
+    def subprocess_code(self, backend: ChromaBackend) -> str:  # type: ignore[override]
+        return textwrap.dedent(f"""
+            from memory_vec.backends.chroma import ChromaBackend
+            backend = ChromaBackend(path={backend.path!r}, collection={backend.collection_name!r})
+        """)
+
+
+def test_config_builds_an_embedded_store_under_persist_dir(tmp_path: Path) -> None:
+    config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path), collection="from-config",
+                          backend_options={"hnsw": {"max_neighbors": 32, "ef_search": 64}})
+    backend = create_backend(config)
+    try:
+        backend.open(dimension=4, model_id="m4")
+        backend.upsert([make_record("r1")], np.eye(4, dtype=np.float32)[:1])
+        assert (tmp_path / "chroma").is_dir() and backend.count() == 1
+    finally:
+        backend.close()
+
+
+def test_unknown_backend_option_names_the_allowed_ones(tmp_path: Path) -> None:
+    config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path), backend_options={"hnsw_m": 8})
+    with pytest.raises(ConfigError, match="allowed: headers"):
+        create_backend(config)
+
+
+def test_foreign_collection_is_a_schema_mismatch(tmp_path: Path) -> None:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    client.create_collection("foreign", embedding_function=None)
+    client.close()
+    backend = ChromaBackend(path=tmp_path / "chroma", collection="foreign")
+    try:
+        with pytest.raises(SchemaMismatchError, match="another `collection` name"):
+            backend.open(dimension=4, model_id="m4")
+    finally:
+        backend.close()

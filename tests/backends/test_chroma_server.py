@@ -1,0 +1,67 @@
+"""A real Chroma server (``chroma run``) against the conformance suite."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from memory_vec import MemoryConfig
+from memory_vec.backends import create_backend
+from memory_vec.backends.chroma import ChromaBackend
+from memory_vec.backends.guard import GuardedBackend
+from memory_vec.errors import BackendUnavailableError
+from memory_vec.testing.conformance import BackendConformance, make_record
+from tests._services import Service, free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.services]
+
+
+class TestChromaServer(BackendConformance):
+    """Many processes may write to one server collection."""
+
+    supports_reopen = True
+    supports_multiprocess = True
+    exclusive_process_lock = False
+
+    @pytest.fixture
+    def backend(self, chroma_server: Service) -> Iterator[ChromaBackend]:
+        collection = f"conf-{uuid.uuid4().hex[:12]}"
+        store = ChromaBackend(url=chroma_server.url, collection=collection)
+        yield store
+        cleanup = ChromaBackend(url=chroma_server.url, collection=collection)
+        cleanup.drop()
+        cleanup.close()
+        store.close()
+
+    def reopen(self, backend: ChromaBackend) -> ChromaBackend:  # type: ignore[override]
+        return ChromaBackend(url=backend.url, collection=backend.collection_name)
+
+    def subprocess_code(self, backend: ChromaBackend) -> str:  # type: ignore[override]
+        return textwrap.dedent(f"""
+            from memory_vec.backends.chroma import ChromaBackend
+            backend = ChromaBackend(url={backend.url!r}, collection={backend.collection_name!r})
+        """)
+
+
+def test_config_with_url_builds_a_guarded_server_backend(chroma_server: Service) -> None:
+    config = MemoryConfig(backend="chroma", url=chroma_server.url, collection=f"cfg-{uuid.uuid4().hex[:8]}",
+                          backend_timeout=5, backend_retries=1)
+    backend = create_backend(config)
+    assert isinstance(backend, GuardedBackend) and isinstance(backend.inner, ChromaBackend)
+    try:
+        backend.open(dimension=4, model_id="m4")
+        backend.upsert([make_record("r1")], np.eye(4, dtype=np.float32)[:1])
+        assert backend.count() == 1
+        backend.drop()
+    finally:
+        backend.close()
+
+
+def test_unreachable_server_is_backend_unavailable() -> None:
+    backend = ChromaBackend(url=f"http://127.0.0.1:{free_port()}", collection="nowhere")
+    with pytest.raises(BackendUnavailableError, match="unreachable.*Check that it is running"):
+        backend.open(dimension=4, model_id="m4")

@@ -1,0 +1,56 @@
+"""Milvus Lite served over gRPC (``milvus-lite server``), through the conformance suite."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from memory_vec.backends.base import RecordFilter
+from memory_vec.backends.milvus import MilvusBackend
+from memory_vec.testing.conformance import BackendConformance
+from tests._services import Service
+
+pytestmark = pytest.mark.integration
+
+
+class TestMilvusLiteServer(BackendConformance):
+    supports_reopen = True
+    supports_multiprocess = True  # a server is shared; the lock is only for local paths
+    large_batch_size = 3_000
+    service_fixture = "milvus_lite_server"
+
+    @pytest.fixture(scope="class")
+    def collection(self, request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+        # One collection per class, emptied after each test: creating, loading
+        # and dropping a collection costs seconds on a server.
+        service: Service = request.getfixturevalue(self.service_fixture)
+        name = f"c_{uuid.uuid4().hex[:12]}"
+        yield service.url, name
+        b = MilvusBackend(service.url, collection=name)
+        b.drop()
+        b.close()
+
+    @pytest.fixture
+    def backend(self, collection: tuple[str, str]) -> Iterator[MilvusBackend]:
+        url, name = collection
+        b = MilvusBackend(url, collection=name)
+        yield b
+        b.close()
+        cleaner = MilvusBackend(url, collection=name)
+        try:
+            cleaner.open(dimension=self.dimension, model_id=self.model_id)
+            cleaner.delete(where=RecordFilter(include_superseded=True, include_archived=True))
+            assert cleaner.count() == 0
+        finally:
+            cleaner.close()
+
+    def reopen(self, backend: MilvusBackend) -> MilvusBackend:  # type: ignore[override]
+        return MilvusBackend(backend.uri, collection=backend.collection)
+
+    def subprocess_code(self, backend: MilvusBackend) -> str:  # type: ignore[override]
+        return (
+            "from memory_vec.backends.milvus import MilvusBackend\n"
+            f"backend = MilvusBackend({backend.uri!r}, collection={backend.collection!r})\n"
+        )

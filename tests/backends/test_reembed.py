@@ -1,0 +1,90 @@
+"""reembed: rebuild every vector from the stored texts with a new embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_vec import MemoryConfig, MemoryCore
+from memory_vec.backends import InMemoryBackend, RecordFilter
+from memory_vec.backends.chroma import ChromaBackend
+from memory_vec.errors import EmbeddingModelMismatchError, InvalidInputError
+from memory_vec.maintenance import reembed
+from memory_vec.records import MemoryRecord
+from memory_vec.state import InMemoryStateStore
+from memory_vec.testing import DeterministicHashEmbedder
+
+EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
+TEXTS = ["The budget cap is 5000 euros", "I live in Lisbon", "My dog is called Pixel", "Meeting on Friday"]
+
+
+def _fill(backend: object, embedder: DeterministicHashEmbedder) -> list[MemoryRecord]:
+    records = [MemoryRecord(id=f"r{i}", text=t, role="user", user_id="u1", session_id="s1",
+                            timestamp=1.7e9 + i, seq=i, valid_to=(1.7e9 if i == 3 else None))
+               for i, t in enumerate(TEXTS)]
+    backend.upsert(records, embedder.embed_documents(TEXTS))  # type: ignore[attr-defined]
+    return records
+
+
+def test_reembed_core_switches_model_and_keeps_every_record() -> None:
+    old, new = DeterministicHashEmbedder(32), DeterministicHashEmbedder(48)
+    backend = InMemoryBackend()
+    core = MemoryCore(MemoryConfig(user_id="u1", session_id="s1", score_threshold=0.0),
+                      embedder=old, backend=backend, state_store=InMemoryStateStore())
+    records = _fill(backend, old)
+    result = reembed(core, new, batch_size=3, progress=False)
+    assert (result.records, result.model_id, result.dimension) == (4, "hash-48", 48)
+    assert core.embedder is new
+    assert {r.id: r for r in backend.scan(EVERYTHING)} == {r.id: r for r in records}
+    [hit] = backend.query(new.embed_query("Where do I live? Lisbon"), k=1, where=RecordFilter(user_id="u1"))
+    assert hit.record.id == "r1"
+    with pytest.raises(EmbeddingModelMismatchError):
+        backend.open(dimension=32, model_id="hash-32")
+
+
+def test_reembed_config_on_embedded_chroma_lets_the_new_embedder_open(tmp_path: Path) -> None:
+    old, new = DeterministicHashEmbedder(32), DeterministicHashEmbedder(48)
+    backend = ChromaBackend(path=tmp_path / "chroma", collection="memory_vec")
+    backend.open(dimension=old.dimension, model_id=old.model_id)
+    records = _fill(backend, old)
+    backend.close()
+    config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path))
+    assert reembed(config, new, batch_size=2, progress=True).records == 4
+    from memory_vec.backends import release_shared_backends
+
+    release_shared_backends()
+    reopened = ChromaBackend(path=tmp_path / "chroma", collection="memory_vec")
+    try:
+        with pytest.raises(EmbeddingModelMismatchError, match="hash-48.*hash-32"):
+            reopened.open(dimension=old.dimension, model_id=old.model_id)
+        reopened.open(dimension=new.dimension, model_id=new.model_id)
+        assert {r.id: r for r in reopened.scan(EVERYTHING)} == {r.id: r for r in records}
+        [hit] = reopened.query(new.embed_query("dog Pixel"), k=1, where=RecordFilter(user_id="u1"))
+        assert hit.record.id == "r2" and hit.similarity > 0.5
+    finally:
+        reopened.close()
+
+
+def test_failing_embedder_leaves_the_store_untouched() -> None:
+    class Broken(DeterministicHashEmbedder):
+        def _embed(self, texts, is_query):  # type: ignore[no-untyped-def]
+            raise RuntimeError("model crashed")
+
+    old = DeterministicHashEmbedder(32)
+    backend = InMemoryBackend()
+    core = MemoryCore(MemoryConfig(user_id="u1", session_id="s1"), embedder=old, backend=backend,
+                      state_store=InMemoryStateStore())
+    _fill(backend, old)
+    broken = Broken(48)
+    broken._dimension = 48  # skip the probe call, which would fail too
+    with pytest.raises(Exception, match="model crashed"):
+        reembed(core, broken, progress=False)
+    assert backend.count() == 4 and backend.model_id == "hash-32" and core.embedder is old
+
+
+def test_reembed_rejects_bad_input() -> None:
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        reembed(MemoryConfig(backend="chroma"), DeterministicHashEmbedder(8), batch_size=0)
+    with pytest.raises(InvalidInputError, match="pass the MemoryCore"):
+        reembed(MemoryConfig(), DeterministicHashEmbedder(8))

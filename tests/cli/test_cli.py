@@ -1,0 +1,234 @@
+"""The ``memory-vec`` CLI, run in-process on an in-process store with the
+hashing embedder. The memory backend lives per process, so every flow that
+spans commands runs in this one process on one tmp persist_dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_vec import MemoryConfig, MemoryCore
+from memory_vec.cli import main
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    path = tmp_path / "memory.yaml"
+    path.write_text(
+        f"backend: memory\npersist_dir: {tmp_path / 'store'}\nembedding_model: 'hash:64'\n"
+        "user_id: alice\nsession_id: s1\nscore_threshold: 0.0\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def core(config_file: Path) -> MemoryCore:
+    """The same store the CLI opens (shared per process and persist_dir)."""
+    return MemoryCore(MemoryConfig.from_yaml(config_file))
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    data = json.loads(out.out) if "--json" in argv and out.out.strip() else out.out
+    return code, data, out.err
+
+
+def test_stats_list_search_show(core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    core.add_messages([("user", "Our travel budget is 5000 euros."), ("assistant", "Noted, 5000 euros.")])
+    core.add_messages([("user", "My dog is called Biscuit."), ("assistant", "Lovely name.")], session_id="s2")
+    cfg = ["--config", str(config_file)]
+
+    code, stats, _ = run(capsys, "stats", *cfg, "--json")
+    total = core.backend.count(_all("alice"))  # messages and the facts extracted from them
+    assert code == 0 and stats["records"] == total and stats["by_kind"]["message"] == 4
+    assert stats["users"] == 1 and stats["sessions"] == 2
+    code, text, _ = run(capsys, "stats", *cfg)
+    assert code == 0 and f"records: {total}" in text
+
+    code, listed, _ = run(capsys, "list", *cfg, "--json", "--session", "s2", "--kind", "message")
+    assert code == 0 and listed["total"] == 2
+    assert {r["text"] for r in listed["records"]} == {"My dog is called Biscuit.", "Lovely name."}
+    code, listed, _ = run(capsys, "list", *cfg, "--json", "--limit", "1", "--kind", "message")
+    assert code == 0 and listed["shown"] == 1 and listed["total"] == 4
+    code, listed, _ = run(capsys, "list", *cfg, "--json", "--user", "nobody")
+    assert code == 1 and listed["total"] == 0
+
+    code, found, _ = run(capsys, "search", "travel budget euros", *cfg, "--json", "--k", "2")
+    assert code == 0 and found["user_id"] == "alice"
+    assert found["hits"][0]["text"] == "Our travel budget is 5000 euros."
+    assert len(found["hits"]) <= 2
+    code, found, _ = run(capsys, "search", "dog Biscuit", *cfg, "--json", "--scope", "session")
+    assert code in (0, 1) and all(h["session_id"] == "s1" for h in found["hits"])
+
+    memory_id = found["hits"][0]["id"] if found["hits"] else listed_id(core)
+    code, shown, _ = run(capsys, "show", memory_id, *cfg, "--json")
+    assert code == 0 and shown["record"]["id"] == memory_id and shown["history"][-1]["id"] == memory_id
+    code, text, _ = run(capsys, "show", memory_id, *cfg)
+    assert code == 0 and "history (oldest first)" in text
+
+
+def listed_id(core: MemoryCore) -> str:
+    return core.working_state().messages[0].id
+
+
+def test_show_lists_supersede_history(core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = core.remember("The travel budget is 5000 euros.")
+    new = core.remember("The travel budget is 8000 euros.")
+    assert old.id in new.superseded_ids
+    code, shown, _ = run(capsys, "show", old.id, "--config", str(config_file), "--json")
+    assert code == 0
+    assert [r["id"] for r in shown["history"]] == [old.id, new.id]
+    assert shown["record"]["superseded_by"] == new.id
+
+
+def test_not_found_and_bad_input_exit_codes(config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err, _ = run(capsys, "show", "does-not-exist", "--config", str(config_file), "--json")
+    assert code == 1 and err["error"] == "MemoryNotFoundError"
+    code, _, err_text = run(capsys, "show", "does-not-exist", "--config", str(config_file))
+    assert code == 1 and "MemoryNotFoundError" in err_text and "Traceback" not in err_text
+
+    code, _, err_text = run(capsys, "stats", "--config", str(config_file.with_name("missing.yaml")))
+    assert code == 2 and "ConfigError" in err_text and "missing.yaml" in err_text
+    bad = config_file.with_name("bad.yaml")
+    bad.write_text("backend: memory\nmax_token_limit: -5\n", encoding="utf-8")
+    code, err, _ = run(capsys, "stats", "--config", str(bad), "--json")
+    assert code == 2 and err["error"] == "ConfigError" and "max_token_limit" in err["message"]
+
+    code, _, err_text = run(capsys, "forget", "--config", str(config_file))
+    assert code == 2 and "--user" in err_text
+    code, _, _ = run(capsys, "search", "x", "--config", str(config_file), "--k", "0")
+    assert code == 2
+    code, _, _ = run(capsys, "list", "--config", str(config_file), "--limit", "0")
+    assert code == 2
+    code, _, _ = run(capsys, "list", "--no-such-option")  # argparse usage error
+    assert code == 2
+
+
+def test_backend_unavailable_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Nothing listens on port 9: the backend cannot be reached.
+    code, err, _ = run(capsys, "stats", "--backend", "chroma", "--url", "http://127.0.0.1:9",
+                       "--persist-dir", str(tmp_path), "--json")
+    assert code == 3, err
+
+
+def test_env_config_and_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MEMORY_VEC_BACKEND", "memory")
+    monkeypatch.setenv("MEMORY_VEC_EMBEDDING_MODEL", "hash:64")
+    monkeypatch.setenv("MEMORY_VEC_PERSIST_DIR", str(tmp_path / "env-store"))
+    core = MemoryCore(MemoryConfig(backend="memory", embedding_model="hash:64",
+                                   persist_dir=str(tmp_path / "env-store"), user_id="bob"))
+    core.add_message("user", "hello there")  # no fact in it: one record
+    code, stats, _ = run(capsys, "stats", "--json")
+    assert code == 0 and stats["records"] == 1
+    code, stats, _ = run(capsys, "stats", "--json", "--collection", "other")
+    assert code == 0 and stats["records"] == 0 and stats["collection"] == "other"
+
+
+def test_forget_prints_receipt(core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    core.add_messages([("user", "I like tea."), ("assistant", "Tea it is.")])
+    core.add_message("user", "Other session.", session_id="s2")
+    cfg = ["--config", str(config_file)]
+    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--session", "s2", "--json")
+    assert code == 0 and receipt["records_deleted"] == 1 and receipt["remaining_after_scan"] == 0
+    left = core.backend.count(_all("alice"))
+    assert left >= 2
+    code, text, _ = run(capsys, "forget", *cfg, "--user", "alice")
+    assert code == 0 and f"records_deleted: {left}" in text and "remaining_after_scan: 0" in text
+    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--json")
+    assert code == 1 and receipt["records_deleted"] == 0
+
+
+def test_export_then_import_round_trip(core: MemoryCore, config_file: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    core.add_messages([("user", "我对花生过敏。"), ("assistant", "记住了。")])
+    before = sorted((r.id, r.text) for r in core.backend.scan(_all("alice")))
+    cfg = ["--config", str(config_file)]
+    out = tmp_path / "alice.json"
+    code, summary, _ = run(capsys, "export", str(out), *cfg, "--user", "alice", "--json")
+    assert code == 0 and summary["records"] == len(before) and out.exists()
+    assert "我对花生过敏" in out.read_text(encoding="utf-8")
+    run(capsys, "forget", *cfg, "--user", "alice")
+    assert core.backend.count(_all("alice")) == 0
+    code, result, _ = run(capsys, "import", str(out), *cfg, "--json")
+    assert code == 0 and result["imported"] == len(before)
+    assert sorted((r.id, r.text) for r in core.backend.scan(_all("alice"))) == before
+
+    code, summary, _ = run(capsys, "export", str(tmp_path / "none.json"), *cfg, "--user", "nobody", "--json")
+    assert code == 1 and not (tmp_path / "none.json").exists()
+    code, _, err = run(capsys, "import", str(tmp_path / "missing.json"), *cfg)
+    assert code == 2 and "missing.json" in err
+    (tmp_path / "junk.json").write_text('{"format": "other"}', encoding="utf-8")
+    code, _, err = run(capsys, "import", str(tmp_path / "junk.json"), *cfg)
+    assert code == 2 and "InvalidInputError" in err
+
+
+def _all(user: str) -> Any:
+    from memory_vec.backends import RecordFilter
+
+    return RecordFilter(user_id=user, include_superseded=True, include_archived=True)
+
+
+def test_reembed(core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    core.add_messages([("user", "The budget is 5000."), ("assistant", "Noted.")])
+    n = core.backend.count(_all("alice"))
+    code, result, _ = run(capsys, "reembed", "--model", "hash:32", "--config", str(config_file), "--json")
+    assert code == 0 and result == {"records": n, "model_id": "hash-32", "dimension": 32}
+    assert core.backend.count(_all("alice")) == n
+
+
+def test_reembed_not_available(config_file: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "memory_vec.maintenance", None)  # import raises ImportError
+    code, err, _ = run(capsys, "reembed", "--model", "hash:32", "--config", str(config_file), "--json")
+    assert code == 2 and err["error"] == "NotAvailableError" and "not available" in err["message"]
+
+
+def test_compact_merges_duplicate_facts(core: MemoryCore, config_file: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from memory_vec.records import MemoryRecord
+
+    a = core.remember("I prefer window seats.", importance=0.9)
+    # Duplicates written directly (the conflict check would refuse them):
+    # same text up to case and punctuation, from other sessions.
+    vec = core.embedder.embed_documents(["i prefer window seats"])
+    dups = [MemoryRecord(id=f"dup{i}", text=t, role="user", user_id="alice", session_id=f"s{i}",
+                         timestamp=1_700_000_000.0 + i, kind="fact", importance=0.5, source_ids=[f"m{i}"])
+            for i, t in enumerate(["i prefer WINDOW seats", "I prefer window seats!!"])]
+    core.backend.upsert(dups, vec.repeat(2, axis=0))
+    cfg = ["--config", str(config_file)]
+
+    code, plan, _ = run(capsys, "compact", *cfg, "--user", "alice", "--dry-run", "--json")
+    assert code == 0 and plan["merged"] == 2 and core.backend.get(["dup0"])[0].valid_to is None
+    code, report, _ = run(capsys, "compact", *cfg, "--json")
+    assert code == 0 and report["merged"] == 2
+    [merge] = report["merges"]
+    assert merge["survivor"] == a.id and sorted(merge["merged"]) == ["dup0", "dup1"]
+    survivor = core.get(a.id)
+    assert {"m0", "m1", "dup0", "dup1"} <= set(survivor.source_ids)  # provenance
+    for old in core.backend.get(["dup0", "dup1"]):
+        assert old.superseded_by == a.id and old.valid_to is not None
+        assert "merged_into" not in old.metadata  # the caller's metadata is untouched
+    assert [h.id for h in core.recall("window seats", k=5) if h.kind == "fact"] == [a.id]
+    code, report, _ = run(capsys, "compact", *cfg, "--json")
+    assert code == 0 and report["merged"] == 0
+
+
+def test_demo_subprocess() -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([sys.executable, "-m", "memory_vec", "demo", "--turns", "30", "--every", "10"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "summary" in out and "recent" in out and "relevant" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().split(" ")[0] in {"10", "20", "30"}]
+    assert [r[0] for r in rows] == ["10", "20", "30"]
+    assert "Prompt tokens over the conversation: memory" in out and "saved" in out

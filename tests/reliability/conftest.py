@@ -1,0 +1,66 @@
+"""Every backend, built from config the way users build it, for reliability tests.
+
+The hashing embedder stands in for the model (speed); the stores and
+servers are real.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_vec import MemoryConfig, MemoryCore
+from memory_vec.testing import DeterministicHashEmbedder
+
+BACKENDS = ["memory", "chroma", "chroma-server", "milvus-lite", "milvus-lite-server", "milvus-server"]
+SERVER_BACKENDS = ["chroma-server", "milvus-lite-server", "milvus-server"]
+EMBEDDER = DeterministicHashEmbedder(dimension=64)
+
+ConfigFactory = Callable[..., MemoryConfig]
+
+
+def _config_factory(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> ConfigFactory:
+    collection = f"rel_{uuid.uuid4().hex[:10]}"
+    base: dict[str, Any] = {"collection": collection, "persist_dir": str(tmp_path / "store"),
+                            "score_threshold": 0.0}
+    if kind == "memory":
+        base["backend"] = "memory"
+    elif kind == "chroma":
+        base["backend"] = "chroma"
+    elif kind == "chroma-server":
+        base.update(backend="chroma", url=request.getfixturevalue("chroma_server").url)
+    elif kind == "milvus-lite":
+        base["backend"] = "milvus"
+    elif kind == "milvus-lite-server":
+        base.update(backend="milvus", url=request.getfixturevalue("milvus_lite_server").url)
+    elif kind == "milvus-server":
+        base.update(backend="milvus", url=request.getfixturevalue("milvus_server").url)
+    else:  # pragma: no cover
+        raise ValueError(kind)
+
+    def make(**overrides: Any) -> MemoryConfig:
+        return MemoryConfig(**{**base, **overrides})
+
+    return make
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def make_config(backend_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> ConfigFactory:
+    return _config_factory(backend_kind, request, tmp_path)
+
+
+@pytest.fixture
+def core_factory(make_config: ConfigFactory) -> Callable[..., MemoryCore]:
+    def make(**overrides: Any) -> MemoryCore:
+        return MemoryCore(make_config(**overrides), embedder=EMBEDDER)
+
+    return make
