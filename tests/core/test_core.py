@@ -328,3 +328,15 @@ def test_async_twins(make_core) -> None:  # type: ignore[no-untyped-def]
         assert await core.aclear() == 1
 
     asyncio.run(run())
+
+
+def test_message_only_in_working_state_is_restored_to_the_store(make_core) -> None:  # type: ignore[no-untyped-def]
+    """A crash between the state append and the vector write is healed."""
+    from memory_vec.state.base import NewMessage
+
+    backend, state = InMemoryBackend(), InMemoryStateStore()
+    state.append("u1", "s1", [NewMessage("orphan-1", "user", "written just before a crash", 1.0, 6)])
+    core = make_core(backend=backend, state=state)
+    core.build_context("anything")
+    assert [r.text for r in backend.get(["orphan-1"])] == ["written just before a crash"]
+    assert core.session_history()[0].seq == 1
