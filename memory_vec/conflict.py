@@ -246,7 +246,12 @@ class ConflictResolver:
     judge_margin: float = 0.1
     judge_calls: int = field(default=0, init=False)
 
-    def decide(self, fact: ExtractedFact, existing: Sequence[ExistingFact]) -> ConflictDecision:
+    def decide(
+        self, fact: ExtractedFact, existing: Sequence[ExistingFact], *, subject_only: bool = False
+    ) -> ConflictDecision:
+        """``subject_only``: supersede only on a matching subject key (used for
+        raw messages when no extractor runs, where similar chat lines with
+        different numbers are usually different things, not updates)."""
         new_key = dedupe_key(fact.text)
         new_values = extract_values(fact.text)
         new_subject = fact.subject or subject_key(fact.text)
@@ -272,7 +277,8 @@ class ConflictResolver:
                 superseded.append(old.id)
             elif same_subject and not new_values and not old_values and _new_value_text(fact.text, old.text):
                 superseded.append(old.id)  # "favorite drink is tea" -> "... is now coffee"
-            elif (old.similarity >= self.threshold and new_values and old_values and not other_subject
+            elif (not subject_only and old.similarity >= self.threshold and new_values and old_values
+                  and not other_subject
                   and new_values != old_values and _comparable(new_values, old_values)
                   and not _different_units(fact.text, old.text)):
                 superseded.append(old.id)

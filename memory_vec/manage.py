@@ -124,9 +124,10 @@ class MemoryManagement:
                     neighbours = []
                     trace.degraded = True
                     trace.event(f"conflict check skipped, backend unavailable: {exc}")
-                if self.extractor is None:
-                    neighbours = [n for n in neighbours if n.id != message.id]
-                decision = self.resolver.decide(fact, neighbours)
+                # A fact never overwrites another fact of its own message
+                # ("I don't work at X anymore; I joined Y.").
+                neighbours = [n for n in neighbours if n.id != message.id and message.id not in n.source_ids]
+                decision = self.resolver.decide(fact, neighbours, subject_only=self.extractor is None)
                 trace.event(f"conflict: {decision.action.value} ({decision.reason})")
                 if decision.action is ConflictAction.NOOP:
                     if self.extractor is not None:  # a duplicate fact is not stored twice

@@ -31,8 +31,8 @@ class MarkerSummarizer:
     name = "marker"
 
     def summarize(self, previous: str, messages: Sequence[StateMessage], *, max_tokens: int) -> str:
-        seqs = [int(x) for x in re.findall(r"\d+", previous)] + [m.seq for m in messages]
-        return " ".join(str(s) for s in seqs[-150:])
+        seqs = [int(x) for x in re.findall(r"#(\d+)", previous)] + [m.seq for m in messages]
+        return " ".join(f"#{s}" for s in seqs[-40:])  # stays within the summary budget
 
 
 def check_session(core: MemoryCore, expected: int) -> None:
@@ -44,7 +44,7 @@ def check_session(core: MemoryCore, expected: int) -> None:
     state = core.working_state()
     recent = [m.seq for m in state.messages]
     assert recent == sorted(set(recent)) and all(s > state.folded_through for s in recent)
-    folded = [int(x) for x in state.summary.split()]
+    folded = [int(x) for x in re.findall(r"#(\d+)", state.summary)]
     assert len(folded) == len(set(folded)), "a turn was folded twice"
     assert set(folded) | set(recent) <= set(seqs)
 
