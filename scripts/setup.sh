@@ -8,11 +8,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=".venv/.memory-vec-installed"
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)-${1:-dev}"
+want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)-${1:-dev}"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e ".[${1:-dev}]"
+.venv/bin/pip install -q -c constraints.txt -e ".[${1:-dev}]"
 echo "$want" > "$stamp"
