@@ -113,7 +113,11 @@ class MemoryConfig(BaseModel):
     recency_weight: float = Field(0.0, ge=0, le=1, description="Weight of recency in the final score.")
     importance_weight: float = Field(0.0, ge=0, le=1, description="Weight of importance in the final score.")
     hybrid: bool = Field(True, description="Fuse BM25 keyword ranking with the vector ranking.")
-    bm25_weight: float = Field(0.5, ge=0, le=1, description="Weight of BM25 in the fusion (vector gets 1 - it).")
+    bm25_weight: float = Field(
+        0.5, ge=0, le=1,
+        description="Weight of the normalized BM25 score in the fusion (cosine gets 1 - it); 0.5 measured best "
+        "with the default embedder on LoCoMo dev, 0.7 with all-MiniLM-L6-v2 (benchmarks/RESULTS.md).",
+    )
     candidate_multiplier: int = Field(
         4, ge=1, le=50,
         description="Candidates fetched per k from each retriever (vector, BM25) when k * it exceeds candidate_pool.",
@@ -126,7 +130,7 @@ class MemoryConfig(BaseModel):
     )
     neighbor_window: int = Field(1, ge=0, le=10, description="Turns before/after a hit attached as context.")
     speaker_boost: float = Field(
-        0.05, ge=0, le=1,
+        0.0, ge=0, le=1,
         description="Added to the relevance of memories whose metadata 'speaker' the query names "
         "(whole-word match against the speakers seen in the user's memories); 0 turns it off.",
     )
