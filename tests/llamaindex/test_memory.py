@@ -218,7 +218,8 @@ def test_async_get_does_not_block_the_loop(memory: VectorSummaryMemory, monkeypa
 
 
 def test_pydantic_model_round_trip() -> None:
-    config = MemoryConfig(user_id="u9", session_id="s9", embedding_model="hash:64", backend="memory")
+    config = MemoryConfig(user_id="u9", session_id="s9", embedding_model="hash:64", backend="memory",
+                          collection="li-round-trip")  # the default collection may hold e5 vectors
     memory = VectorSummaryMemory(config=config)
     data = memory.to_dict()
     assert data["class_name"] == "VectorSummaryMemory"
