@@ -164,14 +164,17 @@ def configurations(base: dict[str, Any], threshold: float) -> dict[str, dict[str
     cfgs["ours speaker_boost=0.05"] = {**base, "speaker_boost": 0.05}
     cfgs["ours +decay 180d w=0.1"] = {**base, "decay_half_life_days": 180.0, "recency_weight": 0.1}
     cfgs["ours +importance w=0.1"] = {**base, "importance_weight": 0.1}
+    cfgs["ours bm25_context_weight=0"] = {**base, "bm25_context_weight": 0.0}
+    cfgs["ours bm25_context_weight=0.75"] = {**base, "bm25_context_weight": 0.75}
     return cfgs
 
 
-def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None) -> dict[str, Any]:
+def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None,
+                 settings: dict[str, Any] | None = None) -> dict[str, Any]:
     embedder: Embedder = E5PassageEmbedder() if name == "e5-passage" else get_embedder(EMBEDDERS[name])
     backend = InMemoryBackend()
     core = MemoryCore(
-        MemoryConfig(user_id="bench", session_id="bench"),
+        MemoryConfig(user_id="bench", session_id="bench", **(settings or {})),
         embedder=embedder, backend=backend, state_store=InMemoryStateStore(),
     )
     t0 = time.perf_counter()
@@ -184,9 +187,9 @@ def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None) -> di
     core.flush()
     if limit:
         questions = questions[:limit]
-    defaults = MemoryConfig()
+    defaults = MemoryConfig(**(settings or {}))
     base = {f: getattr(defaults, f) for f in (
-        "hybrid", "bm25_weight", "speaker_boost", "score_threshold", "neighbor_window", "candidate_multiplier",
+        "hybrid", "bm25_weight", "bm25_context_weight", "speaker_boost", "score_threshold", "neighbor_window", "candidate_multiplier",
         "decay_half_life_days", "recency_weight", "importance_weight")}
     cfgs = configurations(base, core.embedder.default_threshold)
 
@@ -281,7 +284,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", "Per category, recall@10 (n):", "",
               "| configuration | " + " | ".join(CATEGORIES.values()) + " |",
               "|---|" + "---|" * len(CATEGORIES)]
-    for name in ("dense", "bm25", "ours (default)", "ours -hybrid", "ours speaker_boost=0.05"):
+    for name in ("dense", "bm25", "ours (default)", "ours -hybrid", "ours speaker_boost=0.05", "ours bm25_context_weight=0"):
         per = result["configs"][name]["per_category"]
         cells = [f"{per[c]['r@10']:.3f} ({per[c]['n']})" if c in per else "-" for c in CATEGORIES.values()]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -295,11 +298,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="repeatable; default: e5 and minilm")
     parser.add_argument("--out", default=None, help="directory for locomo_recall.json")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only (smoke runs)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="repeatable MemoryConfig override for the whole run (JSON value), "
+                        "e.g. --set contextual_embedding=false")
     args = parser.parse_args(argv)
+    settings = {f: json.loads(v) for f, v in (item.split("=", 1) for item in args.set)}
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     out = []
     for name in args.embedder or ["e5", "minilm"]:
-        result = run_embedder(name, data, args.limit)
+        result = run_embedder(name, data, args.limit, settings)
         print(markdown(result), flush=True)
         print(flush=True)
         out.append(result)

@@ -292,8 +292,27 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
         ]
         t0 = time.perf_counter()
         # One embedding call per turn: messages and their facts together.
-        all_vectors = self._embed_documents([c for _, c, _, _ in checked] + fact_texts)
-        vectors, fact_vectors = all_vectors[: len(checked)], all_vectors[len(checked):]
+        contents = [c for _, c, _, _ in checked]
+        stored_texts = contents
+        if self.config.contextual_embedding:
+            # The stored vector of a message also reads the message before it in
+            # the session (its last 500 characters); the record's text is unchanged.
+            recent = self.state.load(user, session).messages
+            prev = recent[-1].content if recent else None
+            stored_texts = []
+            for content in contents:
+                stored_texts.append(content if prev is None else f"{prev[-500:]}\n{content}")
+                prev = content
+        # Plain vectors where they differ and are needed: a user message is the
+        # likely next recall query (cached), and without an extractor messages
+        # are compared with each other for conflicts.
+        plain_needed = [i for i, (role, c, _, _) in enumerate(checked)
+                        if stored_texts[i] != c and (role == "user" or self.extractor is None)]
+        all_vectors = self._embed_documents(stored_texts + [contents[i] for i in plain_needed] + fact_texts)
+        n, n_plain = len(checked), len(plain_needed)
+        vectors, fact_vectors = all_vectors[:n], all_vectors[n + n_plain:]
+        plain_vectors = vectors.copy()
+        plain_vectors[plain_needed] = all_vectors[n : n + n_plain]
         trace.timings["embed"] = time.perf_counter() - t0
         ids = [uuid.uuid4().hex for _ in checked]
         seqs = self.state.append(
@@ -313,7 +332,7 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
             for rid, seq, (role, content, ts, meta) in zip(ids, seqs, checked)
         ]
         t0 = time.perf_counter()
-        facts = self._resolve_facts(user, session, records, vectors, extracted, fact_vectors, trace)
+        facts = self._resolve_facts(user, session, records, plain_vectors, extracted, fact_vectors, trace)
         trace.timings["conflict"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         to_write = records + facts.fact_records
@@ -535,7 +554,7 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
         keyword: dict[str, float] = {}
         if cfg.hybrid and index is not None:
             t0 = time.perf_counter()
-            keyword = dict(index.search(query, k=fetch))
+            keyword = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight))
             missing = tuple(i for i in keyword if i not in found)
             if missing:  # keyword-only candidates still need their cosine
                 only = dataclasses.replace(where, ids=missing)

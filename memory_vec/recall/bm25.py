@@ -15,6 +15,12 @@ in [0, 1] and does not depend on the other documents of the query: it is the
 normalized value that ranking fuses with cosine (prefix-consistent, and the
 final-score threshold keeps its meaning).
 
+A turn's words often sit in the message it answers ("How was the support
+group?" / "It was great, so inspiring"), so a search may add a share of the
+previous turn's score to each turn (``context_weight``; the core passes
+``MemoryConfig.bm25_context_weight``): computed at query time from the same
+postings, no second index and no change to what is stored.
+
 The index also knows each memory's session and sequence number (for the
 turns around a hit) and its speaker (for the speaker boost), so neither
 needs a scan of the store at query time.
@@ -200,10 +206,15 @@ class BM25Index:
         return True
 
     # --- reads ------------------------------------------------------------------------
-    def search(self, query: str, *, k: int) -> list[tuple[str, float]]:
+    def search(self, query: str, *, k: int, context_weight: float = 0.0) -> list[tuple[str, float]]:
         """The top ``k`` (id, normalized score in [0, 1]) pairs, best first.
 
-        Ties keep the newer memory first (higher sequence number).
+        ``context_weight`` > 0 adds that share of the previous turn's score
+        (same session, sequence number minus one) to each turn's score, so a
+        reply is found by the words of the message it answers; the sum is
+        divided by ``1 + context_weight`` to stay in [0, 1]. Facts neither
+        give nor take context. Ties keep the newer memory first (higher
+        sequence number).
         """
         terms = list(dict.fromkeys(tokenize(query)))
         with self._lock:
@@ -228,6 +239,16 @@ class BM25Index:
             if not scores:
                 return []
             position = self._position
+            if context_weight > 0:
+                by_position = self._by_position
+                for doc_id, score in list(scores.items()):
+                    session, seq = position[doc_id]
+                    if by_position.get((session, seq)) != doc_id:
+                        continue  # a fact: not a turn with a successor
+                    following = by_position.get((session, seq + 1))
+                    if following is not None:
+                        scores[following] = scores.get(following, 0.0) + context_weight * score
+                idf_total *= 1.0 + context_weight
             top = sorted(scores.items(), key=lambda kv: (-kv[1], -position[kv[0]][1], kv[0]))[:k]
         return [(doc_id, min(1.0, score / idf_total)) for doc_id, score in top]
 

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from memory_vec.backends import RecordFilter
 from memory_vec.recall.bm25 import BM25Index, IndexedDoc, mentioned_speakers, registry, tokenize
 from memory_vec.recall.ranking import Candidate, RankingPolicy, decay, rank
 from memory_vec.records import MemoryRecord
@@ -33,7 +34,8 @@ FILLER = [
 
 # --------------------------------------------------------------------------- BM25 index
 def test_bm25_finds_rare_token_that_vector_ranking_misses(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(hybrid=False, speaker_boost=0.0, neighbor_window=0)
+    # Plain stored vectors: with contextual_embedding the reply would read the door-code filler before it.
+    core = make_core(hybrid=False, speaker_boost=0.0, neighbor_window=0, contextual_embedding=False)
     for text in FILLER:
         core.add_message("user", text)
     core.add_message("user", "ZQ7781 it is")
@@ -90,6 +92,35 @@ def test_index_builds_lazily_from_the_store(make_core) -> None:  # type: ignore[
     registry.invalidate(id(core.backend))  # as in a new process over the same store
     hits = core.recall("hunter2zz", k=1)
     assert hits and hits[0].components["bm25"] > 0
+
+
+def test_bm25_context_weight_lifts_the_reply_to_a_matching_question() -> None:
+    index = BM25Index()
+    index.add([
+        IndexedDoc("q", "how was the pottery workshop", "s1", 1),
+        IndexedDoc("a", "it was great, I made a bowl", "s1", 2),
+        IndexedDoc("other", "a new session starts here", "s2", 2),
+        IndexedDoc("fact", "the pottery workshop was fun", "s1", 1, positional=False),
+    ])
+    assert [d for d, _ in index.search("pottery workshop", k=10)] == ["q", "fact"]  # off: words only
+    found = dict(index.search("pottery workshop", k=10, context_weight=0.5))
+    assert set(found) == {"q", "fact", "a"}  # the reply, not the fact's or another session's neighbour
+    assert found["a"] == pytest.approx(0.5 * found["q"])
+    assert all(0.0 <= s <= 1.0 for s in found.values())
+
+
+def test_recall_finds_a_reply_by_the_words_of_its_question(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core(hybrid=True, bm25_weight=0.5, neighbor_window=0, bm25_context_weight=0.0)
+    for text in FILLER:
+        core.add_message("user", text)
+    core.add_message("assistant", "Did you finish the ZQ7781 migration?")
+    core.add_message("user", "Yes, it went live on Friday.")
+    question, reply = "Did you finish the ZQ7781 migration?", "Yes, it went live on Friday."
+    off = {h.text: h.components.get("bm25", 0.0) for h in core.recall("ZQ7781 migration", k=10)}
+    assert off.get(reply, 0.0) == 0.0
+    core.config.bm25_context_weight = 0.75
+    on = {h.text: h.components["bm25"] for h in core.recall("ZQ7781 migration", k=10)}
+    assert 0.0 < on[reply] < on[question]
 
 
 def test_chinese_is_tokenized_with_jieba() -> None:
@@ -242,3 +273,29 @@ def test_bm25_search_cost_at_ten_thousand_messages() -> None:
         index.search("what about topic42 and word7", k=200)
     per_query = (time.perf_counter() - t0) / 10
     assert build < 5.0 and per_query < 0.05  # loose bounds; the benchmark reports the real figures
+
+
+def test_contextual_embedding_stores_the_turn_with_its_predecessor(make_core, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    core = make_core(contextual_embedding=True, hybrid=False)
+    embedded: list[str] = []
+    original = core.embedder.embed_documents
+    monkeypatch.setattr(core.embedder, "embed_documents", lambda texts: (embedded.extend(texts), original(texts))[1])
+    core.add_message("assistant", "How was the pottery workshop?")
+    core.add_messages([("user", "Great, I made a bowl."), ("assistant", "Nice!")])
+    core.add_message("user", "Other session", session_id="s2")
+    # First turn plain; then each turn with the one before it (across calls, not across sessions);
+    # the user message is also embedded plain (the likely next query), the assistant message is not.
+    assert "How was the pottery workshop?\nGreat, I made a bowl." in embedded
+    assert "Great, I made a bowl.\nNice!" in embedded
+    assert "Great, I made a bowl." in embedded and "Nice!" not in embedded
+    assert not any(t.endswith("\nOther session") for t in embedded)
+    stored = {r.text: r for r in core.backend.scan(RecordFilter(user_id="u1", kinds=("message",)))}
+    assert set(stored) == {"How was the pottery workshop?", "Great, I made a bowl.", "Nice!", "Other session"}
+    # The reply is found by the question it answers; with the option off it is not lifted.
+    lifted = core.recall("pottery workshop", k=2)
+    assert "Great, I made a bowl." in [h.text for h in lifted]
+    plain = make_core(contextual_embedding=False, hybrid=False)
+    plain.add_message("assistant", "How was the pottery workshop?")
+    plain.add_messages([("user", "Great, I made a bowl."), ("assistant", "Nice!")])
+    top = {h.text: h.similarity for h in plain.recall("pottery workshop", k=3)}
+    assert {h.text: h.similarity for h in lifted}["Great, I made a bowl."] > top.get("Great, I made a bowl.", 0.0)
