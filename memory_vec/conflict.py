@@ -273,7 +273,12 @@ class ConflictResolver:
             if fact.negated and not _RETRACT.search(old.text) and _same_preference_object(fact.text, old.text):
                 superseded.append(old.id)  # "I love sushi" -> "I don't like sushi anymore"
                 continue
+            # "budget cap" / "budget": one subject narrows the other.
+            nested_subject = bool(new_subject and old_subject) and not same_subject and not other_subject
             if same_subject and new_values != old_values and (new_values or old_values):
+                superseded.append(old.id)
+            elif (nested_subject and new_values and old_values and new_values != old_values
+                  and _comparable(new_values, old_values) and not _different_units(fact.text, old.text)):
                 superseded.append(old.id)
             elif same_subject and not new_values and not old_values and _new_value_text(fact.text, old.text):
                 superseded.append(old.id)  # "favorite drink is tea" -> "... is now coffee"

@@ -36,11 +36,11 @@ TOKEN_SAVINGS = [
              "print(f'turn 300: memory {memory_tokens[-1]} tokens vs full history {full_tokens[-1]}')\n"
              "print(f'over the conversation: {sum(memory_tokens):,} vs {sum(full_tokens):,} '\n"
              "      f'({1 - sum(memory_tokens) / sum(full_tokens):.0%} saved)')"),
-    ("code", "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+    ("code", "import matplotlib.pyplot as plt\n"
              "fig, ax = plt.subplots(figsize=(7, 3.5))\nax.plot(full_tokens, label='full history')\n"
              "ax.plot(memory_tokens, label='memory-vec (summary + recent + relevant)')\n"
              "ax.axhline(core.config.max_token_limit + core.config.relevant_token_limit, ls=':', c='grey', label='budget')\n"
-             "ax.set_xlabel('turn'); ax.set_ylabel('prompt tokens'); ax.legend(); fig.tight_layout()\nfig"),
+             "ax.set_xlabel('turn'); ax.set_ylabel('prompt tokens'); ax.legend(); fig.tight_layout()\nplt.show()"),
     ("code", "for q in questions:\n    top = core.recall(q, k=1)\n    print(q, '->', top[0].text if top else None)"),
 ]
 
@@ -65,7 +65,57 @@ CHINESE = [
     ("code", "ctx = core.build_context('帮我推荐一家餐厅')\nprint(ctx.tokens)\nprint(ctx.render())"),
 ]
 
+
+TUNING = [
+    ("md", "# Tuning recall: threshold, decay, hybrid\n\nRecall@k on the first conversation of the LoCoMo dev split (the "
+           "paper's definition; benchmarks/locomo_recall.py runs all three) for a few settings of the recall ranking. The data is not in the "
+           "repository: it is read from `../shared/data/locomo/locomo_dev.json` beside the checkout, or from "
+           "`$MEMORY_VEC_LOCOMO` (see benchmarks/README.md). Offline, default embedder."),
+    ("code", "import os, sys, json, time\nfrom pathlib import Path\nsys.path.insert(0, str(Path('..').resolve()))\n"
+             "from benchmarks.locomo_recall import ingest, evidence_ids, recall_at\n"
+             "from memory_vec import MemoryConfig, MemoryCore\nfrom memory_vec.backends import InMemoryBackend\n"
+             "from memory_vec.state import InMemoryStateStore\n"
+             "data_path = Path(os.environ.get('MEMORY_VEC_LOCOMO', Path('..').resolve().parent / 'shared/data/locomo/locomo_dev.json'))\n"
+             "data = json.loads(data_path.read_text())[:1]  # one conversation keeps the notebook fast; the benchmark runs all\nprint(len(data), 'conversation(s)')"),
+    ("code", "backend, state = InMemoryBackend(), InMemoryStateStore()\n"
+             "base = MemoryCore(MemoryConfig(user_id='nb', session_id='nb'), backend=backend, state_store=state)\n"
+             "t0 = time.time()\nquestions = []\n"
+             "for conv in data:\n    valid = ingest(base, conv)\n"
+             "    for qa in conv['qa']:\n        questions.append((conv['sample_id'], qa['question'], qa['category'],\n"
+             "                          evidence_ids(qa.get('evidence', []), valid)))\n"
+             "print(f'ingested in {time.time() - t0:.0f}s, {len(questions)} questions')"),
+    ("code", "KS = (1, 3, 5, 10, 25, 50)\n"
+             "def evaluate(**overrides):\n"
+             "    core = MemoryCore(MemoryConfig(user_id='nb', session_id='nb', **overrides), embedder=base.embedder,\n"
+             "                      backend=backend, state_store=state)\n"
+             "    found = [[h.metadata.get('dia_id') for h in core.recall(q, k=50, user_id=u)] for u, q, _, _ in questions]\n"
+             "    return {k: sum(recall_at(f, ev, k) for f, (_, _, _, ev) in zip(found, questions)) / len(questions) for k in KS}\n"
+             "results = {\n"
+             "    'vector only (no BM25, no threshold)': evaluate(hybrid=False, score_threshold=0.0, neighbor_window=0),\n"
+             "    'default (hybrid BM25 + cosine)': evaluate(),\n"
+             "    'hybrid, bm25_weight=0.3': evaluate(bm25_weight=0.3),\n"
+             "    'hybrid, bm25_weight=0.7': evaluate(bm25_weight=0.7),\n"
+             "    'default + decay 30 days': evaluate(decay_half_life_days=30, recency_weight=0.2),\n"
+             "}\n"
+             "for name, r in results.items():\n    print(f'{name:40s}', '  '.join(f'@{k}={v:.3f}' for k, v in r.items()))"),
+    ("code", "import matplotlib.pyplot as plt\n"
+             "fig, ax = plt.subplots(figsize=(7, 3.5))\n"
+             "for name, r in results.items():\n    ax.plot(list(r), list(r.values()), marker='o', label=name)\n"
+             "ax.set_xscale('log'); ax.set_xticks(KS); ax.set_xticklabels(KS); ax.set_xlabel('k'); ax.set_ylabel('recall@k')\n"
+             "ax.legend(fontsize=7); fig.tight_layout(); plt.show()"),
+    ("md", "Time decay is for assistants whose memories age: here the conversation is from 2023, so a 30-day "
+           "half-life pushes every memory under the threshold — which is why decay is off by default and should "
+           "stay off for pure semantic lookups."),
+    ("md", "A score threshold trades recall for a cleaner prompt slot. The threshold applies to the final score, so "
+           "here it is swept with hybrid off (scores are then cosine): too high and relevant turns are dropped."),
+    ("code", "sweep = {t: evaluate(hybrid=False, score_threshold=t)[10] for t in (0.0, 0.7, 0.75, 0.8, 0.85)}\n"
+             "fig, ax = plt.subplots(figsize=(5, 3)); ax.plot(list(sweep), list(sweep.values()), marker='o')\n"
+             "ax.set_xlabel('score_threshold (hybrid off)'); ax.set_ylabel('recall@10'); fig.tight_layout(); plt.show()"),
+]
+
+
 NOTEBOOKS = {
+    "03_tuning_recall.ipynb": TUNING,
     "04_token_savings.ipynb": TOKEN_SAVINGS,
     "05_chinese_end_to_end.ipynb": CHINESE,
 }
@@ -81,7 +131,10 @@ def build(name: str, cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
 
 def main() -> None:
     execute = "--execute" in sys.argv
+    only = [a for a in sys.argv[1:] if a.endswith(".ipynb")]
     for name, cells in NOTEBOOKS.items():
+        if only and name not in only:
+            continue
         nb = build(name, cells)
         if execute:
             from nbclient import NotebookClient

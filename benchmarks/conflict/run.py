@@ -151,7 +151,7 @@ class CachedEmbedder:
 class AlwaysAdd(ConflictResolver):
     """Harness-only baseline: never supersedes, never deduplicates."""
 
-    def decide(self, fact: Any, existing: Any) -> ConflictDecision:
+    def decide(self, fact: Any, existing: Any, **_: Any) -> ConflictDecision:
         return ConflictDecision(ConflictAction.ADD, reason="baseline: no conflict handling")
 
 

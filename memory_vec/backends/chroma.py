@@ -259,6 +259,8 @@ class ChromaBackend(BaseBackend):
             chroma_where = _where(where)
         except _NothingMatches:
             return []
+        if where.ids is not None:
+            return self._score_ids(collection, q[0], where)[:k]
         with self._translated("query"):
             result = collection.query(
                 query_embeddings=q, n_results=max(1, k), where=chroma_where,
@@ -274,15 +276,47 @@ class ChromaBackend(BaseBackend):
         hits.sort(key=lambda h: -h.similarity)
         return hits[:k]
 
+    def _score_ids(self, collection: Any, q: np.ndarray, where: RecordFilter) -> list[ScoredRecord]:
+        # Scoring known ids (hybrid recall's keyword-only candidates): a get
+        # with their vectors and a local cosine is ~100x faster than an HNSW
+        # query restricted to ids (measured at 10k rows: 4 ms vs 450 ms).
+        wanted = list(dict.fromkeys(where.ids or ()))
+        hits: list[ScoredRecord] = []
+        qn = float(np.linalg.norm(q)) or 1.0
+        with self._translated("query"):
+            for start in range(0, len(wanted), self._max_batch):
+                # No ``where`` here: Chroma's metadata filter is the slow part
+                # (hundreds of ms at 10k rows); the rows are checked below.
+                page = collection.get(ids=wanted[start:start + self._max_batch],
+                                      include=["metadatas", "documents", "embeddings"])
+                vectors = np.asarray(page["embeddings"], dtype=np.float32).reshape(len(page["ids"]), -1)
+                norms = np.linalg.norm(vectors, axis=1)
+                norms[norms == 0] = 1.0
+                sims = (vectors @ q) / (norms * qn) if len(vectors) else np.zeros(0)
+                for row_id, doc, meta, sim in zip(page["ids"], page["documents"], page["metadatas"], sims):
+                    record = _decode(row_id, doc, meta)
+                    if where.matches(record):
+                        hits.append(ScoredRecord(record, float(np.clip(sim, -1.0, 1.0))))
+        hits.sort(key=lambda h: -h.similarity)
+        return hits
+
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         if not ids:
             return []
         collection = self._readable()
         where = where or RecordFilter(include_superseded=True, include_archived=True)
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, MemoryRecord] = {}
         with self._translated("get records"):
-            found = {row_id: _decode(row_id, doc, meta)
-                     for row_id, doc, meta in self._rows(collection, where, ids, include=["metadatas", "documents"])}
-        return [found[i] for i in dict.fromkeys(ids) if i in found]
+            for start in range(0, len(wanted), self._max_batch):
+                # By id only, filtered here: Chroma's metadata filter costs
+                # hundreds of ms at 10k rows even when the ids are known.
+                page = collection.get(ids=wanted[start:start + self._max_batch], include=["metadatas", "documents"])
+                for row_id, doc, meta in _zip_page(page):
+                    record = _decode(row_id, doc, meta)
+                    if where.matches(record):
+                        found[row_id] = record
+        return [found[i] for i in wanted if i in found]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         collection = self._readable()
