@@ -1,0 +1,1 @@
+"""memory-vec side by side with its peers: ``python -m benchmarks.peers.run``."""
