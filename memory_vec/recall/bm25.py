@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from ..records import MemoryRecord
 
@@ -142,6 +144,15 @@ class BM25Index:
         self._by_position: dict[tuple[str, int], str] = {}
         self._speaker: dict[str, str] = {}
         self._speaker_counts: dict[str, int] = {}
+        # Numpy mirror for scoring: one slot per document. Term arrays are
+        # built on first use and dropped when the term's postings change.
+        self._slot: dict[str, int] = {}
+        self._slot_ids: list[str | None] = []
+        self._free: list[int] = []
+        self._len_arr = np.zeros(64, dtype=np.float64)
+        self._seq_arr = np.zeros(64, dtype=np.int64)
+        self._next_arr = np.full(64, -1, dtype=np.int64)  # slot of the following turn
+        self._term_arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._lock = threading.RLock()
 
     def __len__(self) -> int:
@@ -162,13 +173,24 @@ class BM25Index:
                     terms[token] = terms.get(token, 0) + 1
                 for term, tf in terms.items():
                     self._postings.setdefault(term, {})[doc.id] = tf
+                    self._term_arrays.pop(term, None)
                 length = sum(terms.values())
                 self._doc_terms[doc.id] = terms
                 self._doc_len[doc.id] = length
                 self._total_len += length
                 self._position[doc.id] = (doc.session_id, doc.seq)
+                slot = self._new_slot(doc.id, length, doc.seq)
                 if doc.positional:
-                    self._by_position[(doc.session_id, doc.seq)] = doc.id
+                    key = (doc.session_id, doc.seq)
+                    holder = self._by_position.get(key)
+                    if holder is not None and holder != doc.id:
+                        self._next_arr[self._slot[holder]] = -1  # no longer the turn at that position
+                    self._by_position[key] = doc.id
+                    following = self._by_position.get((doc.session_id, doc.seq + 1))
+                    self._next_arr[slot] = self._slot[following] if following is not None else -1
+                    previous = self._by_position.get((doc.session_id, doc.seq - 1))
+                    if previous is not None:
+                        self._next_arr[self._slot[previous]] = slot
                 if doc.speaker:
                     key = doc.speaker.casefold()
                     self._speaker[doc.id] = key
@@ -189,6 +211,7 @@ class BM25Index:
         if terms is None:
             return False
         for term in terms:
+            self._term_arrays.pop(term, None)
             posting = self._postings.get(term)
             if posting is not None:
                 posting.pop(doc_id, None)
@@ -198,6 +221,14 @@ class BM25Index:
         position = self._position.pop(doc_id)
         if self._by_position.get(position) == doc_id:
             del self._by_position[position]
+            previous = self._by_position.get((position[0], position[1] - 1))
+            if previous is not None:
+                self._next_arr[self._slot[previous]] = -1
+        slot = self._slot.pop(doc_id)
+        self._slot_ids[slot] = None
+        self._len_arr[slot] = 0.0
+        self._next_arr[slot] = -1
+        self._free.append(slot)
         speaker = self._speaker.pop(doc_id, None)
         if speaker is not None:
             self._speaker_counts[speaker] -= 1
@@ -223,8 +254,9 @@ class BM25Index:
                 return []
             avgdl = max(self._total_len / n, 1e-9)
             k1, b = self.k1, self.b
-            scores: dict[str, float] = {}
+            scores = np.zeros(len(self._slot_ids), dtype=np.float64)
             idf_total = 0.0
+            touched = False
             for term in terms:
                 posting = self._postings.get(term)
                 df = len(posting) if posting else 0
@@ -232,25 +264,53 @@ class BM25Index:
                 idf_total += idf
                 if not posting:
                     continue
-                doc_len = self._doc_len
-                for doc_id, tf in posting.items():
-                    norm = k1 * (1.0 - b + b * doc_len[doc_id] / avgdl)
-                    scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf / (tf + norm)
-            if not scores:
+                slots, tfs = self._arrays(term, posting)
+                norm = k1 * (1.0 - b + b * self._len_arr[slots] / avgdl)
+                scores[slots] += idf * tfs / (tfs + norm)  # a term lists each slot once
+                touched = True
+            if not touched:
                 return []
-            position = self._position
             if context_weight > 0:
-                by_position = self._by_position
-                for doc_id, score in list(scores.items()):
-                    session, seq = position[doc_id]
-                    if by_position.get((session, seq)) != doc_id:
-                        continue  # a fact: not a turn with a successor
-                    following = by_position.get((session, seq + 1))
-                    if following is not None:
-                        scores[following] = scores.get(following, 0.0) + context_weight * score
+                hit = np.nonzero(scores)[0]
+                following = self._next_arr[hit]
+                has_next = following >= 0
+                scores[following[has_next]] += context_weight * scores[hit[has_next]].copy()
                 idf_total *= 1.0 + context_weight
-            top = sorted(scores.items(), key=lambda kv: (-kv[1], -position[kv[0]][1], kv[0]))[:k]
-        return [(doc_id, min(1.0, score / idf_total)) for doc_id, score in top]
+            hit = np.nonzero(scores)[0]
+            if len(hit) > k:  # keep the k best (plus ties at the cut) before sorting
+                cut = np.partition(scores[hit], len(hit) - k)[len(hit) - k]
+                hit = hit[scores[hit] >= cut]
+            # best score first; ties: newer turn (higher seq) first, then slot
+            order = np.lexsort((hit, -self._seq_arr[hit], -scores[hit]))[:k]
+            top = [(self._slot_ids[i], float(scores[i])) for i in hit[order]]
+        return [(doc_id, min(1.0, score / idf_total)) for doc_id, score in top if doc_id is not None]
+
+    def _new_slot(self, doc_id: str, length: int, seq: int) -> int:
+        if self._free:
+            slot = self._free.pop()
+            self._slot_ids[slot] = doc_id
+        else:
+            slot = len(self._slot_ids)
+            self._slot_ids.append(doc_id)
+            if slot >= len(self._len_arr):
+                grow = len(self._len_arr)
+                self._len_arr = np.concatenate([self._len_arr, np.zeros(grow)])
+                self._seq_arr = np.concatenate([self._seq_arr, np.zeros(grow, dtype=np.int64)])
+                self._next_arr = np.concatenate([self._next_arr, np.full(grow, -1, dtype=np.int64)])
+        self._slot[doc_id] = slot
+        self._len_arr[slot] = float(length)
+        self._seq_arr[slot] = seq
+        self._next_arr[slot] = -1
+        return slot
+
+    def _arrays(self, term: str, posting: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        cached = self._term_arrays.get(term)
+        if cached is None:
+            slot = self._slot
+            cached = (np.fromiter((slot[d] for d in posting), dtype=np.int64, count=len(posting)),
+                      np.fromiter(posting.values(), dtype=np.float64, count=len(posting)))
+            self._term_arrays[term] = cached
+        return cached
 
     def neighbor_ids(self, doc_id: str, window: int) -> tuple[list[str], list[str]]:
         """Ids of up to ``window`` turns before and after a memory in its session."""
