@@ -170,6 +170,8 @@ class InMemoryBackend(BaseBackend):
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
         q = _unit_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
         with self._lock:
+            if where.ids is not None:  # scoring known ids: no scan of the partition
+                return self._score_ids(q, where)[:k]
             hits: list[ScoredRecord] = []
             for part in self._partitions_for(where):
                 n = len(part)
@@ -192,6 +194,20 @@ class InMemoryBackend(BaseBackend):
                             break
             hits.sort(key=lambda h: -h.similarity)
             return hits[:k]
+
+    def _score_ids(self, q: np.ndarray, where: RecordFilter) -> list[ScoredRecord]:
+        hits = []
+        for record_id in dict.fromkeys(where.ids or ()):
+            key = self._owner.get(record_id)
+            if key is None:
+                continue
+            part = self._parts[key]
+            row = part.row[record_id]
+            record = part.records[row]
+            if where.matches(record):
+                hits.append(ScoredRecord(record.copy(metadata=dict(record.metadata)), float(part.vectors[row] @ q)))
+        hits.sort(key=lambda h: -h.similarity)
+        return hits
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         with self._lock:
