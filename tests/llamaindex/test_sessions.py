@@ -11,7 +11,7 @@ from llama_index.core.chat_engine import SimpleChatEngine
 
 from llamaindex_memory_vec import VectorSummaryMemory
 from memory_vec import MemoryConfig
-from memory_vec.backends import InMemoryBackend
+from memory_vec.backends import InMemoryBackend, create_backend
 from memory_vec.state import create_state_store
 from memory_vec.testing import DeterministicHashEmbedder
 from memory_vec.tokens import get_token_counter
@@ -64,18 +64,17 @@ def test_sessions_of_one_user_share_recall_not_history(make_memory: Callable[...
 
 
 def test_restart_resumes_the_session(tmp_path: Path, hash_embedder: DeterministicHashEmbedder) -> None:
-    # TODO: switch to a persistent vector backend (chroma/milvus) once those land;
-    # the in-process backend is shared across both cores to stand in for it.
+    """A new process on the same embedded Chroma store and SQLite working state."""
     config = MemoryConfig(
-        user_id="u1", session_id="s1", state="sqlite", persist_dir=str(tmp_path),
+        user_id="u1", session_id="s1", backend="chroma", persist_dir=str(tmp_path), collection="li-restart",
         max_token_limit=300, summary_max_tokens=100, score_threshold=0.0,
     )
-    backend = InMemoryBackend()
     llm = CapturingLLM(reply="- the user plans a trip with a 5000 euro budget")
 
     def start() -> VectorSummaryMemory:
         return VectorSummaryMemory.from_defaults(
-            config=config, llm=llm, embedder=hash_embedder, backend=backend, state_store=create_state_store(config)
+            config=config, llm=llm, embedder=hash_embedder, backend=create_backend(config),
+            state_store=create_state_store(config),
         )
 
     before = start()
@@ -85,6 +84,7 @@ def test_restart_resumes_the_session(tmp_path: Path, hash_embedder: Deterministi
     expected_history = before.get()
     expected_all = texts(before.get_all())
     before.core.close()
+    before.core.backend.close()  # releases the embedded store's process lock
     before.core.state.close()
 
     after = start()
