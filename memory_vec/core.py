@@ -324,11 +324,7 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
             ],
         )
         records = [
-            MemoryRecord(
-                id=rid, text=content, role=role, user_id=user, session_id=session, timestamp=ts,
-                kind="message", seq=seq, agent_id=self.config.agent_id,
-                importance=self._importance(role, content), metadata=meta,
-            )
+            self._message_record(user, session, rid, seq, role, content, ts, meta)
             for rid, seq, (role, content, ts, meta) in zip(ids, seqs, checked)
         ]
         t0 = time.perf_counter()
@@ -380,6 +376,16 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
             return MessageInput(m["role"], m["content"], m.get("timestamp"), m.get("metadata"))
         raise InvalidInputError(f"a message must be a MessageInput, dict or (role, content); got {type(m).__name__}")
 
+    def _message_record(
+        self, user: str, session: str, record_id: str, seq: int, role: str, content: str, ts: float,
+        metadata: dict[str, Any],
+    ) -> MemoryRecord:
+        return MemoryRecord(
+            id=record_id, text=content, role=role, user_id=user, session_id=session, timestamp=ts,
+            kind="message", seq=seq, agent_id=self.config.agent_id,
+            importance=self._importance(role, content), metadata=metadata,
+        )
+
     @staticmethod
     def _importance(role: str, content: str) -> float:
         value = analyze(content).value
@@ -409,9 +415,8 @@ class MemoryCore(MemoryManagement, MemoryLifecycle):
                 return
             vectors = self._embed_documents([m.content for m in lost])
             records = [
-                MemoryRecord(id=m.id, text=m.content, role=m.role, user_id=state.user_id, session_id=state.session_id,
-                             timestamp=m.timestamp, kind="message", seq=m.seq, agent_id=self.config.agent_id,
-                             importance=self._importance(m.role, m.content), metadata=dict(m.metadata))
+                self._message_record(state.user_id, state.session_id, m.id, m.seq, m.role, m.content, m.timestamp,
+                                     dict(m.metadata))
                 for m in lost
             ]
             self.writer.write(records, vectors)
