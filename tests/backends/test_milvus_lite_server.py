@@ -22,10 +22,11 @@ class TestMilvusLiteServer(BackendConformance):
     service_fixture = "milvus_lite_server"
 
     @pytest.fixture(scope="class")
-    def collection(self, request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    @classmethod
+    def collection(cls, request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
         # One collection per class, emptied after each test: creating, loading
         # and dropping a collection costs seconds on a server.
-        service: Service = request.getfixturevalue(self.service_fixture)
+        service: Service = request.getfixturevalue(cls.service_fixture)
         name = f"c_{uuid.uuid4().hex[:12]}"
         yield service.url, name
         b = MilvusBackend(service.url, collection=name)
