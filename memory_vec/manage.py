@@ -21,7 +21,7 @@ from . import _validate as v
 from .backends import RecordFilter
 from .conflict import ConflictAction, ExistingFact, ExtractedFact, patch_summary
 from .errors import BackendError, InvalidInputError, MemoryNotFoundError
-from .facts import subject_key
+from .facts import extract_values, subject_key
 from .records import MemoryRecord, WriteEvent, WriteResult
 from .state import StateMessage, WorkingState
 from .trace import TurnTrace
@@ -168,6 +168,8 @@ class MemoryManagement:
         if source_ids:
             for r in self.writer.overlay(self.backend.get(source_ids)):
                 targets.setdefault(r.id, r)
+        for echo in self._echoes(list(targets.values()), new_text=by.text):
+            targets.setdefault(echo.id, echo)
         done = []
         for record in targets.values():
             if record.user_id != by.user_id or record.valid_to is not None:
@@ -177,6 +179,28 @@ class MemoryManagement:
             out.updates.append(record)
             done.append(record.id)
         return done
+
+    def _echoes(self: MemoryCore, superseded: Sequence[MemoryRecord], *, new_text: str) -> list[MemoryRecord]:
+        """Replies that repeat a superseded value ("Got it, a budget of 5000").
+
+        The reply right after a superseded user message, when it carries one
+        of the old values that the new statement does not, would otherwise
+        keep serving the old value.
+        """
+        new_values = extract_values(new_text)
+        echoes = []
+        for old in superseded:
+            if old.kind != "message" or old.role != "user":
+                continue
+            stale = extract_values(old.text) - new_values
+            if not stale:
+                continue
+            where = RecordFilter(user_id=old.user_id, session_id=old.session_id, kinds=("message",),
+                                 roles=("assistant",), seq_min=old.seq + 1, seq_max=old.seq + 1)
+            for reply in self.writer.overlay(self.backend.scan(where)):
+                if extract_values(reply.text) & stale:
+                    echoes.append(reply)
+        return echoes
 
     def _patch_summary(self: MemoryCore, user: str, session: str, fact: ExtractedFact, superseded: list[str]) -> None:
         state = self.state.load(user, session)

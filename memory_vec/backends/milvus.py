@@ -389,10 +389,13 @@ class MilvusBackend(BaseBackend):
         expr = filter_expression(where)
         limit = min(k, _MAX_TOPK)
         while True:
+            params = dict(self._search_params)
+            if "ef" in params:  # HNSW refuses ef below the number of results asked for
+                params["ef"] = max(int(params["ef"]), limit)
             with self._translate("search"):
                 result = client.search(
                     self.collection, data=[q.tolist()], limit=limit, filter=expr, output_fields=_OUTPUT,
-                    search_params={"metric_type": "COSINE", "params": self._search_params},
+                    search_params={"metric_type": "COSINE", "params": params},
                     consistency_level="Strong", timeout=self._timeout,
                 )
             raw = list(result[0]) if result else []

@@ -174,3 +174,14 @@ def test_export_import_round_trip(make_core) -> None:  # type: ignore[no-untyped
         a, b = dict(data["sessions"][s]), dict(again["sessions"][s])
         a.pop("updated_at"), b.pop("updated_at")
         assert a == b
+
+
+def test_assistant_echo_of_the_old_value_is_superseded_too(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    core.add_messages([("user", "The budget is 5000 dollars."), ("assistant", "Got it, a budget of 5000 dollars.")])
+    core.add_messages([("user", "I like green tea."), ("assistant", "Green tea it is.")])
+    result = core.add_message("user", "The budget is now 8000 dollars.")
+    assert result.event is WriteEvent.UPDATED
+    hits = texts(core.recall("what is the budget", k=10))
+    assert not any("5000" in t for t in hits) and any("8000" in t for t in hits)
+    assert "Green tea it is." in texts(core.recall("green tea", k=10))  # other replies untouched
