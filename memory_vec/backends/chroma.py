@@ -46,6 +46,7 @@ from ..errors import (
     SchemaMismatchError,
     StoreLockedError,
 )
+from . import _process_lock
 from ..records import MemoryRecord
 from .base import BaseBackend, RecordFilter, ScoredRecord
 
@@ -632,42 +633,19 @@ def import_chromadb() -> None:
 
 
 # --- the embedded store's process lock ------------------------------------------------------------
-_held_locks: dict[str, tuple[int, int]] = {}  # path -> (fd, instances in this process)
-_held_locks_guard = threading.Lock()
+def _lock_file(path: str) -> str:
+    return os.path.join(path, ".memory_vec.lock")
 
 
 def _acquire_lock(path: str) -> None:
     """Take (or share, within this process) the exclusive lock of an embedded store."""
-    import fcntl
-
-    with _held_locks_guard:
-        held = _held_locks.get(path)
-        if held is not None:
-            _held_locks[path] = (held[0], held[1] + 1)
-            return
-        lock_path = os.path.join(path, ".memory_vec.lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            raise StoreLockedError(
-                f"The embedded Chroma store at {path} is open in another process (lock file {lock_path}). "
-                "Embedded stores are single-process: close the other process, or run a Chroma server "
-                "(`chroma run --path DIR`) and set `url`."
-            ) from exc
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        _held_locks[path] = (fd, 1)
+    lock_file = _lock_file(path)
+    _process_lock.acquire(lock_file, locked_message=(
+        f"The embedded Chroma store at {path} is open in another process (lock file {lock_file}). "
+        "Embedded stores are single-process: close the other process, or run a Chroma server "
+        "(`chroma run --path DIR`) and set `url`."
+    ))
 
 
 def _release_lock(path: str) -> None:
-    with _held_locks_guard:
-        held = _held_locks.get(path)
-        if held is None:
-            return
-        if held[1] > 1:
-            _held_locks[path] = (held[0], held[1] - 1)
-            return
-        del _held_locks[path]
-        os.close(held[0])  # closing the descriptor releases the flock
+    _process_lock.release(_lock_file(path))
