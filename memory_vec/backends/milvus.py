@@ -11,8 +11,28 @@ plain scalar filter. ``backend_options={"partition_key": bool}`` overrides.
 Filters are built by :mod:`._milvus_expr` (escaped literals; see there why
 not ``filter_params``; pymilvus' own ``get(ids=)``/``delete(ids=)`` paste
 ids into single quotes unescaped, so they are never used here) and every returned row is re-checked with
-``RecordFilter.matches``. All reads use ``consistency_level="Strong"`` so a
-write is visible to the next read on a server too.
+``RecordFilter.matches``.
+
+Consistency: reads use ``"Session"`` by default: a process always reads its
+own writes (pymilvus keeps the last write timestamp per collection), and
+:meth:`MilvusBackend.open` makes one ``"Strong"`` read, so whatever was
+acknowledged before a process opened the store is visible to it. Writes of
+other processes after that become visible within the server's time tick.
+A 2.3 server does not return a delete's timestamp, so there a delete ends
+with one ``"Strong"`` read (an upsert's later timestamp covers the deletes
+before it).
+A 2.3 server does not return a delete's timestamp, so there a delete ends
+with one ``"Strong"`` read.
+``"Strong"`` on every read waits for that tick each time (~400 ms per read on
+a 2.3.5 server, measured); ``backend_options={"consistency_level": "Strong"}``
+asks for it anyway.
+
+Filtered search completeness: an approximate search with a narrow filter
+(one user among many, no partition key) can return fewer rows than match;
+2.3.5 returned 1.6 of a user's 10 rows at 10k. When a search returns fewer
+than it asked for, :meth:`MilvusBackend.query` counts the matching rows and,
+if more exist, scores them exactly (they are read by filter with their
+vectors; a user's memories, not the collection).
 """
 
 from __future__ import annotations
@@ -21,6 +41,7 @@ import json
 import math
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +49,7 @@ import numpy as np
 
 from ..errors import (
     BackendError,
+    ConfigError,
     BackendTimeoutError,
     BackendUnavailableError,
     DependencyMissingError,
@@ -56,6 +78,7 @@ _SCALARS = ("id", "owner", "user_id", "session_id", "agent_id", "role", "kind", 
             "subject", "text", "metadata", "attrs")
 _OUTPUT = list(_SCALARS)
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
+_CONSISTENCY = ("Session", "Strong", "Bounded", "Eventually")
 
 
 def _require_pymilvus() -> Any:
@@ -101,6 +124,8 @@ class MilvusBackend(BaseBackend):
         partition_key: bool | None = None,
         num_partitions: int = 64,
         batch_size: int = 1000,
+        consistency_level: str = "Session",
+        exact_fallback_limit: int = 50_000,
     ) -> None:
         """Create the backend; nothing is contacted until :meth:`open`.
 
@@ -116,7 +141,16 @@ class MilvusBackend(BaseBackend):
             partition_key: Partition by owner; None picks per engine (see module doc).
             num_partitions: Partitions of the partition key.
             batch_size: Rows per upsert/delete request (large writes are chunked).
+            consistency_level: Reads' consistency: "Session" (default: read your own writes),
+                "Strong", "Bounded" or "Eventually" (see module doc).
+            exact_fallback_limit: Most matching rows scored exactly when a filtered search
+                comes back short (0 turns the fallback off).
         """
+        if consistency_level not in _CONSISTENCY:
+            raise ConfigError(
+                f"Milvus backend_options['consistency_level'] = {consistency_level!r} is not one of "
+                f"{list(_CONSISTENCY)}"
+            )
         self.uri = uri
         self.collection = collection
         self.is_server = uri.startswith(("http://", "https://"))
@@ -135,23 +169,24 @@ class MilvusBackend(BaseBackend):
         self._partition_key = partition_key
         self._num_partitions = num_partitions
         self._batch = max(1, batch_size)
+        self._consistency = consistency_level
+        self._exact_limit = max(0, int(exact_fallback_limit))
         self._client: Any = None
         self._lock_handle: LiteLock | None = None
         self._dimension: int | None = None
         self._model_id: str | None = None
         self._mutex = threading.RLock()
         self._pk_enabled = False
+        self._barrier_after_delete = False
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> MilvusBackend:
         """Build from :class:`~memory_vec.MemoryConfig` (``url`` None → Lite under ``persist_dir``)."""
         options = dict(config.backend_options)
         known = {"token", "db_name", "index_type", "index_params", "search_params", "partition_key",
-                 "num_partitions", "batch_size"}
+                 "num_partitions", "batch_size", "consistency_level", "exact_fallback_limit"}
         unknown = sorted(set(options) - known)
         if unknown:
-            from ..errors import ConfigError
-
             raise ConfigError(
                 f"MemoryConfig.backend_options: unknown Milvus option(s) {unknown}; known: {sorted(known)}"
             )
@@ -182,9 +217,47 @@ class MilvusBackend(BaseBackend):
                 info = client.describe_collection(self.collection, timeout=self._timeout)
             self._verify(info, dimension, model_id)
             self._pk_enabled = any(f.get("is_partition_key") for f in info.get("fields", []))
-            with self._translate("load the collection"):
-                client.load_collection(self.collection, timeout=self._timeout)
+            self._load(client)
+            # 2.3 servers answer a delete without its timestamp, so a Session
+            # read would not wait for it: a Strong read after each delete does.
+            self._barrier_after_delete = self._consistency == "Session" and self._server_before_2_4(client)
+            self._barrier(client)  # rows acknowledged before this open are visible to Session reads
             self._dimension, self._model_id = dimension, model_id
+
+    def _sync(self, client: Any) -> None:
+        with self._translate("read the collection"):
+            client.query(self.collection, filter='id != ""', output_fields=["id"], limit=1,
+                         consistency_level=self._consistency, timeout=self._timeout)
+
+    def _barrier(self, client: Any) -> None:
+        # A Strong read waits until the server has applied every write before
+        # it; later reads of this process see at least that state.
+        with self._translate("read the collection"):
+            client.query(self.collection, filter='id != ""', output_fields=["id"], limit=1,
+                         consistency_level="Strong", timeout=self._timeout)
+
+    def _load(self, client: Any) -> None:
+        # Another process may have created the collection a moment ago and not
+        # yet its index (MilvusClient creates, then indexes, then loads): wait
+        # for the index, and create it if its creator died in between.
+        deadline = time.monotonic() + max(self._timeout, 30.0)
+        while True:
+            try:
+                with self._translate("load the collection"):
+                    client.load_collection(self.collection, timeout=self._timeout)
+                return
+            except BackendError as exc:
+                if "index not found" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.5)
+            try:
+                if not client.list_indexes(self.collection, timeout=self._timeout):
+                    index = client.prepare_index_params()
+                    index.add_index("vector", index_type=self._index_type, metric_type="COSINE",
+                                    params=self._index_params)
+                    client.create_index(self.collection, index, timeout=self._timeout)
+            except Exception:  # the creator's index request may win the race; loading tells
+                pass
 
     def close(self) -> None:
         """Release the client (and the Lite file lock). Safe to call twice."""
@@ -207,6 +280,13 @@ class MilvusBackend(BaseBackend):
                 if client.has_collection(self.collection, timeout=self._timeout):
                     client.drop_collection(self.collection, timeout=self._timeout)
             self._dimension = self._model_id = None
+
+    def flush(self) -> None:
+        """Seal fresh writes into persisted segments (the engine indexes them in the background)."""
+        with self._mutex:
+            client = self._ready()
+            with self._translate("flush"):
+                client.flush(self.collection, timeout=self._timeout)
 
     @property
     def model_id(self) -> str | None:
@@ -235,17 +315,20 @@ class MilvusBackend(BaseBackend):
             raise
         return self._client
 
-    def _use_partition_key(self, client: Any) -> bool:
-        if self._partition_key is not None:
-            return self._partition_key
+    def _server_before_2_4(self, client: Any) -> bool:
         if not self.is_server:
-            return True
+            return False
         version = str(client.get_server_version(timeout=self._timeout)).lstrip("v")
         try:
             major, minor = (int(x) for x in version.split(".")[:2])
         except ValueError:
-            return True
-        return (major, minor) >= (2, 4)
+            return False
+        return (major, minor) < (2, 4)
+
+    def _use_partition_key(self, client: Any) -> bool:
+        if self._partition_key is not None:
+            return self._partition_key
+        return not self._server_before_2_4(client)
 
     def _create(self, client: Any, dimension: int, model_id: str) -> None:
         from pymilvus import DataType, MilvusClient
@@ -272,7 +355,7 @@ class MilvusBackend(BaseBackend):
         index.add_index("vector", index_type=self._index_type, metric_type="COSINE", params=self._index_params)
         extra: dict[str, Any] = {"num_partitions": self._num_partitions} if pk else {}
         client.create_collection(
-            self.collection, schema=schema, index_params=index, consistency_level="Strong",
+            self.collection, schema=schema, index_params=index, consistency_level="Session",
             properties={_PROP_MODEL: model_id, _PROP_DIM: str(dimension), _PROP_SCHEMA: SCHEMA_VERSION},
             timeout=self._timeout, **extra,
         )
@@ -338,7 +421,7 @@ class MilvusBackend(BaseBackend):
             for chunk in _chunks(list(latest), self._batch):
                 with self._translate("read records to update"):
                     for row in client.query(self.collection, filter=filter_expression(None, chunk),
-                                            output_fields=["id", "owner", "vector"], consistency_level="Strong",
+                                            output_fields=["id", "owner", "vector"], consistency_level=self._consistency,
                                             timeout=self._timeout):
                         stored[row["id"]] = row
             rows = [_to_row(latest[i], np.asarray(stored[i]["vector"], dtype=np.float32))
@@ -353,7 +436,7 @@ class MilvusBackend(BaseBackend):
         for chunk in _chunks(rows, self._batch):
             with self._translate("read records before upsert"):
                 found = client.query(self.collection, filter=filter_expression(None, [r["id"] for r in chunk]),
-                                     output_fields=["id", "owner"], consistency_level="Strong",
+                                     output_fields=["id", "owner"], consistency_level=self._consistency,
                                      timeout=self._timeout)
             owners = {row["id"]: row["owner"] for row in found}
             moved.extend(r["id"] for r in chunk if r["id"] in owners and owners[r["id"]] != r["owner"])
@@ -377,6 +460,8 @@ class MilvusBackend(BaseBackend):
             for chunk in _chunks(doomed, self._batch):
                 with self._translate(f"delete {len(chunk)} records"):
                     client.delete(self.collection, filter=filter_expression(None, chunk), timeout=self._timeout)
+            if doomed and self._barrier_after_delete:
+                self._barrier(client)
             return len(doomed)
 
     # --- reads ------------------------------------------------------------------------
@@ -396,7 +481,7 @@ class MilvusBackend(BaseBackend):
                 result = client.search(
                     self.collection, data=[q.tolist()], limit=limit, filter=expr, output_fields=_OUTPUT,
                     search_params={"metric_type": "COSINE", "params": params},
-                    consistency_level="Strong", timeout=self._timeout,
+                    consistency_level=self._consistency, timeout=self._timeout,
                 )
             raw = list(result[0]) if result else []
             hits = []
@@ -404,11 +489,36 @@ class MilvusBackend(BaseBackend):
                 record = _from_row(hit.get("entity") or hit)
                 if where.matches(record):
                     hits.append(ScoredRecord(record, float(hit["distance"])))
+            if len(raw) < limit and self._exact_limit:
+                exact = self._exact_if_short(client, q, k, where, expr, found=len(raw))
+                if exact is not None:
+                    return exact
             # Client-side checks may drop rows (metadata on numbers); widen until k or exhausted.
             if len(hits) >= k or len(raw) < limit or limit >= _MAX_TOPK:
                 hits.sort(key=lambda h: -h.similarity)
                 return hits[:k]
             limit = min(limit * 4, _MAX_TOPK)
+
+    def _exact_if_short(self, client: Any, q: np.ndarray, k: int, where: RecordFilter, expr: str,
+                        *, found: int) -> list[ScoredRecord] | None:
+        """Score every matching row when an approximate search missed some (None: it did not)."""
+        with self._translate("count"):
+            rows = client.query(self.collection, filter=expr, output_fields=["count(*)"],
+                                consistency_level=self._consistency, timeout=self._timeout)
+        total = int(rows[0]["count(*)"]) if rows else 0
+        if total <= found or total > self._exact_limit:
+            return None
+        records, vectors = [], []
+        for record, row in self._iter_matching(client, where, None, _OUTPUT, with_vectors=True):
+            records.append(record)
+            vectors.append(row["vector"])
+        if not records:
+            return []
+        matrix = np.asarray(vectors, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
+        scores = (matrix @ q) / np.maximum(norms, 1e-12)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [ScoredRecord(records[i], float(scores[i])) for i in top]
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         with self._mutex:
@@ -434,24 +544,39 @@ class MilvusBackend(BaseBackend):
         expr = filter_expression(where)
         with self._translate("count"):
             rows = client.query(self.collection, filter=expr, output_fields=["count(*)"],
-                                consistency_level="Strong", timeout=self._timeout)
+                                consistency_level=self._consistency, timeout=self._timeout)
         return int(rows[0]["count(*)"]) if rows else 0
 
     def _iter_rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
+        for record, _row in self._iter_matching(client, where, ids, _OUTPUT):
+            yield record
+
+    def _iter_matching(self, client: Any, where: RecordFilter, ids: Sequence[str] | None,
+                       fields: list[str], *, with_vectors: bool = False) -> Iterator[tuple[MemoryRecord, dict[str, Any]]]:
+        if with_vectors:
+            fields = [*fields, "vector"]
         if ids is not None:
             for chunk in _chunks(list(dict.fromkeys(ids)), self._batch):
                 expr = filter_expression(where, chunk)
                 with self._translate("query"):
-                    rows = client.query(self.collection, filter=expr, output_fields=_OUTPUT,
-                                        consistency_level="Strong", timeout=self._timeout)
+                    rows = client.query(self.collection, filter=expr, output_fields=fields,
+                                        consistency_level=self._consistency, timeout=self._timeout)
                 for row in rows:
                     record = _from_row(row)
                     if where.matches(record):
-                        yield record
+                        yield record, row
             return
         # Our own primary-key cursor: pymilvus' query_iterator pastes the last
         # id into its next filter unescaped, which breaks on hostile ids.
         # With iterator=True both engines return each page in id order.
+        # pymilvus sends iterator pages with the collection's default level
+        # (Session, set at create) and no guarantee timestamp, which a server
+        # reads as Strong (a ~400 ms wait per page on 2.3). One Session read
+        # first waits for this process' writes; then pages need no wait.
+        page_ts: dict[str, int] = {}
+        if self._consistency != "Strong":
+            self._sync(client)
+            page_ts["guarantee_timestamp"] = 1
         expr = filter_expression(where)
         last: str | None = None
         while True:
@@ -459,12 +584,12 @@ class MilvusBackend(BaseBackend):
             parts.append(f"id > {literal(last)}" if last is not None else 'id != ""')
             with self._translate("scan"):
                 rows = client.query(self.collection, filter=" and ".join(parts), limit=self._batch,
-                                    output_fields=_OUTPUT, consistency_level="Strong", iterator="True",
-                                    timeout=self._timeout)
+                                    output_fields=fields, consistency_level=self._consistency, iterator="True",
+                                    timeout=self._timeout, **page_ts)
             for row in rows:
                 record = _from_row(row)
                 if where.matches(record):
-                    yield record
+                    yield record, row
             if len(rows) < self._batch:
                 return
             last = max(row["id"] for row in rows)

@@ -35,3 +35,29 @@ class TestMilvusLite(BackendConformance):
             "from memory_vec.backends.milvus import MilvusBackend\n"
             f"backend = MilvusBackend({backend.uri!r}, collection={backend.collection!r})\n"
         )
+
+    def seal(self, backend: MilvusBackend) -> None:  # type: ignore[override]
+        backend.flush()
+
+
+def test_unknown_or_bad_options_are_config_errors_before_anything_is_created(tmp_path: Path) -> None:
+    from memory_vec import MemoryConfig, MemoryCore
+    from memory_vec.errors import ConfigError
+    from memory_vec.testing import DeterministicHashEmbedder
+
+    store = tmp_path / "store"
+    for options, named in (({"consistency": "Strong"}, "consistency"),
+                           ({"consistency_level": "Sometimes"}, "consistency_level")):
+        config = MemoryConfig(backend="milvus", persist_dir=str(store), backend_options=options)
+        with pytest.raises(ConfigError, match=named):
+            MemoryCore(config, embedder=DeterministicHashEmbedder(dimension=16))
+        assert not (store / "milvus.db").exists()
+
+
+def test_consistency_level_is_taken_from_backend_options(tmp_path: Path) -> None:
+    from memory_vec import MemoryConfig
+
+    config = MemoryConfig(backend="milvus", persist_dir=str(tmp_path),
+                          backend_options={"consistency_level": "Strong", "exact_fallback_limit": 0})
+    backend = MilvusBackend.from_config(config)
+    assert (backend._consistency, backend._exact_limit) == ("Strong", 0)
