@@ -115,6 +115,9 @@ def start_server(kind: str) -> Any:
         )
     if kind == "milvus-server":
         binary = os.environ.get("MILVUS_SERVER_BIN") or DEFAULT_MILVUS_SERVER
+        deadline = time.monotonic() + 60  # the previous size's server may still be shutting down
+        while port_open(2379) and time.monotonic() < deadline:
+            time.sleep(1)
         if port_open(2379):
             raise RuntimeError("port 2379 is busy (another C++ Milvus server?); not starting milvus-server")
         extra = {name: free_port() for name in _MILVUS_PORT_OPTIONS}
