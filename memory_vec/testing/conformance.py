@@ -369,6 +369,19 @@ class BackendConformance:
         assert {h.record.id for h in store.query(self.vec("old"), k=3, where=both)} == {"cur", "old", "arch"}
         assert store.query(self.vec("old"), k=1, where=both)[0].record.id == "old"
 
+    def test_current_rows_found_behind_many_closer_superseded_ones(self, store: Backend) -> None:
+        # The nearest 40 rows of the user are superseded: a backend that
+        # filters after the engine's top-k must keep looking for the current ones.
+        query = self.vec("q")
+        noise = np.random.default_rng(3).standard_normal((43, self.dimension)).astype(np.float32)
+        vectors = np.stack([query + 0.05 * noise[i] if i < 40 else noise[i] for i in range(43)])
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        records = [make_record(f"old{i}", valid_to=T0 + 1, superseded_by="cur0") for i in range(40)]
+        records += [make_record(f"cur{i}") for i in range(3)]
+        store.upsert(records, vectors)
+        hits = store.query(query, k=3, where=RecordFilter(user_id="u1"))
+        assert sorted(h.record.id for h in hits) == ["cur0", "cur1", "cur2"]
+
     def test_update_changes_fields_but_not_vectors(self, store: Backend) -> None:
         self.put(store, [make_record("r1", text="before", metadata={"v": 1}), make_record("r2")])
         [r1] = store.get(["r1"])
