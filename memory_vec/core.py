@@ -268,16 +268,8 @@ class MemoryCore(MemoryRecall, MemoryManagement, MemoryLifecycle):
         t0 = time.perf_counter()
         # One embedding call per turn: messages and their facts together.
         contents = [c for _, c, _, _ in checked]
-        stored_texts = contents
-        if self.config.contextual_embedding:
-            # The stored vector of a message also reads the message before it in
-            # the session (its last 500 characters); the record's text is unchanged.
-            recent = self.state.load(user, session).messages
-            prev = recent[-1].content if recent else None
-            stored_texts = []
-            for content in contents:
-                stored_texts.append(content if prev is None else f"{prev[-500:]}\n{content}")
-                prev = content
+        recent = self.state.load(user, session).messages if self.config.contextual_embedding else []
+        stored_texts = self._stored_texts(recent[-1].content if recent else None, contents)
         # Plain vectors where they differ and are needed: a user message is the
         # likely next recall query (cached), and without an extractor messages
         # are compared with each other for conflicts.
@@ -388,7 +380,13 @@ class MemoryCore(MemoryRecall, MemoryManagement, MemoryLifecycle):
             lost = [m for m in state.messages if m.id not in present]
             if not lost:
                 return
-            vectors = self._embed_documents([m.content for m in lost])
+            position = {m.id: i for i, m in enumerate(state.messages)}
+            texts = [
+                self._stored_texts(state.messages[position[m.id] - 1].content if position[m.id] else None,
+                                   [m.content])[0]
+                for m in lost
+            ]
+            vectors = self._embed_documents(texts)  # the same vectors a normal write stores
             records = [
                 self._message_record(state.user_id, state.session_id, m.id, m.seq, m.role, m.content, m.timestamp,
                                      dict(m.metadata))
@@ -401,6 +399,18 @@ class MemoryCore(MemoryRecall, MemoryManagement, MemoryLifecycle):
         except BackendError as exc:
             self._healed.discard(key)  # try again when the backend is back
             log.warning("memory-vec: could not check the session against the store: %s", exc)
+
+    def _stored_texts(self, previous: str | None, contents: Sequence[str]) -> list[str]:
+        """What each message's stored vector embeds: with ``contextual_embedding``
+        also the message before it in the session (its last 500 characters);
+        the record's text is unchanged."""
+        if not self.config.contextual_embedding:
+            return list(contents)
+        out = []
+        for content in contents:
+            out.append(content if previous is None else f"{previous[-500:]}\n{content}")
+            previous = content
+        return out
 
     def _redact(self, text: str) -> str:
         """PII goes before anything is embedded or stored (``redact_pii``)."""

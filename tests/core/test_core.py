@@ -340,3 +340,18 @@ def test_message_only_in_working_state_is_restored_to_the_store(make_core) -> No
     core.build_context("anything")
     assert [r.text for r in backend.get(["orphan-1"])] == ["written just before a crash"]
     assert core.session_history()[0].seq == 1
+
+
+def test_restored_message_gets_the_contextual_vector_a_normal_write_stores(make_core) -> None:  # type: ignore[no-untyped-def]
+    from memory_vec.backends.base import RecordFilter
+    from memory_vec.state.base import NewMessage
+
+    backend, state = InMemoryBackend(), InMemoryStateStore()
+    core = make_core(backend=backend, state=state, contextual_embedding=True)
+    core.add_message("user", "my cat is called Miso")
+    state.append("u1", "s1", [NewMessage("orphan-2", "assistant", "what a lovely name", 2.0, 5)])
+    other = make_core(backend=backend, state=state, contextual_embedding=True)  # a new process, say
+    other.build_context("anything")
+    expected = other.embedder.embed_documents(["my cat is called Miso\nwhat a lovely name"])[0]
+    [hit] = backend.query(expected, k=1, where=RecordFilter(ids=("orphan-2",)))
+    assert hit.similarity == pytest.approx(1.0, abs=1e-5)
