@@ -207,10 +207,12 @@ class MilvusBackend(BaseBackend):
         with self._mutex:
             client = self._connect()
             with self._translate("open the collection"):
+                before_2_4 = self._server_before_2_4(client)
                 exists = client.has_collection(self.collection, timeout=self._timeout)
                 if not exists:
                     try:
-                        self._create(client, dimension, model_id)
+                        pk = self._partition_key if self._partition_key is not None else not before_2_4
+                        self._create(client, dimension, model_id, partition_key=pk)
                     except Exception:
                         # Another process may have created it first; verify that one.
                         if not client.has_collection(self.collection, timeout=self._timeout):
@@ -221,21 +223,17 @@ class MilvusBackend(BaseBackend):
             self._load(client)
             # 2.3 servers answer a delete without its timestamp, so a Session
             # read would not wait for it: a Strong read after each delete does.
-            self._barrier_after_delete = self._consistency == "Session" and self._server_before_2_4(client)
-            self._barrier(client)  # rows acknowledged before this open are visible to Session reads
+            self._barrier_after_delete = self._consistency == "Session" and before_2_4
+            self._read_one(client, "Strong")  # rows acknowledged before this open are visible to Session reads
             self._dimension, self._model_id = dimension, model_id
 
-    def _sync(self, client: Any) -> None:
+    def _read_one(self, client: Any, level: str) -> None:
+        # A read at ``level`` waits until the server has applied the writes
+        # that level covers ("Strong": all before it; "Session": this
+        # process'); later reads of this process see at least that state.
         with self._translate("read the collection"):
             client.query(self.collection, filter='id != ""', output_fields=["id"], limit=1,
-                         consistency_level=self._consistency, timeout=self._timeout)
-
-    def _barrier(self, client: Any) -> None:
-        # A Strong read waits until the server has applied every write before
-        # it; later reads of this process see at least that state.
-        with self._translate("read the collection"):
-            client.query(self.collection, filter='id != ""', output_fields=["id"], limit=1,
-                         consistency_level="Strong", timeout=self._timeout)
+                         consistency_level=level, timeout=self._timeout)
 
     def _load(self, client: Any) -> None:
         # Another process may have created the collection a moment ago and not
@@ -326,15 +324,10 @@ class MilvusBackend(BaseBackend):
             return False
         return (major, minor) < (2, 4)
 
-    def _use_partition_key(self, client: Any) -> bool:
-        if self._partition_key is not None:
-            return self._partition_key
-        return not self._server_before_2_4(client)
-
-    def _create(self, client: Any, dimension: int, model_id: str) -> None:
+    def _create(self, client: Any, dimension: int, model_id: str, *, partition_key: bool) -> None:
         from pymilvus import DataType, MilvusClient
 
-        pk = self._use_partition_key(client)
+        pk = partition_key
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
                                             description=f"memory-vec records ({model_id}, {dimension}-d)")
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=_ID_BYTES)
@@ -462,7 +455,7 @@ class MilvusBackend(BaseBackend):
                 with self._translate(f"delete {len(chunk)} records"):
                     client.delete(self.collection, filter=filter_expression(None, chunk), timeout=self._timeout)
             if doomed and self._barrier_after_delete:
-                self._barrier(client)
+                self._read_one(client, "Strong")
             return len(doomed)
 
     # --- reads ------------------------------------------------------------------------
@@ -576,7 +569,7 @@ class MilvusBackend(BaseBackend):
         # first waits for this process' writes; then pages need no wait.
         page_ts: dict[str, int] = {}
         if self.is_server and self._consistency != "Strong":  # Milvus Lite reads its own state
-            self._sync(client)
+            self._read_one(client, self._consistency)
             page_ts["guarantee_timestamp"] = 1
         expr = filter_expression(where)
         last: str | None = None
