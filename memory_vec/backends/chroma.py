@@ -262,39 +262,12 @@ class ChromaBackend(BaseBackend):
             return []
         if where.ids is not None:
             return self._score_ids(collection, q[0], where)[:k]
-        if where.user_id is not None:
-            return self._query_by_owner(collection, q, k, where)
-        with self._translated("query"):
-            result = collection.query(
-                query_embeddings=q, n_results=max(1, k), where=chroma_where,
-                ids=list(where.ids) if where.ids is not None else None,
-                include=["metadatas", "documents", "distances"],
-            )
-        hits = [
-            # Chroma's cosine distance is 1 - cosine similarity.
-            ScoredRecord(_decode(row_id, doc, meta), float(np.clip(1.0 - dist, -1.0, 1.0)))
-            for row_id, doc, meta, dist in zip(result["ids"][0], result["documents"][0],
-                                               result["metadatas"][0], result["distances"][0])
-        ]
-        hits.sort(key=lambda h: -h.similarity)
-        return hits[:k]
+        narrows = [chroma_where] if where.user_id is None else _owner_wheres(where)
+        return self._query_where(collection, q, k, where, narrows)
 
-    def _query_by_owner(self, collection: Any, q: np.ndarray, k: int, where: RecordFilter) -> list[ScoredRecord]:
-        # User scope as one equality (plus the shared rows as another), the
-        # rest checked here: Chroma evaluates a compound where ($or, $in,
-        # flags) over the whole collection; at 30k rows the recall filter cost
-        # 130 ms, user_id alone 27 ms (benchmarks/RESULTS.md).
-        # One kind is an equality too (the conflict check asks for facts only;
-        # widening through a user's messages cost 4 queries); `$in` was slower
-        # than no clause (64 vs 28 ms).
-        one_kind = [{"kind": {"$eq": where.kinds[0]}}] if where.kinds is not None and len(where.kinds) == 1 else []
-        owner: list[dict[str, Any]] = [{"user_id": {"$eq": where.user_id}}, *one_kind]
-        if where.session_id is not None:
-            owner.append({"session_id": {"$eq": where.session_id}})
-        narrows = [_and(owner)]
-        if where.include_shared:
-            shared = ["global", "agent"] if where.agent_id is not None else ["global"]
-            narrows.append(_and([{"visibility": {"$in": shared}}, *one_kind]))
+    def _query_where(self, collection: Any, q: np.ndarray, k: int, where: RecordFilter,
+                     narrows: list[dict[str, Any] | None]) -> list[ScoredRecord]:
+        """The best k rows over one query per ``where`` in ``narrows``, each row checked against ``where``."""
         hits: dict[str, ScoredRecord] = {}
         for narrow in narrows:
             n = max(1, k)
@@ -617,6 +590,26 @@ def _where(f: RecordFilter) -> dict[str, Any] | None:
     if f.ids is not None and not f.ids:
         raise _NothingMatches
     return _and(clauses)
+
+
+def _owner_wheres(f: RecordFilter) -> list[dict[str, Any] | None]:
+    """User scope as one equality (plus the shared rows as another); the rest is checked on the rows.
+
+    Chroma evaluates a compound where ($or, $in, flags) over the whole
+    collection: at 30k rows the recall filter cost 130 ms, user_id alone
+    27 ms (benchmarks/RESULTS.md). One kind is an equality too (the conflict
+    check asks for facts only; widening through a user's messages cost 4
+    queries); `$in` was slower than no clause (64 vs 28 ms).
+    """
+    one_kind = [{"kind": {"$eq": f.kinds[0]}}] if f.kinds is not None and len(f.kinds) == 1 else []
+    owner: list[dict[str, Any]] = [{"user_id": {"$eq": f.user_id}}, *one_kind]
+    if f.session_id is not None:
+        owner.append({"session_id": {"$eq": f.session_id}})
+    wheres = [_and(owner)]
+    if f.include_shared:
+        shared = ["global", "agent"] if f.agent_id is not None else ["global"]
+        wheres.append(_and([{"visibility": {"$in": shared}}, *one_kind]))
+    return wheres
 
 
 def _and(clauses: list[dict[str, Any]]) -> dict[str, Any] | None:
