@@ -51,7 +51,7 @@ from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.core import MessageInput
 from memory_vec.embeddings import E5SmallEmbedder, Embedder, get_embedder
-from memory_vec.recall.bm25 import registry, tokenize
+from memory_vec.recall.bm25 import tokenize
 from memory_vec.state import InMemoryStateStore
 
 KS = (5, 10, 25, 50)
@@ -211,13 +211,13 @@ def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None,
         q = qa["question"]
         cat = int(qa["category"])
         t0 = time.perf_counter()
-        vec = core._embed_query(q)  # cached: every configuration below reuses it
+        vec = core._engine.embed_query(q)  # cached: every configuration below reuses it
         embed_s.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         dense = backend.query(vec, k=50, where=RecordFilter(user_id=user, kinds=("message", "fact")))
         latency["dense"].append(time.perf_counter() - t0)
         results["dense"].append((cat, [h.record.metadata.get("dia_id", "") for h in dense], evidence))
-        index = registry.get(id(backend), user, core._load_text_index)
+        index = core.store.keywords.for_user(user)
         t0 = time.perf_counter()
         kw = index.search(q, k=50)
         latency["bm25"].append(time.perf_counter() - t0)

@@ -54,7 +54,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.backends import RecordFilter, release_shared_backends
+from memory_vec import release_stores
+from memory_vec.backends import RecordFilter
 from memory_vec.core import RECALL_KINDS
 from memory_vec.demo import run_demo
 from memory_vec.records import MemoryRecord
@@ -134,7 +135,7 @@ def measure(size: int, pool: Sequence[str], pool_vectors: np.ndarray, held_out: 
                 for name, seconds in timings.items():
                     parts.setdefault(f"{prefix}.{name}", []).append(seconds * 1000)
     stored = core.backend.count(RecordFilter(user_id=user))
-    release_shared_backends()
+    release_stores()
     return {
         "stored_before": size, "stored_after": stored, "turns": len(turn_ms), "fill_seconds": round(fill_s, 2),
         "turn_median_ms": statistics.median(turn_ms), "turn_p95_ms": pct(turn_ms, 95),
@@ -186,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     embed_s = time.perf_counter() - t0
     if args.sizes:
         print(f"embedder {probe.embedder.model_id}: {len(pool)} pool vectors ready in {embed_s:.1f}s", file=sys.stderr)
-    release_shared_backends()
+    release_stores()
 
     rows = []
     for size in args.sizes:

@@ -4,7 +4,9 @@
   (the path forward: LangChain 2.0 removes ``BaseChatMemory``).
 * :class:`VectorSummaryMemory`, a ``BaseChatMemory`` drop-in for
   ``ConversationChain``, ``LLMChain`` and LCEL chains, with :data:`PROMPT` /
-  :data:`CHAT_PROMPT` templates that have both memory slots.
+  :data:`CHAT_PROMPT` templates that have both memory slots. Build it with
+  ``VectorSummaryMemory.for_prompt(prompt, ...)`` so its variables fit the
+  chain's prompt.
 
 Install with ``pip install 'memory-vec[langchain]'``.
 """
@@ -12,15 +14,20 @@ Install with ``pip install 'memory-vec[langchain]'``.
 from __future__ import annotations
 
 from ._llm import INTERNAL_TAG, as_prompt_callable
-from .memory import CHAT_PROMPT, PROMPT, CoreChatMessageHistory, VectorSummaryMemory
+from .memory import CoreChatMessageHistory, VectorSummaryMemory
 from .middleware import VectorSummaryMiddleware
+from .prompts import CHAT_PROMPT, PROMPT, MissingPromptVariableError
+from .store import NamespaceScopeError, VectorSummaryStore
 
 __all__ = [
-    "VectorSummaryMemory",
-    "VectorSummaryMiddleware",
-    "CoreChatMessageHistory",
-    "PROMPT",
     "CHAT_PROMPT",
     "INTERNAL_TAG",
+    "PROMPT",
+    "CoreChatMessageHistory",
+    "MissingPromptVariableError",
+    "NamespaceScopeError",
+    "VectorSummaryMemory",
+    "VectorSummaryMiddleware",
+    "VectorSummaryStore",
     "as_prompt_callable",
 ]

@@ -5,20 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage as LCChatMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import ChatMessage as LCChatMessage
 
 from memory_vec import ChatMessage, MemoryContext, MessageInput
 from memory_vec.errors import InvalidRoleError
 from memory_vec.state import StateMessage
 
-__all__ = ["SUMMARY_HEADER", "text_of", "to_core", "to_langchain", "context_messages", "history_text"]
+__all__ = ["SUMMARY_HEADER", "context_messages", "history_text", "text_of", "to_core", "to_langchain"]
 
 # Same wording as MemoryContext.render_history(), for the message form.
 SUMMARY_HEADER = "Summary of earlier conversation:"
@@ -60,7 +54,7 @@ def to_core(message: BaseMessage) -> MessageInput:
     return MessageInput(role, message.text, metadata=metadata or None)
 
 
-def to_langchain(message: ChatMessage | StateMessage) -> BaseMessage:
+def to_langchain(message: ChatMessage | StateMessage) -> AIMessage | HumanMessage | SystemMessage | ToolMessage:
     """A core message (recent turn or working-state entry) as a LangChain message."""
     if message.role == "user":
         return HumanMessage(content=message.content)

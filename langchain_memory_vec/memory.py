@@ -8,7 +8,7 @@ away in LangChain 2.0; for agents use
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_classic.memory.chat_memory import BaseChatMemory
@@ -16,7 +16,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
-from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
+from langchain_core.prompts import BasePromptTemplate
 from pydantic import Field, model_validator
 
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore
@@ -25,31 +25,12 @@ from memory_vec.errors import InvalidInputError
 
 from ._convert import context_messages, history_text, text_of, to_core, to_langchain
 from ._llm import as_prompt_callable
+from .prompts import check_prompt_variables, prompt_variables
 
-__all__ = ["VectorSummaryMemory", "CoreChatMessageHistory", "PROMPT", "CHAT_PROMPT"]
+__all__ = ["CoreChatMessageHistory", "VectorSummaryMemory"]
 
-_TEMPLATE = """The following is a friendly conversation between a human and an AI. The AI is talkative and \
-provides lots of specific details from its context. If the AI does not know the answer to a question, it \
-truthfully says it does not know.
-
-{relevant_memories}
-
-Current conversation:
-{history}
-Human: {input}
-AI:"""
-
-PROMPT = PromptTemplate(input_variables=["relevant_memories", "history", "input"], template=_TEMPLATE)
-"""String prompt with both slots, for ``ConversationChain`` / ``LLMChain`` / LCEL."""
-
-CHAT_PROMPT = ChatPromptTemplate.from_messages(
-    [
-        ("system", "You are a helpful assistant.\n\n{relevant_memories}"),
-        MessagesPlaceholder("history"),
-        ("human", "{input}"),
-    ]
-)
-"""Chat prompt with both slots, for ``return_messages=True``."""
+_DEFAULT_MEMORY_KEY = "history"
+_DEFAULT_RELEVANT_KEY = "relevant_memories"
 
 
 class CoreChatMessageHistory(BaseChatMessageHistory):
@@ -69,16 +50,18 @@ class CoreChatMessageHistory(BaseChatMessageHistory):
         self.session_id = session_id
 
     @property
-    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]  # read-only view of the core's state
         state = self.core.working_state(session_id=self.session_id, user_id=self.user_id)
         return [to_langchain(m) for m in state.messages]
 
-    def add_messages(self, messages: Any) -> None:
-        self.core.add_messages(
-            [to_core(m) for m in messages], session_id=self.session_id, user_id=self.user_id
-        )
+    async def aget_messages(self) -> list[BaseMessage]:
+        state = await self.core.aworking_state(session_id=self.session_id, user_id=self.user_id)
+        return [to_langchain(m) for m in state.messages]
 
-    async def aadd_messages(self, messages: Any) -> None:
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self.core.add_messages([to_core(m) for m in messages], session_id=self.session_id, user_id=self.user_id)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await self.core.aadd_messages(
             [to_core(m) for m in messages], session_id=self.session_id, user_id=self.user_id
         )
@@ -99,31 +82,54 @@ class VectorSummaryMemory(BaseChatMemory):
     ``save_context`` stores the user input and the answer in one embedding
     call (the input's vector from recall is reused).
 
-    Setup, with the stock ``ConversationChain`` prompt::
+    **Prompt rule.** A chain never shows its prompt to its memory, and
+    ``LLMChain`` and LCEL prompts silently ignore variables the prompt does
+    not use; so the memory matches a prompt only when it is shown one:
+
+    * ``VectorSummaryMemory.for_prompt(prompt, ...)`` builds a memory for
+      ``prompt``. The prompt must have ``{history}`` (``memory_key``); the
+      recalled memories go to ``{relevant_memories}`` when the prompt has that
+      slot and are folded into ``{history}`` when it has not: never dropped.
+    * ``memory.check_prompt(prompt)`` raises
+      :class:`~langchain_memory_vec.MissingPromptVariableError` when the
+      prompt lacks a variable this memory fills.
+    * Built without a prompt, the memory fills ``{history}`` and
+      ``{relevant_memories}``, the slots of :data:`PROMPT` and
+      :data:`CHAT_PROMPT`; ``relevant_memories_key=None`` folds the memories
+      into the history instead. ``ConversationChain`` compares its prompt
+      with ``memory_variables`` itself and refuses a mismatch.
+
+    History turns are labelled ``user:`` / ``assistant:``; :data:`PROMPT`
+    labels the current turn the same way.
+
+    Setup, with ``ConversationChain`` and the package's :data:`PROMPT`::
 
         from langchain_classic.chains import ConversationChain
         from memory_vec import MemoryConfig
-        from langchain_memory_vec import VectorSummaryMemory
+        from langchain_memory_vec import PROMPT, VectorSummaryMemory
 
-        memory = VectorSummaryMemory(
+        memory = VectorSummaryMemory.for_prompt(
+            PROMPT,
             config=MemoryConfig(user_id="alice", session_id="chat-1"),
             llm=llm,                       # optional: LLM summaries
-            relevant_memories_key=None,    # fold memories into {history}
         )
-        chain = ConversationChain(llm=llm, memory=memory)
+        chain = ConversationChain(llm=llm, memory=memory, prompt=PROMPT)
+
+    ``for_prompt`` with ConversationChain's stock prompt (only ``{history}``)
+    folds the memories into the history; that prompt labels the current turn
+    ``Human:`` / ``AI:``, so :data:`PROMPT` is the better fit.
 
     LCEL (``ConversationChain`` is legacy)::
 
-        from langchain_memory_vec import PROMPT
-
-        memory = VectorSummaryMemory(config=MemoryConfig(user_id="alice"))
+        memory = VectorSummaryMemory.for_prompt(PROMPT, config=MemoryConfig(user_id="alice"))
         chain = PROMPT | llm
         inputs = {"input": question}
         answer = chain.invoke({**inputs, **memory.load_memory_variables(inputs)})
         memory.save_context(inputs, {"output": answer})
 
     Async: ``await memory.aload_memory_variables(inputs)``,
-    ``await memory.asave_context(inputs, outputs)``, ``await memory.aclear()``.
+    ``await memory.asave_context(inputs, outputs)``, ``await memory.aclear()``;
+    ``await memory.chat_memory.aget_messages()`` for the stored recent turns.
 
     Args:
         config: memory-vec settings (scope, budgets, backend); default
@@ -137,8 +143,7 @@ class VectorSummaryMemory(BaseChatMemory):
             ``config`` / ``llm`` / ``embeddings``.
         memory_key: variable holding the history.
         relevant_memories_key: variable holding the recalled memories; None
-            folds them into the history so a prompt with only ``{history}``
-            (the stock ``ConversationChain`` one) works unchanged.
+            folds them into the history.
         return_messages: history as messages (the summary is a system
             message) instead of a string.
         input_key, output_key: which chain input/output to store, as in
@@ -146,43 +151,82 @@ class VectorSummaryMemory(BaseChatMemory):
     """
 
     config: MemoryConfig | None = None
+    # Bare generic: pydantic would try to build a parametrized BaseLanguageModel[Any].
     llm: BaseLanguageModel | None = None  # type: ignore[type-arg]
     embeddings: Embeddings | None = None
     core: MemoryCore | None = Field(default=None, exclude=True)
-    memory_key: str = "history"
-    relevant_memories_key: str | None = "relevant_memories"
-    # Filled from the core after validation; the base class default
-    # (InMemoryChatMessageHistory) is never built, so nothing warns.
-    chat_memory: BaseChatMessageHistory = Field(default=None)  # type: ignore[assignment]
+    memory_key: str = _DEFAULT_MEMORY_KEY
+    relevant_memories_key: str | None = _DEFAULT_RELEVANT_KEY
 
-    @model_validator(mode="after")
-    def _build_core(self) -> VectorSummaryMemory:
-        if self.core is not None:
-            if self.config is not None or self.llm is not None or self.embeddings is not None:
+    @model_validator(mode="before")
+    @classmethod
+    def _bind_core(cls, data: Any) -> Any:
+        # Build the core before the fields are validated, so ``chat_memory``
+        # is the core's session from the start: the base class default
+        # (InMemoryChatMessageHistory, which warns) is never built.
+        if not isinstance(data, dict):
+            return data
+        if data.get("chat_memory") is not None:
+            raise InvalidInputError(
+                "VectorSummaryMemory manages chat_memory itself (it reflects the core's session); "
+                "do not pass chat_memory, pass config=MemoryConfig(user_id=..., session_id=...) instead"
+            )
+        core = data.get("core")
+        config, llm, embeddings = data.get("config"), data.get("llm"), data.get("embeddings")
+        if core is not None:
+            if config is not None or llm is not None or embeddings is not None:
                 raise InvalidInputError(
                     "VectorSummaryMemory: pass either core=... or config/llm/embeddings, not both "
                     "(a ready core already has its config, summarizer and embedder)"
                 )
         else:
-            self.core = MemoryCore(
-                self.config or MemoryConfig(),
-                embedder=LangChainEmbedder(self.embeddings) if self.embeddings is not None else None,
-                llm=as_prompt_callable(self.llm) if self.llm is not None else None,
+            if embeddings is not None and not isinstance(embeddings, Embeddings):
+                raise InvalidInputError(
+                    f"embeddings must be a LangChain Embeddings, got {type(embeddings).__name__}"
+                )
+            core = MemoryCore(
+                MemoryConfig.from_dict(config) if isinstance(config, dict) else config,
+                embedder=LangChainEmbedder(embeddings) if embeddings is not None else None,
+                llm=as_prompt_callable(llm) if llm is not None else None,
             )
-        if self.config is None:
-            self.config = self.core.config
-        if self.chat_memory is not None and not isinstance(self.chat_memory, CoreChatMessageHistory):
-            raise InvalidInputError(
-                "VectorSummaryMemory manages chat_memory itself (it reflects the core's session); "
-                "do not pass chat_memory, pass config=MemoryConfig(user_id=..., session_id=...) instead"
-            )
+        if not isinstance(core, MemoryCore):
+            raise InvalidInputError(f"core must be a memory_vec.MemoryCore, got {type(core).__name__}")
+        return {**data, "core": core, "config": core.config, "chat_memory": CoreChatMessageHistory(core)}
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> VectorSummaryMemory:
         if self.relevant_memories_key is not None and self.relevant_memories_key == self.memory_key:
             raise InvalidInputError(
                 f"relevant_memories_key and memory_key are both {self.memory_key!r}; use two names, "
                 "or relevant_memories_key=None to fold the memories into the history"
             )
-        self.chat_memory = CoreChatMessageHistory(self.core)
         return self
+
+    @classmethod
+    def for_prompt(cls, prompt: BasePromptTemplate[Any], **kwargs: Any) -> VectorSummaryMemory:
+        """A memory whose variables fit ``prompt``; the way to build one for a chain.
+
+        The recalled memories go to ``{relevant_memories}`` when ``prompt``
+        has that variable and are folded into the history when it has not
+        (unless ``relevant_memories_key`` is given, which is then checked).
+        The prompt is checked before anything is built.
+
+        Args:
+            prompt: the chain's prompt (string or chat).
+            **kwargs: the constructor's arguments (``config``, ``llm``,
+                ``core``, ``memory_key``...).
+
+        Raises:
+            MissingPromptVariableError: the prompt has no history variable
+                (``memory_key``), or lacks an explicitly given
+                ``relevant_memories_key``.
+        """
+        memory_key = kwargs.get("memory_key", _DEFAULT_MEMORY_KEY)
+        if "relevant_memories_key" not in kwargs and _DEFAULT_RELEVANT_KEY not in prompt_variables(prompt):
+            kwargs["relevant_memories_key"] = None
+        relevant_key = kwargs.get("relevant_memories_key", _DEFAULT_RELEVANT_KEY)
+        check_prompt_variables(prompt, memory_key=memory_key, relevant_memories_key=relevant_key)
+        return cls(**kwargs)
 
     @property
     def _core(self) -> MemoryCore:
@@ -196,49 +240,18 @@ class VectorSummaryMemory(BaseChatMemory):
         keys = [self.memory_key]
         if self.relevant_memories_key is not None:
             keys.append(self.relevant_memories_key)
-        self._check_calling_chain()
         return keys
 
     def check_prompt(self, prompt: BasePromptTemplate[Any]) -> None:
-        """Raise when ``prompt`` lacks a variable this memory provides.
+        """Raise when ``prompt`` lacks a variable this memory fills.
 
-        Chains check this automatically; call it for LCEL chains.
+        Call it for a prompt you wrote (``for_prompt`` calls it for you):
+        chains and LCEL prompts ignore variables the prompt does not use.
 
         Raises:
-            InvalidInputError: naming the missing slot and the two fixes.
+            MissingPromptVariableError: naming the missing variable and the fixes.
         """
-        variables = set(prompt.input_variables) | set(getattr(prompt, "optional_variables", []) or [])
-        key = self.relevant_memories_key
-        if key is not None and key not in variables:
-            raise InvalidInputError(
-                f"VectorSummaryMemory provides {{{key}}} but the prompt has no such variable "
-                f"(it has {sorted(variables)}), so recalled memories would be dropped. Fix: add "
-                f"{{{key}}} to the prompt (see langchain_memory_vec.PROMPT), or pass "
-                "relevant_memories_key=None to fold the memories into the history."
-            )
-        if self.memory_key not in variables:
-            raise InvalidInputError(
-                f"VectorSummaryMemory provides {{{self.memory_key}}} but the prompt has no such variable "
-                f"(it has {sorted(variables)}). Fix: add {{{self.memory_key}}} to the prompt or set "
-                "memory_key to the prompt's history variable."
-            )
-
-    def _check_calling_chain(self) -> None:
-        # Chains have no hook that shows the memory its prompt, and LLMChain
-        # silently drops variables the prompt does not use. The calling
-        # frame (Chain.prep_inputs, ConversationChain's validator) holds the
-        # chain as ``self``: check its prompt there, once per prompt.
-        frame = sys._getframe(2)
-        for _ in range(3):
-            if frame is None:
-                return
-            owner = frame.f_locals.get("self")
-            if owner is not None and owner is not self and getattr(owner, "memory", None) is self:
-                prompt = getattr(owner, "prompt", None)
-                if isinstance(prompt, BasePromptTemplate):
-                    self.check_prompt(prompt)
-                return
-            frame = frame.f_back
+        check_prompt_variables(prompt, memory_key=self.memory_key, relevant_memories_key=self.relevant_memories_key)
 
     def _input_key(self, inputs: dict[str, Any]) -> str | None:
         if self.input_key is not None:
@@ -276,12 +289,10 @@ class VectorSummaryMemory(BaseChatMemory):
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """History and relevant memories for ``inputs`` (recall uses the input)."""
-        self._check_calling_chain()
         return self._variables(self._core.build_context(self._query(inputs)))
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """Async :meth:`load_memory_variables`."""
-        self._check_calling_chain()
         return self._variables(await self._core.abuild_context(self._query(inputs)))
 
     # ------------------------------------------------------------------ writes

@@ -30,7 +30,7 @@ __all__ = ["VectorSummaryMiddleware"]
 Scope = tuple[str | None, str | None]
 
 
-class VectorSummaryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class VectorSummaryMiddleware(AgentMiddleware):
     """Rolling summary and recalled memories for ``create_agent``.
 
     On every model call (``wrap_model_call``) the summary and the memories
@@ -116,20 +116,20 @@ class VectorSummaryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # ------------------------------------------------------------------ model calls
     @staticmethod
-    def _current_turn_start(messages: Sequence[AnyMessage]) -> int | None:
+    def _current_turn_start(messages: Sequence[BaseMessage]) -> int | None:
         for i in range(len(messages) - 1, -1, -1):
             if isinstance(messages[i], HumanMessage):
                 return i
         return None
 
-    def _query(self, request: ModelRequest) -> tuple[int, str | None]:  # type: ignore[type-arg]
+    def _query(self, request: ModelRequest) -> tuple[int, str | None]:
         start = self._current_turn_start(request.messages)
         if start is None:
             return 0, None
         return start, request.messages[start].text or None
 
     @staticmethod
-    def _with_memory(request: ModelRequest, ctx: MemoryContext, start: int) -> ModelRequest:  # type: ignore[type-arg]
+    def _with_memory(request: ModelRequest, ctx: MemoryContext, start: int) -> ModelRequest:
         block = "\n\n".join(
             p for p in (f"{SUMMARY_HEADER}\n{ctx.summary}" if ctx.summary else "", ctx.render()) if p
         )
@@ -145,14 +145,15 @@ class VectorSummaryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         if ctx.summary or ctx.recent:
             # The core holds this thread's earlier turns: send its budgeted
             # view of them instead of the thread's full history.
-            messages = [to_langchain(m) for m in ctx.recent] + messages[start:]  # type: ignore[misc]
+            recent: list[AnyMessage] = [to_langchain(m) for m in ctx.recent]
+            messages = recent + messages[start:]
         return request.override(system_message=system, messages=messages)
 
     def wrap_model_call(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]
-        handler: Callable[[ModelRequest], ModelResponse],  # type: ignore[type-arg]
-    ) -> ModelResponse:  # type: ignore[type-arg]
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse:
         """Add the summary and recalled memories to this model call only."""
         user, session = self._scope(request.runtime)
         start, query = self._query(request)
@@ -161,9 +162,9 @@ class VectorSummaryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     async def awrap_model_call(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],  # type: ignore[type-arg]
-    ) -> ModelResponse:  # type: ignore[type-arg]
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
         """Async :meth:`wrap_model_call`."""
         user, session = self._scope(request.runtime)
         start, query = self._query(request)
@@ -171,7 +172,7 @@ class VectorSummaryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         return await handler(self._with_memory(request, ctx, start))
 
     # ------------------------------------------------------------------ writes
-    def _completed_turn(self, state: AgentState, scope: Scope) -> list[MessageInput] | None:  # type: ignore[type-arg]
+    def _completed_turn(self, state: AgentState, scope: Scope) -> list[MessageInput] | None:
         messages: list[BaseMessage] = list(state.get("messages", []))
         start = self._current_turn_start(messages)
         if start is None or not messages:
@@ -187,7 +188,7 @@ class VectorSummaryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return None  # this turn is already stored (a re-run of a finished thread)
         return [to_core(user_msg), to_core(final)]
 
-    def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:  # type: ignore[type-arg]
+    def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Store the user message and the final answer of the completed turn."""
         user, session = scope = self._scope(runtime)
         turn = self._completed_turn(state, scope)
@@ -195,7 +196,7 @@ class VectorSummaryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             self.core.add_messages(turn, user_id=user, session_id=session)
         return None
 
-    async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:  # type: ignore[type-arg]
+    async def aafter_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async :meth:`after_agent`."""
         user, session = scope = self._scope(runtime)
         # The working-state read may hit SQLite/Redis: keep it off the event loop.

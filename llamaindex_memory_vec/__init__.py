@@ -14,4 +14,4 @@ from ._llm import LlamaIndexPromptLLM
 from .block import VectorSummaryMemoryBlock
 from .memory import VectorSummaryMemory, build_core
 
-__all__ = ["VectorSummaryMemory", "VectorSummaryMemoryBlock", "LlamaIndexPromptLLM", "build_core"]
+__all__ = ["LlamaIndexPromptLLM", "VectorSummaryMemory", "VectorSummaryMemoryBlock", "build_core"]

@@ -21,19 +21,18 @@ from llama_index.core.base.llms.types import (
     ToolCallBlock,
 )
 
-from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
 from memory_vec import ChatMessage as CoreMessage
-from memory_vec.trace import TurnTrace
+from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
 
 __all__ = [
     "Translated",
-    "to_core",
-    "message_text",
+    "context_text",
     "from_core",
     "from_record",
     "last_user_text",
-    "context_text",
+    "message_text",
     "note_skipped",
+    "to_core",
 ]
 
 log = logging.getLogger("llamaindex_memory_vec")
@@ -132,22 +131,21 @@ def to_core(messages: Iterable[ChatMessage]) -> Translated:
     return out
 
 
-def note_skipped(core: MemoryCore, skipped: Sequence[str], *, user_id: str, session_id: str) -> None:
-    """Record left-out content in the core's trace of this write.
+def note_skipped(core: MemoryCore, skipped: Sequence[str], *, wrote: bool) -> None:
+    """Say what translation left out: in the log, and on the write's trace.
 
-    When nothing was written (every message was skipped) a trace of its own
-    is started, so ``core.last_trace`` always tells what happened.
+    When ``wrote`` (the core just stored the rest, in this thread or task),
+    each entry is added to that write's trace, ``core.last_trace.events``.
+    When nothing was written there is no trace; the log (INFO, logger
+    ``llamaindex_memory_vec``) still tells.
     """
     if not skipped:
         return
-    trace = core.last_trace
-    if trace is None or trace.operation != "add_messages" or trace.session_id != session_id:
-        trace = TurnTrace("add_messages", user_id, session_id)
-        core.last_trace = trace
-    for entry in skipped:
-        trace.event(entry)
     log.info("memory-vec: %s", "; ".join(skipped))
-    trace.emit()
+    trace = core.last_trace if wrote else None
+    if trace is not None and trace.operation == "add_messages":
+        for entry in skipped:
+            trace.event(entry)
 
 
 def from_core(message: CoreMessage) -> ChatMessage:

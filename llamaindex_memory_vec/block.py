@@ -95,10 +95,10 @@ class VectorSummaryMemoryBlock(BaseMemoryBlock[str]):
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Store the flushed messages: one vector each, in one embedding call.
 
-        Messages without text are skipped and noted in the core's trace.
+        Messages without text are skipped; what was left out is logged and
+        noted in the write's trace.
         """
         translated = to_core(messages)
         if translated.inputs:
             await self.core.aadd_messages(translated.inputs)
-        cfg = self.core.config
-        note_skipped(self.core, translated.skipped, user_id=cfg.user_id, session_id=cfg.session_id)
+        note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -11,9 +10,9 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field, model_validator
 from llama_index.core.llms import LLM
 from llama_index.core.memory.types import BaseMemory
 
-from memory_vec import MemoryConfig, MemoryCore
+from memory_vec import MemoryConfig, MemoryContext, MemoryCore
 from memory_vec.embeddings import LlamaIndexEmbedder
-from memory_vec.trace import TurnTrace
+from memory_vec.state import WorkingState
 
 from ._convert import context_text, from_core, from_record, message_text, note_skipped, to_core
 from ._llm import LlamaIndexPromptLLM
@@ -79,9 +78,10 @@ class VectorSummaryMemory(BaseMemory):
         await memory.aput(ChatMessage(role="user", content="hi"))
         history = await memory.aget()
 
-    Content that is not text (images, audio, tool-call blocks...) is not
-    stored; a message keeps its text blocks, a message with no text at all
-    is skipped, and both are noted in ``memory.core.last_trace.events``.
+    Content that is not text (images, audio...) is not stored; a message
+    keeps its text blocks, a message with no text at all is skipped. What
+    was left out is logged (INFO, logger ``llamaindex_memory_vec``) and,
+    when the rest was stored, noted in ``memory.core.last_trace.events``.
 
     Attributes:
         config: the core's settings (serialized with the memory).
@@ -116,7 +116,7 @@ class VectorSummaryMemory(BaseMemory):
         return "VectorSummaryMemory"
 
     @classmethod
-    def from_defaults(  # type: ignore[override]
+    def from_defaults(
         cls,
         config: MemoryConfig | dict[str, Any] | None = None,
         llm: LLM | None = None,
@@ -147,7 +147,7 @@ class VectorSummaryMemory(BaseMemory):
                 )
         else:
             core = build_core(config, llm, embed_model, **core_kwargs)
-        memory = cls(core=core)
+        memory = cls(core=core, config=core.config)
         if chat_history:
             memory.put_messages(chat_history)
         return memory
@@ -162,6 +162,22 @@ class VectorSummaryMemory(BaseMemory):
         return self.core.config.session_id
 
     # ------------------------------------------------------------------ reads
+    @staticmethod
+    def _explicit_query(input: str | ChatMessage | None) -> str | None:
+        if isinstance(input, ChatMessage):
+            return message_text(input)[0] or None
+        return input
+
+    @staticmethod
+    def _last_user_text(state: WorkingState) -> str | None:
+        return next((m.content for m in reversed(state.messages) if m.role == "user"), None)
+
+    @staticmethod
+    def _history(ctx: MemoryContext) -> list[ChatMessage]:
+        head = context_text(ctx)
+        history = [from_core(m) for m in ctx.recent]
+        return [ChatMessage(role=MessageRole.SYSTEM, content=head), *history] if head else history
+
     def get(self, input: str | ChatMessage | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The chat history to send to the LLM.
 
@@ -172,20 +188,10 @@ class VectorSummaryMemory(BaseMemory):
         that chat engines pass (``initial_token_count``) are accepted and
         not used: the budget is ``config.max_token_limit``.
         """
-        if isinstance(input, ChatMessage):
-            query: str | None = message_text(input)[0] or None
-        elif input is not None:
-            query = input
-        else:
-            query = self._last_user_text()
-        ctx = self.core.build_context(query)
-        head = context_text(ctx)
-        history = [from_core(m) for m in ctx.recent]
-        return [ChatMessage(role=MessageRole.SYSTEM, content=head), *history] if head else history
-
-    def _last_user_text(self) -> str | None:
-        state = self.core.working_state()
-        return next((m.content for m in reversed(state.messages) if m.role == "user"), None)
+        query = self._explicit_query(input)
+        if input is None:
+            query = self._last_user_text(self.core.working_state())
+        return self._history(self.core.build_context(query))
 
     def get_all(self) -> list[ChatMessage]:
         """Every message stored for this session, oldest first (raw, unsummarized).
@@ -204,12 +210,12 @@ class VectorSummaryMemory(BaseMemory):
         """Store several messages in order, with one embedding call.
 
         Each message with text adds one vector; a message with no text is
-        skipped and noted in the trace.
+        skipped, and what was left out is logged and noted in the write's trace.
         """
         translated = to_core(messages)
         if translated.inputs:
             self.core.add_messages(translated.inputs)
-        note_skipped(self.core, translated.skipped, user_id=self.user_id, session_id=self.session_id)
+        note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the session's working history (summary and recent turns) by ``messages``.
@@ -223,9 +229,7 @@ class VectorSummaryMemory(BaseMemory):
         self.core.reset_working_state()
         if translated.inputs:
             self.core.add_messages(translated.inputs)
-        else:
-            self.core.last_trace = TurnTrace("set", self.user_id, self.session_id)
-        note_skipped(self.core, translated.skipped, user_id=self.user_id, session_id=self.session_id)
+        note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
 
     def reset(self) -> None:
         """Forget this session: its working state and every stored vector of it.
@@ -235,29 +239,37 @@ class VectorSummaryMemory(BaseMemory):
         self.core.clear()
 
     # ------------------------------------------------------------------ async twins
+    # Same steps as the sync methods; only the core calls are the async ones.
     async def aget(self, input: str | ChatMessage | None = None, **kwargs: Any) -> list[ChatMessage]:
-        """Async :meth:`get`, run in a worker thread."""
-        return await asyncio.to_thread(self.get, input, **kwargs)
+        """Async :meth:`get`."""
+        query = self._explicit_query(input)
+        if input is None:
+            query = self._last_user_text(await self.core.aworking_state())
+        return self._history(await self.core.abuild_context(query))
 
     async def aget_all(self) -> list[ChatMessage]:
-        """Async :meth:`get_all`, run in a worker thread."""
-        return await asyncio.to_thread(self.get_all)
+        """Async :meth:`get_all`."""
+        return [from_record(r) for r in await self.core.asession_history()]
 
     async def aput(self, message: ChatMessage) -> None:
         """Async :meth:`put`."""
         await self.aput_messages([message])
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
-        """Async :meth:`put_messages` (the core's ``aadd_messages``)."""
+        """Async :meth:`put_messages`."""
         translated = to_core(messages)
         if translated.inputs:
             await self.core.aadd_messages(translated.inputs)
-        note_skipped(self.core, translated.skipped, user_id=self.user_id, session_id=self.session_id)
+        note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
 
     async def aset(self, messages: list[ChatMessage]) -> None:
-        """Async :meth:`set`, run in a worker thread."""
-        await asyncio.to_thread(self.set, messages)
+        """Async :meth:`set`."""
+        translated = to_core(messages)
+        await self.core.areset_working_state()
+        if translated.inputs:
+            await self.core.aadd_messages(translated.inputs)
+        note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
 
     async def areset(self) -> None:
-        """Async :meth:`reset` (the core's ``aclear``)."""
+        """Async :meth:`reset`."""
         await self.core.aclear()

@@ -31,6 +31,7 @@ from .errors import (
     InvalidTimestampError,
     MemoryNotFoundError,
     MemoryVecError,
+    RecordRejectedError,
     SchemaMismatchError,
     StateStoreError,
     StoreLockedError,
@@ -46,6 +47,8 @@ from .records import (
     WriteEvent,
     WriteResult,
 )
+from .scope import Scope
+from .store import Store, open_store, release_stores
 from .summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .tokens import CallableTokenCounter, TiktokenCounter, TokenCounter
 
@@ -53,6 +56,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MemoryConfig",
+    "RecordRejectedError",
+    "Scope",
+    "Store",
+    "open_store",
+    "release_stores",
     "MemoryCore",
     "MessageInput",
     "MemoryRecord",

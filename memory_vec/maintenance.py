@@ -8,6 +8,7 @@ embedder (and refuses the old one).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -15,15 +16,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .backends.base import RecordFilter
+from .embed_text import EmbedTextPolicy
 from .errors import BackendError, EmbeddingModelMismatchError, InvalidInputError
-from .records import MemoryRecord
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
     from .core import MemoryCore
     from .embeddings.base import Embedder
 
-__all__ = ["reembed", "ReembedResult"]
+__all__ = ["ReembedResult", "reembed"]
 
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 
@@ -79,12 +80,13 @@ def reembed(
             raise InvalidInputError(
                 "reembed: an in-process store lives only inside its MemoryCore; pass the MemoryCore instead"
             )
-        from .backends import shared_backend
+        from .store import open_store
 
-        backend = shared_backend(config)
+        backend = open_store(config).backend
     else:
         core.flush()  # background writes must be stored before we read everything back
         backend = core.backend
+        config = core.config
     reset = getattr(backend, "reset", None)
     if reset is None:
         raise BackendError(
@@ -92,28 +94,26 @@ def reembed(
             "which reembed needs to re-create the collection for the new model"
         )
     dimension, model_id = int(new_embedder.dimension), new_embedder.model_id
-    try:
+    # A mismatch is expected: the store holds the old model's vectors; reads still work.
+    with contextlib.suppress(EmbeddingModelMismatchError):
         backend.open(dimension=dimension, model_id=model_id)
-    except EmbeddingModelMismatchError:
-        pass  # expected: the store holds the old model's vectors; reads still work
 
     records = backend.scan(_EVERYTHING)
-    vectors = _embed_all(new_embedder, records, batch_size, progress)
+    # The same text policy as every other write path (contextual vectors).
+    texts = EmbedTextPolicy(contextual=config.contextual_embedding).for_records(records)
+    vectors = _embed_all(new_embedder, texts, batch_size, progress)
     reset(dimension=dimension, model_id=model_id)
     for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):
         backend.upsert(records[start:start + batch_size], vectors[start:start + batch_size])
     if core is not None:
-        core.embedder = new_embedder
-        for cache in ("_cache", "_query_cache"):  # vectors of the old model must not be served
-            if hasattr(core, cache):
-                setattr(core, cache, type(getattr(core, cache))())
+        core.embedder = new_embedder  # also drops vectors of the old model cached by the core
     return ReembedResult(records=len(records), model_id=model_id, dimension=dimension)
 
 
-def _embed_all(embedder: Embedder, records: Sequence[MemoryRecord], batch_size: int, progress: bool) -> np.ndarray:
+def _embed_all(embedder: Embedder, texts: Sequence[str], batch_size: int, progress: bool) -> np.ndarray:
     parts = [
-        np.asarray(embedder.embed_documents([r.text for r in records[start:start + batch_size]]), dtype=np.float32)
-        for start in _progress(range(0, len(records), batch_size), progress, "embedding", len(records), batch_size)
+        np.asarray(embedder.embed_documents(list(texts[start:start + batch_size])), dtype=np.float32)
+        for start in _progress(range(0, len(texts), batch_size), progress, "embedding", len(texts), batch_size)
     ]
     if not parts:
         return np.zeros((0, int(embedder.dimension)), dtype=np.float32)

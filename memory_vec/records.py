@@ -12,18 +12,20 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from .trace import TurnTrace
+
 __all__ = [
-    "ROLES",
     "KINDS",
+    "ROLES",
     "VISIBILITIES",
+    "ChatMessage",
+    "ForgetReceipt",
+    "MemoryContext",
     "MemoryKind",
     "MemoryRecord",
-    "ChatMessage",
     "RecalledMemory",
     "WriteEvent",
     "WriteResult",
-    "MemoryContext",
-    "ForgetReceipt",
     "to_datetime",
 ]
 
@@ -187,6 +189,8 @@ class MemoryContext:
     tokens: dict[str, int]
     relevant_text: str = ""
     degraded: bool = False
+    #: How this context was made (recalled ids and scores, timings, tokens).
+    trace: TurnTrace | None = None
 
     def render(self) -> str:
         """The relevant-memories block as prompt text ("" when empty)."""

@@ -1,85 +1,144 @@
-"""Record writes with a pending buffer: durable by default, background opt-in.
+"""Record writes: validated first, durable by default, background opt-in,
+and one bad record never blocks anyone else's.
 
 Synchronous mode (default): ``write`` upserts before returning, so a
-returned ``WriteResult`` is durable. If the backend is down, the records
-stay in the pending buffer, the result says ``pending=True``, and every
-later call (and ``flush()``) retries them: nothing is silently dropped.
+returned ``WriteResult`` is durable. If the backend is unreachable the
+records stay in the pending buffer, the result says ``pending=True``, and
+every later call (and ``flush()``) retries them: nothing is dropped.
 
 Background mode (``background_writes=True``): ``write`` only queues; a
 thread upserts in batches every ``flush_interval`` seconds or
 ``write_batch_size`` records. A write is acknowledged when ``flush()`` or
-``close()`` returns; a crash before that can lose only those
-unacknowledged records. Reads and conflict checks see pending records.
+``close()`` returns. Reads and conflict checks see pending records.
+
+Failure isolation: every record passes the store's validation hook before
+it is queued. When the backend still refuses a batch (not an outage: an
+error about the data), the batch is retried record by record; a record
+that fails alone goes to the dead-letter list in the state store, the
+others are stored. A synchronous caller whose record was refused gets
+:class:`~memory_vec.errors.RecordRejectedError`; background writes log it.
+An outage (:class:`~memory_vec.errors.BackendUnavailableError`) never
+dead-letters anything: the records wait in the buffer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from .backends.base import Backend, RecordFilter, ScoredRecord
-from .errors import BackendError
+from .errors import BackendError, BackendUnavailableError, MemoryVecError, RecordRejectedError
 from .records import MemoryRecord
+from .state.base import DeadLetter, StateStore
 
-__all__ = ["RecordWriter"]
+__all__ = ["RecordWriter", "WriterSettings"]
 
 log = logging.getLogger("memory_vec.writer")
 
+_Held = tuple[MemoryRecord, "np.ndarray | None"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WriterSettings:
+    """How a store's writer runs; one store has one writer, so every core on
+    the store must ask for the same settings."""
+
+    background: bool = False
+    batch_size: int = 64
+    flush_interval: float = 0.5
+
 
 class RecordWriter:
+    """Args:
+        backend: where records go.
+        settings: sync or background, batch size, flush interval.
+        validate: the store's validation hook; raises a named error for a
+            record the library or the backend would refuse.
+        dead_letters: the state store that keeps refused records.
+        on_stored: called with records once they are durable.
+    """
+
     def __init__(
         self,
         backend: Backend,
+        settings: WriterSettings | None = None,
         *,
-        background: bool = False,
-        batch_size: int = 64,
-        flush_interval: float = 0.5,
+        validate: Callable[[Sequence[MemoryRecord]], None] | None = None,
+        dead_letters: StateStore | None = None,
+        on_stored: Callable[[Sequence[MemoryRecord]], None] | None = None,
     ) -> None:
         self.backend = backend
-        self.background = background
-        self.batch_size = batch_size
-        self.flush_interval = flush_interval
+        self.settings = settings = settings or WriterSettings()
+        self._validate = validate
+        self._dead_letters = dead_letters
+        self._on_stored = on_stored
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
-        self._pending: dict[str, tuple[MemoryRecord, np.ndarray | None]] = {}
+        self._pending: dict[str, _Held] = {}
+        # Recently refused ids -> reason, so a sync caller learns about its own
+        # records even when another thread's flush carried them (bounded).
+        self._rejected: OrderedDict[str, str] = OrderedDict()
         self._wake = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
         self.last_error: BaseException | None = None
-        if background:
+        if settings.background:
             self._thread = threading.Thread(target=self._run, name="memory-vec-writer", daemon=True)
             self._thread.start()
 
+    @property
+    def background(self) -> bool:
+        return self.settings.background
+
     # --- writes ---------------------------------------------------------------------
     def write(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> bool:
-        """Store records; True when they are durable now, False when pending."""
+        """Store records; True when durable now, False when pending.
+
+        Raises:
+            InvalidInputError: (a subclass) a record fails validation; nothing queued.
+            RecordRejectedError: sync mode, the backend refused some of these
+                records (the rest are stored; refused ones are dead letters).
+        """
+        if self._validate is not None:
+            self._validate(records)
         with self._lock:
             for record, vector in zip(records, vectors):
                 self._pending[record.id] = (record, np.asarray(vector, dtype=np.float32))
-        if self.background:
-            if len(self._pending) >= self.batch_size:
-                self._wake.set()
-            return False
-        return self._try_flush()
+        return self._after_queue([r.id for r in records])
 
     def update(self, records: Sequence[MemoryRecord]) -> bool:
         """Change fields of stored records (vectors unchanged)."""
+        if self._validate is not None:
+            self._validate(records)
         with self._lock:
-            direct = []
             for record in records:
                 held = self._pending.get(record.id)
-                if held is not None and held[1] is not None:
-                    self._pending[record.id] = (record, held[1])  # still unwritten: patch in place
-                else:
-                    direct.append(record)
-            for record in direct:
-                self._pending[record.id] = (record, None)
+                vector = held[1] if held is not None else None  # still unwritten: patch in place
+                self._pending[record.id] = (record, vector)
+        return self._after_queue([r.id for r in records])
+
+    def _after_queue(self, ids: Sequence[str]) -> bool:
         if self.background:
+            if self.pending_count >= self.settings.batch_size:
+                self._wake.set()
             return False
-        return self._try_flush()
+        durable = self._try_flush()
+        with self._lock:
+            refused = {i: self._rejected[i] for i in ids if i in self._rejected}
+        if refused:
+            raise RecordRejectedError(
+                f"the backend refused {len(refused)} record(s): "
+                + "; ".join(f"{i}: {why}" for i, why in refused.items())
+                + " -- kept on the dead-letter list (memory-vec dead-letters list)",
+                reasons=refused,
+            )
+        return durable
 
     def forget(self, ids: Sequence[str]) -> None:
         with self._lock:
@@ -108,31 +167,81 @@ class RecordWriter:
             return False
 
     def flush(self) -> None:
-        """Write every pending record; raises if the backend still fails."""
+        """Write every pending record; raises if the backend is unreachable.
+
+        Records the backend refuses one by one become dead letters (logged);
+        they do not make ``flush`` fail.
+        """
         with self._flush_lock:
             while True:
                 with self._lock:
-                    batch = list(self._pending.items())[: self.batch_size]
+                    batch = list(self._pending.items())[: self.settings.batch_size]
                 if not batch:
                     return
-                inserts = [(r, v) for _, (r, v) in batch if v is not None]
-                updates = [r for _, (r, v) in batch if v is None]
-                self._store(inserts, updates)
+                stored = self._store_batch([held for _, held in batch])
                 with self._lock:
                     for rid, held in batch:
                         if self._pending.get(rid) is held:  # unchanged while we wrote
                             del self._pending[rid]
                 self.last_error = None
+                if stored and self._on_stored is not None:
+                    self._on_stored(stored)
 
-    def _store(self, inserts: list[tuple[MemoryRecord, np.ndarray]], updates: list[MemoryRecord]) -> None:
+    def _store_batch(self, batch: list[_Held]) -> list[MemoryRecord]:
+        """Store a batch; on a data error, record by record. Returns what was stored."""
+        try:
+            self._store(batch)
+            return [r for r, _ in batch]
+        except BackendUnavailableError:
+            raise  # an outage: everything stays pending
+        except BackendError as exc:
+            if len(batch) == 1:
+                self._dead_letter(batch[0], exc)
+                return []
+            log.warning("memory-vec: the backend refused a batch of %d; retrying one by one: %s", len(batch), exc)
+        stored = []
+        for held in batch:
+            try:
+                self._store([held])
+                stored.append(held[0])
+            except BackendUnavailableError:
+                raise
+            except BackendError as exc:
+                self._dead_letter(held, exc)
+        return stored
+
+    def _store(self, batch: Sequence[_Held]) -> None:
         # Retries with backoff belong to the backend guard (GuardedBackend);
         # retrying here too would multiply the attempts.
+        inserts = [(r, v) for r, v in batch if v is not None]
+        updates = [r for r, v in batch if v is None]
         if inserts:
             self.backend.upsert([r for r, _ in inserts], np.stack([v for _, v in inserts]))
         if updates:
             self.backend.update(updates)
 
-    # --- reads see pending records ------------------------------------------------------
+    def _dead_letter(self, held: _Held, exc: BackendError) -> None:
+        record, vector = held
+        reason = f"{type(exc).__name__}: {exc}"
+        log.error("memory-vec: record %s of user %r refused by the backend, moved to the dead-letter list: %s",
+                  record.id, record.user_id, reason)
+        # A vector that is not finite (a broken model) cannot be kept, and a
+        # retry could not use it anyway: the letter keeps the record only.
+        kept = None if vector is None or not np.all(np.isfinite(vector)) else [float(x) for x in vector]
+        if self._dead_letters is not None:
+            try:
+                self._dead_letters.add_dead_letters([DeadLetter(
+                    record.id, record.user_id, record.session_id, reason[:2000], time.time(),
+                    dataclasses.asdict(record), kept,
+                )])
+            except MemoryVecError as exc:  # the record is refused either way; say so loudly
+                log.error("memory-vec: could not keep record %s on the dead-letter list: %s", record.id, exc)
+        with self._lock:
+            self._rejected[record.id] = reason
+            while len(self._rejected) > 1000:
+                self._rejected.popitem(last=False)
+
+    # --- reads see pending records -------------------------------------------------------
     def pending_matches(self, vector: np.ndarray, where: RecordFilter) -> list[ScoredRecord]:
         with self._lock:
             held = [(r, v) for r, v in self._pending.values() if v is not None and where.matches(r)]
@@ -153,7 +262,7 @@ class RecordWriter:
     # --- background thread ------------------------------------------------------------
     def _run(self) -> None:
         while not self._closed:
-            self._wake.wait(self.flush_interval)
+            self._wake.wait(self.settings.flush_interval)
             self._wake.clear()
             self._try_flush()
 

@@ -14,9 +14,11 @@ from collections.abc import Iterator
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.backends import InMemoryBackend, release_shared_backends
-from memory_vec.state import InMemoryStateStore, release_shared_state_stores
+from memory_vec import release_stores
+from memory_vec.backends import InMemoryBackend
+from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import DeterministicHashEmbedder
+from tests._services import remove_service_data
 
 
 @pytest.fixture
@@ -50,8 +52,11 @@ def unique() -> str:
 @pytest.fixture(autouse=True, scope="session")
 def _release_shared() -> Iterator[None]:
     yield
-    release_shared_backends()
-    release_shared_state_stores()
+    try:
+        release_stores()
+    finally:
+        # Set up before any server fixture, so torn down after they have stopped their servers.
+        remove_service_data()
 
 
 # Session-scoped server fixtures, one module per engine (each starts its

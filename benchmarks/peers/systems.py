@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.backends import release_shared_backends
+from memory_vec import release_stores
 from memory_vec.core import MessageInput
 
 from .shared import COUNTER, CachedEmbedder, CountingLLM
@@ -123,7 +123,7 @@ class OursSystem(System):
 
     def close(self) -> None:
         self.core.close()
-        release_shared_backends()
+        release_stores()
 
 
 def _ours(backend: str, hybrid: bool = True, llm_summary: bool = False) -> Callable[..., System]:

@@ -12,18 +12,22 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from ..records import MemoryRecord
 
-__all__ = ["Backend", "BaseBackend", "RecordFilter", "ScoredRecord", "MetadataValue"]
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["Backend", "BackendLimits", "BaseBackend", "MetadataValue", "RecordFilter", "ScoredRecord"]
 
 MetadataValue = str | int | float | bool
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,28 @@ def _same_value(stored: Any, wanted: MetadataValue) -> bool:
 
 
 @dataclass(frozen=True)
+class BackendLimits:
+    """Hard limits of an engine, checked before anything is written.
+
+    The write path validates every record against the configured backend's
+    limits, so a record the engine would reject never reaches the writer
+    queue (where it would block others). ``None`` means no limit of its own.
+    """
+
+    #: UTF-8 bytes of a record's text.
+    max_text_bytes: int | None = None
+    #: UTF-8 bytes of an id (record, user, session, agent) as stored.
+    max_id_bytes: int | None = None
+    #: UTF-8 bytes of the metadata as JSON (the caller's metadata).
+    max_metadata_bytes: int | None = None
+    #: Integers anywhere in metadata (engines store 64-bit integers).
+    int_min: int = -(2**63)
+    int_max: int = 2**63 - 1
+    #: Nesting depth of metadata (dicts and lists).
+    max_metadata_depth: int = 16
+
+
+@dataclass(frozen=True)
 class ScoredRecord:
     """A query hit: the record and its cosine similarity in [-1, 1]."""
 
@@ -130,39 +156,75 @@ class BaseBackend:
     """
 
     name = "base"
+    #: Hard limits of the engine (see :class:`BackendLimits`).
+    limits: BackendLimits = BackendLimits()
     #: What the conformance suite may expect of this engine.
     supports_multiprocess = False
     persistent = False
+
+    # --- the sync protocol: what a subclass implements (see :class:`Backend`) ---------------
+    def open(self, *, dimension: int, model_id: str) -> None:
+        """Create the store for this embedder, or check the existing one."""
+        raise NotImplementedError
+
+    def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        """Insert or replace records (and their vectors) by id."""
+        raise NotImplementedError
 
     def update(self, records: Sequence[MemoryRecord]) -> None:
         """Change stored fields (not vectors) of existing records."""
         raise NotImplementedError
 
-    async def _in_thread(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
+        """The ``k`` records matching ``where`` nearest to ``vector``, best first."""
+        raise NotImplementedError
+
+    def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
+        """The records among ``ids`` (that match ``where``), in ``ids`` order."""
+        raise NotImplementedError
+
+    def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
+        """Every record matching ``where``, oldest first."""
+        raise NotImplementedError
+
+    def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
+        """Delete the records among ``ids`` and/or matching ``where``; how many were deleted."""
+        raise NotImplementedError
+
+    def count(self, where: RecordFilter | None = None) -> int:
+        """How many records match ``where`` (all records when None)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the client; the data stays."""
+        raise NotImplementedError
+
+    # --- async twins -------------------------------------------------------------------------
+    async def _in_thread(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         ctx = contextvars.copy_context()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, functools.partial(ctx.run, fn, *args, **kwargs))
 
     async def aupsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
-        await self._in_thread(self.upsert, records, vectors)  # type: ignore[attr-defined]
+        await self._in_thread(self.upsert, records, vectors)
 
     async def aquery(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
-        return await self._in_thread(self.query, vector, k=k, where=where)  # type: ignore[attr-defined]
+        return await self._in_thread(self.query, vector, k=k, where=where)
 
     async def aget(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
-        return await self._in_thread(self.get, ids, where=where)  # type: ignore[attr-defined]
+        return await self._in_thread(self.get, ids, where=where)
 
     async def ascan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
-        return await self._in_thread(self.scan, where, limit=limit)  # type: ignore[attr-defined]
+        return await self._in_thread(self.scan, where, limit=limit)
 
     async def adelete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
-        return await self._in_thread(self.delete, ids=ids, where=where)  # type: ignore[attr-defined]
+        return await self._in_thread(self.delete, ids=ids, where=where)
 
     async def acount(self, where: RecordFilter | None = None) -> int:
-        return await self._in_thread(self.count, where)  # type: ignore[attr-defined]
+        return await self._in_thread(self.count, where)
 
-    def __enter__(self: T) -> T:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()  # type: ignore[attr-defined]
+        self.close()

@@ -45,7 +45,7 @@ import numpy as np
 if TYPE_CHECKING:
     from ..records import MemoryRecord
 
-__all__ = ["BM25Index", "IndexedDoc", "IndexRegistry", "tokenize", "mentioned_speakers"]
+__all__ = ["BM25Index", "IndexedDoc", "mentioned_speakers", "tokenize"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
@@ -354,45 +354,3 @@ def mentioned_speakers(query: str, speakers: Iterable[str]) -> set[str]:
         elif name in words:
             named.add(name)
     return named
-
-
-class IndexRegistry:
-    """One :class:`BM25Index` per (store, user), built lazily.
-
-    The core feeds every write of this process into the user's index; an
-    index that was never built (a new process over a persistent store) is
-    loaded on first recall with ``loader(user_id)``. ``invalidate`` drops it
-    (clear/forget), and the next recall rebuilds it from the store.
-    """
-
-    def __init__(self) -> None:
-        self._indexes: dict[tuple[int, str], BM25Index] = {}
-        self._lock = threading.Lock()
-
-    def get(self, store_key: int, user_id: str, loader: Callable[[str], Iterable[IndexedDoc]]) -> BM25Index:
-        with self._lock:
-            index = self._indexes.get((store_key, user_id))
-        if index is not None:
-            return index
-        fresh = BM25Index()
-        fresh.add(loader(user_id))
-        with self._lock:
-            # Another thread may have built it meanwhile: keep the first one.
-            return self._indexes.setdefault((store_key, user_id), fresh)
-
-    def feed(self, store_key: int, user_id: str, docs: Iterable[IndexedDoc]) -> None:
-        """Add new memories to an index that is already built (else no-op:
-        the lazy build will read them from the store)."""
-        with self._lock:
-            index = self._indexes.get((store_key, user_id))
-        if index is not None:
-            index.add(docs)
-
-    def invalidate(self, store_key: int, user_id: str | None = None) -> None:
-        with self._lock:
-            for key in [k for k in self._indexes if k[0] == store_key and (user_id is None or k[1] == user_id)]:
-                del self._indexes[key]
-
-
-#: The process-wide registry the core uses.
-registry = IndexRegistry()

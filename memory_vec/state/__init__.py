@@ -1,32 +1,51 @@
-"""Working-state stores: in memory, SQLite (default for persistent backends), Redis."""
+"""Working-state stores: in memory, SQLite (default for persistent backends), Redis.
+
+A store belongs to one collection: the caller that owns the collection (the
+:class:`~memory_vec.store.Store`) creates it with :func:`create_state_store`
+and closes it. There is no process-wide registry.
+"""
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .base import NewMessage, StateMessage, StateStore, WorkingState
+from ..errors import ConfigError
+from ._legacy import claim_legacy_sessions, legacy_state_path
+from .base import (
+    KEYWORD_LOG_LIMIT,
+    DeadLetter,
+    KeywordChanges,
+    NewMessage,
+    StateMessage,
+    StateStore,
+    WorkingState,
+)
 from .memory import InMemoryStateStore
-from .sqlite import SQLiteStateStore
+from .sqlite import SQLiteStateStore, sqlite_state_path
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
 
 __all__ = [
+    "KEYWORD_LOG_LIMIT",
+    "DeadLetter",
+    "InMemoryStateStore",
+    "KeywordChanges",
+    "NewMessage",
+    "SQLiteStateStore",
+    "StateMessage",
     "StateStore",
     "WorkingState",
-    "StateMessage",
-    "NewMessage",
-    "InMemoryStateStore",
-    "SQLiteStateStore",
+    "claim_legacy_sessions",
     "create_state_store",
-    "shared_state_store",
-    "release_shared_state_stores",
+    "legacy_state_path",
+    "resolve_state_kind",
+    "sqlite_state_path",
 ]
 
 
 def resolve_state_kind(config: MemoryConfig) -> str:
+    """``memory``, ``sqlite`` or ``redis``: ``config.state`` with ``auto`` decided."""
     if config.state != "auto":
         return config.state
     if config.redis_url:
@@ -35,38 +54,18 @@ def resolve_state_kind(config: MemoryConfig) -> str:
 
 
 def create_state_store(config: MemoryConfig) -> StateStore:
+    """A new working-state store for ``config``'s collection; the caller closes it.
+
+    SQLite keeps one file per (backend kind, collection), see
+    :func:`sqlite_state_path`; Redis one key namespace per collection.
+    """
     kind = resolve_state_kind(config)
     if kind == "memory":
         return InMemoryStateStore()
     if kind == "sqlite":
-        return SQLiteStateStore(os.path.join(config.persist_dir, "state.sqlite3"))
+        return SQLiteStateStore(sqlite_state_path(config.persist_dir, config.backend, config.collection))
     from .redis import RedisStateStore
 
-    assert config.redis_url is not None
+    if config.redis_url is None:
+        raise ConfigError("state='redis' needs redis_url (got None); set MemoryConfig.redis_url to a redis:// URL")
     return RedisStateStore(config.redis_url, namespace=config.collection, timeout=config.backend_timeout)
-
-
-_shared: dict[tuple[Any, ...], StateStore] = {}
-_lock = threading.Lock()
-
-
-def shared_state_store(config: MemoryConfig) -> StateStore:
-    kind = resolve_state_kind(config)
-    where = config.redis_url if kind == "redis" else os.path.abspath(config.persist_dir)
-    key = (kind, where, config.collection if kind != "sqlite" else "", config.backend)
-    with _lock:
-        store = _shared.get(key)
-        if store is None:
-            store = _shared[key] = create_state_store(config)
-        return store
-
-
-def release_shared_state_stores() -> None:
-    with _lock:
-        stores = list(_shared.values())
-        _shared.clear()
-    for store in stores:
-        try:
-            store.close()
-        except Exception:  # best effort at shutdown
-            pass

@@ -9,6 +9,16 @@ processes share a session without losing or double-folding messages:
   nobody folded since the fold was planned (compare-and-set on
   ``folded_through``);
 * ``replace`` / ``clear``: whole-session writes.
+
+A store belongs to one collection (the factory keys it by collection), and
+also keeps two small per-collection logs the engine needs across processes:
+
+* the **keyword log**: per user, a write counter and the ids written, plus a
+  generation bumped on deletions, so every process can bring its in-process
+  keyword index up to date incrementally (``log_writes`` /
+  ``keyword_changes`` / ``reset_keywords``);
+* the **dead-letter list**: records the backend rejected one by one while
+  others succeeded, kept for inspection, retry or drop.
 """
 
 from __future__ import annotations
@@ -17,7 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["StateMessage", "WorkingState", "StateStore", "NewMessage"]
+__all__ = ["DeadLetter", "KeywordChanges", "NewMessage", "StateMessage", "StateStore", "WorkingState"]
+
+#: Entries of the keyword log kept per user; a reader further behind rebuilds.
+KEYWORD_LOG_LIMIT = 10_000
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,39 @@ class WorkingState:
         return sum(m.tokens for m in self.messages)
 
 
+@dataclass(frozen=True)
+class KeywordChanges:
+    """What changed in a user's keyword log since a reader's position.
+
+    ``ids`` lists the record ids written after ``after`` (oldest first, may
+    repeat); it is ``None`` when the reader must rebuild instead: its
+    generation is not the current one (something was deleted) or the log no
+    longer reaches back to its position.
+    """
+
+    generation: int
+    counter: int
+    ids: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record the backend refused while the rest of its batch was stored.
+
+    ``record`` is the record as a plain dict (``dataclasses.asdict`` of a
+    :class:`~memory_vec.records.MemoryRecord`) and ``vector`` its stored
+    vector, so a retry needs no model.
+    """
+
+    record_id: str
+    user_id: str
+    session_id: str
+    error: str
+    failed_at: float
+    record: dict[str, Any]
+    vector: list[float] | None = None
+
+
 @runtime_checkable
 class StateStore(Protocol):
     name: str
@@ -76,7 +122,11 @@ class StateStore(Protocol):
         folded_through: int,
         summary: str,
         summary_tokens: int,
-    ) -> bool: ...
+        expected_summary: str | None = None,
+    ) -> bool:
+        """Compare-and-set: commit only if ``folded_through`` (and, when
+        given, the summary) is unchanged since the caller read it."""
+        ...
 
     def set_summary(self, user_id: str, session_id: str, summary: str, summary_tokens: int) -> None: ...
 
@@ -85,5 +135,23 @@ class StateStore(Protocol):
     def clear(self, user_id: str, session_id: str) -> int: ...
 
     def sessions(self, user_id: str) -> list[str]: ...
+
+    # --- keyword log (per user) ---------------------------------------------
+    def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
+        """Append written record ids to the user's keyword log; the new counter."""
+        ...
+
+    def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges: ...
+
+    def reset_keywords(self, user_id: str) -> int:
+        """Bump the user's generation (after deletions); the new generation."""
+        ...
+
+    # --- dead letters (per collection) --------------------------------------
+    def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None: ...
+
+    def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]: ...
+
+    def remove_dead_letters(self, record_ids: Sequence[str]) -> int: ...
 
     def close(self) -> None: ...

@@ -3,21 +3,42 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from .base import NewMessage, StateMessage, WorkingState
+from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
 
 __all__ = ["InMemoryStateStore"]
 
 
+@dataclass
+class _KeywordLog:
+    generation: int = 0
+    counter: int = 0
+    # The newest ids; positions counter-len+1 .. counter.
+    ids: deque[str] = field(default_factory=lambda: deque(maxlen=KEYWORD_LOG_LIMIT))
+
+
 class InMemoryStateStore:
+    """Working state, keyword log and dead letters of one collection, in this process.
+
+    Example:
+        >>> store = InMemoryStateStore()
+        >>> store.append("alice", "chat-1", [NewMessage("m1", "user", "hi", 0.0, 1)])
+        [1]
+    """
+
     name = "memory"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._states: dict[tuple[str, str], WorkingState] = {}
+        self._keywords: dict[str, _KeywordLog] = {}
+        self._letters: dict[str, DeadLetter] = {}
 
     def _get(self, user_id: str, session_id: str) -> WorkingState:
         key = (user_id, session_id)
@@ -40,7 +61,7 @@ class InMemoryStateStore:
                 seq = state.next_seq
                 state.next_seq += 1
                 state.messages.append(
-                    StateMessage(seq, m.id, m.role, m.content, m.timestamp, m.tokens, dict(m.metadata))
+                    StateMessage(seq, m.id, m.role, m.content, m.timestamp, m.tokens, copy.deepcopy(m.metadata))
                 )
                 seqs.append(seq)
             state.updated_at = time.time()
@@ -55,10 +76,13 @@ class InMemoryStateStore:
         folded_through: int,
         summary: str,
         summary_tokens: int,
+        expected_summary: str | None = None,
     ) -> bool:
         with self._lock:
             state = self._get(user_id, session_id)
             if state.folded_through != expected_folded_through:
+                return False
+            if expected_summary is not None and state.summary != expected_summary:
                 return False
             state.messages = [m for m in state.messages if m.seq > folded_through]
             state.folded_through = folded_through
@@ -82,6 +106,45 @@ class InMemoryStateStore:
     def sessions(self, user_id: str) -> list[str]:
         with self._lock:
             return sorted(s for (u, s) in self._states if u == user_id)
+
+    # --- keyword log ---------------------------------------------------------------
+    def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
+        with self._lock:
+            log = self._keywords.setdefault(user_id, _KeywordLog())
+            log.ids.extend(ids)
+            log.counter += len(ids)
+            return log.counter
+
+    def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges:
+        with self._lock:
+            log = self._keywords.get(user_id) or _KeywordLog()
+            behind = log.counter - after
+            if generation != log.generation or not 0 <= behind <= len(log.ids):
+                return KeywordChanges(log.generation, log.counter, None)
+            ids = tuple(itertools.islice(log.ids, len(log.ids) - behind, None))
+            return KeywordChanges(log.generation, log.counter, ids)
+
+    def reset_keywords(self, user_id: str) -> int:
+        with self._lock:
+            log = self._keywords.setdefault(user_id, _KeywordLog())
+            log.generation += 1
+            log.ids.clear()
+            return log.generation
+
+    # --- dead letters ----------------------------------------------------------------
+    def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:
+        with self._lock:
+            for letter in letters:
+                self._letters[letter.record_id] = copy.deepcopy(letter)
+
+    def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:
+        with self._lock:
+            found = [copy.deepcopy(d) for d in self._letters.values() if user_id is None or d.user_id == user_id]
+        return sorted(found, key=lambda d: (d.failed_at, d.record_id))
+
+    def remove_dead_letters(self, record_ids: Sequence[str]) -> int:
+        with self._lock:
+            return sum(self._letters.pop(r, None) is not None for r in set(record_ids))
 
     def close(self) -> None:
         pass

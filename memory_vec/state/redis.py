@@ -8,16 +8,25 @@ that ``:`` or any other character in an id cannot collide with another key):
 * ``...:msgs`` sorted set: score = seq, member = ``"<seq>:<message json>"``;
 * ``memvec:<ns>:u:<user>`` set of the user's session ids.
 
-``append`` and ``commit_fold`` are Lua scripts, so Redis runs each one
-atomically: sequence numbers come from ``next_seq`` inside the script, and a
-fold commits only if ``folded_through`` still has the expected value. The
-message JSON is built in Python and never decoded by Lua (cjson would round
-timestamps to 14 digits).
+Per user and per collection (see :class:`~memory_vec.state.base.StateStore`):
+
+* ``memvec:<ns>:k:<user>`` hash: keyword-log generation and counter;
+* ``memvec:<ns>:kl:<user>`` list of the newest logged ids (at most
+  ``KEYWORD_LOG_LIMIT``; the last one is at position ``counter``);
+* ``memvec:<ns>:dl`` hash: record id -> dead letter JSON.
+
+``append``, ``commit_fold`` and ``keyword_changes`` are Lua scripts, so Redis
+runs each one atomically: sequence numbers come from ``next_seq`` inside the
+script, and a fold commits only if ``folded_through`` (and the summary, when
+asked) still has the expected value. Keyword-log writes are MULTI
+transactions. The message JSON is built in Python and never decoded by Lua
+(cjson would round timestamps to 14 digits).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
 from collections.abc import Iterator, Sequence
@@ -25,7 +34,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import DependencyMissingError, StateStoreError
-from .base import NewMessage, StateMessage, WorkingState
+from ._letters import letter_from_json, letters_to_json
+from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
 
 __all__ = ["RedisStateStore"]
 
@@ -50,12 +60,35 @@ local current = tonumber(redis.call('HGET', KEYS[1], 'folded_through') or '0')
 if current ~= tonumber(ARGV[1]) then
   return 0
 end
+if ARGV[7] == '1' and (redis.call('HGET', KEYS[1], 'summary') or '') ~= ARGV[8] then
+  return 0
+end
 redis.call('HSETNX', KEYS[1], 'next_seq', '1')
 redis.call('HSET', KEYS[1], 'folded_through', ARGV[2], 'summary', ARGV[3], 'summary_tokens', ARGV[4],
            'updated_at', ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
 redis.call('SADD', KEYS[3], ARGV[6])
 return 1
+"""
+
+# The list holds positions counter-LLEN+1 .. counter; a reader further behind
+# (or from another generation, or ahead of a lost log) must rebuild: flag 0.
+_KEYWORD_CHANGES = """
+local meta = redis.call('HMGET', KEYS[1], 'generation', 'counter')
+local generation = tonumber(meta[1] or '0')
+local counter = tonumber(meta[2] or '0')
+local after = tonumber(ARGV[1])
+if generation ~= tonumber(ARGV[2]) or after > counter then
+  return {generation, counter, 0}
+end
+local behind = counter - after
+if behind == 0 then
+  return {generation, counter, 1, {}}
+end
+if behind > redis.call('LLEN', KEYS[2]) then
+  return {generation, counter, 0}
+end
+return {generation, counter, 1, redis.call('LRANGE', KEYS[2], -behind, -1)}
 """
 
 _CLEAR = """
@@ -108,6 +141,7 @@ class RedisStateStore:
         self._append = self._client.register_script(_APPEND)
         self._fold = self._client.register_script(_COMMIT_FOLD)
         self._clear = self._client.register_script(_CLEAR)
+        self._changes = self._client.register_script(_KEYWORD_CHANGES)
 
     # --- keys -------------------------------------------------------------------------
     def _keys(self, user_id: str, session_id: str) -> list[str]:
@@ -116,6 +150,10 @@ class RedisStateStore:
 
     def _user_key(self, user_id: str) -> str:
         return f"{self._prefix}u:{_enc(user_id)}"
+
+    def _keyword_keys(self, user_id: str) -> tuple[str, str]:
+        user = _enc(user_id)
+        return f"{self._prefix}k:{user}", f"{self._prefix}kl:{user}"
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -164,12 +202,14 @@ class RedisStateStore:
         folded_through: int,
         summary: str,
         summary_tokens: int,
+        expected_summary: str | None = None,
     ) -> bool:
         with self._errors("commit a summary fold"):
             done = self._fold(
                 keys=self._keys(user_id, session_id),
                 args=[int(expected_folded_through), int(folded_through), summary, int(summary_tokens),
-                      repr(time.time()), session_id],
+                      repr(time.time()), session_id, "0" if expected_summary is None else "1",
+                      expected_summary or ""],
             )
         return bool(int(done))
 
@@ -206,11 +246,58 @@ class RedisStateStore:
         with self._errors("list sessions"):
             return sorted(self._client.smembers(self._user_key(user_id)))
 
+    # --- keyword log -----------------------------------------------------------------
+    def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
+        meta_key, log_key = self._keyword_keys(user_id)
+        with self._errors("append to the keyword log"):
+            if not ids:
+                return int(self._client.hget(meta_key, "counter") or 0)
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hincrby(meta_key, "counter", len(ids))
+            pipe.rpush(log_key, *ids)
+            pipe.ltrim(log_key, -KEYWORD_LOG_LIMIT, -1)
+            counter, _, _ = pipe.execute()
+        return int(counter)
+
+    def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges:
+        with self._errors("read the keyword log"):
+            reply = self._changes(keys=list(self._keyword_keys(user_id)), args=[int(after), int(generation)])
+        current, counter, complete = int(reply[0]), int(reply[1]), int(reply[2])
+        return KeywordChanges(current, counter, tuple(reply[3]) if complete else None)
+
+    def reset_keywords(self, user_id: str) -> int:
+        meta_key, log_key = self._keyword_keys(user_id)
+        with self._errors("reset the keyword log"):
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hincrby(meta_key, "generation", 1)
+            pipe.delete(log_key)  # every reader rebuilds: the entries so far are no use
+            generation, _ = pipe.execute()
+        return int(generation)
+
+    # --- dead letters ----------------------------------------------------------------
+    def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:
+        payloads = letters_to_json(letters)
+        if not payloads:
+            return
+        with self._errors("store dead letters"):
+            self._client.hset(self._prefix + "dl", mapping={d.record_id: p for d, p in zip(letters, payloads)})
+
+    def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:
+        with self._errors("read dead letters"):
+            payloads = self._client.hvals(self._prefix + "dl")
+        found = [letter_from_json(p) for p in payloads]
+        return sorted((d for d in found if user_id is None or d.user_id == user_id),
+                      key=lambda d: (d.failed_at, d.record_id))
+
+    def remove_dead_letters(self, record_ids: Sequence[str]) -> int:
+        if not record_ids:
+            return 0
+        with self._errors("remove dead letters"):
+            return int(self._client.hdel(self._prefix + "dl", *set(record_ids)))
+
     def close(self) -> None:
-        try:
+        with contextlib.suppress(*self._redis_errors):  # closing is best effort
             self._client.close()
-        except self._redis_errors:  # closing is best effort
-            pass
 
 
 def _encode(m: StateMessage) -> str:

@@ -1,26 +1,62 @@
-"""Working state in a SQLite file under ``persist_dir``.
+"""Working state in a SQLite file under ``persist_dir``, one file per collection.
 
 Every mutation is one ``BEGIN IMMEDIATE`` transaction, so several threads
 and processes on one machine can share a session: SQLite's write lock
 serializes them, sequence numbers come from the row they lock, and a fold
 commits only if ``folded_through`` is unchanged. WAL mode keeps readers off
 the writers' backs; a committed transaction survives a crash (synchronous=FULL).
+
+The same file holds the collection's keyword log and dead letters
+(see :mod:`memory_vec.state._sqlite_logs`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from ..errors import StateStoreError
-from .base import NewMessage, StateMessage, WorkingState
+from ..errors import ConfigError, StateStoreError
+from . import _sqlite_logs as logs
+from ._letters import letters_to_json
+from .base import DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
 
-__all__ = ["SQLiteStateStore"]
+__all__ = ["SQLiteStateStore", "sqlite_state_path"]
+
+# Kept as-is in a file name. Lower case only: on a case-insensitive file
+# system (macOS, Windows) "Chat" and "chat" would otherwise share a file.
+_PLAIN_NAME = re.compile(r"[a-z0-9._-]{1,64}")
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
+_BACKEND_NAME = re.compile(r"[a-z0-9_]{1,32}")
+
+
+def sqlite_state_path(persist_dir: str, backend: str, collection: str) -> str:
+    """Where the working state of one (backend kind, collection) lives.
+
+    ``<persist_dir>/state/<backend>-<collection>.sqlite3``. A collection name
+    that is not plain lower-case ``[a-z0-9._-]`` (at most 64 characters) gets
+    a readable part plus ``~`` and a hash of the exact name: ``~`` never occurs
+    in a plain name, so two different collections never share a file.
+
+    Example:
+        >>> sqlite_state_path("/data", "chroma", "notes")
+        '/data/state/chroma-notes.sqlite3'
+    """
+    if not _BACKEND_NAME.fullmatch(backend):
+        raise ConfigError(f"backend {backend!r} cannot name a state file; expected one of the backend names "
+                          "(lower-case letters, digits, '_')")
+    if _PLAIN_NAME.fullmatch(collection):
+        name = collection
+    else:
+        digest = hashlib.sha256(collection.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = f"{_UNSAFE_CHARS.sub('_', collection)[:32]}~{digest}"
+    return os.path.join(persist_dir, "state", f"{backend}-{name}.sqlite3")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -38,6 +74,17 @@ CREATE TABLE IF NOT EXISTS messages (
 
 
 class SQLiteStateStore:
+    """Working state, keyword log and dead letters of one collection in a SQLite file.
+
+    Threads share one instance (a connection per thread); processes open
+    their own instance on the same file.
+
+    Example:
+        >>> store = SQLiteStateStore(sqlite_state_path(persist_dir, "chroma", "notes"))  # doctest: +SKIP
+        >>> store.append("alice", "chat-1", [NewMessage("m1", "user", "hi", 0.0, 1)])  # doctest: +SKIP
+        [1]
+    """
+
     name = "sqlite"
 
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
@@ -46,7 +93,7 @@ class SQLiteStateStore:
         self._timeout = timeout
         self._local = threading.local()
         try:
-            self._conn().executescript(_SCHEMA)
+            self._conn().executescript(_SCHEMA + logs.LOGS_SCHEMA)
         except sqlite3.Error as exc:
             raise StateStoreError(f"Cannot open the working-state database {path!r}: {exc}") from exc
 
@@ -74,6 +121,19 @@ class SQLiteStateStore:
         else:
             conn.execute("COMMIT")
 
+    @contextmanager
+    def _snapshot(self, action: str) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several SELECTs see one consistent state."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")  # read-only: ending it cannot lose anything
+        except sqlite3.Error as exc:
+            raise StateStoreError(f"Cannot {action} from {self.path!r}: {exc}") from exc
+
     @staticmethod
     def _ensure(conn: sqlite3.Connection, user_id: str, session_id: str) -> None:
         conn.execute(
@@ -81,9 +141,7 @@ class SQLiteStateStore:
         )
 
     def load(self, user_id: str, session_id: str) -> WorkingState:
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN")  # one consistent snapshot of both tables
+        with self._snapshot("read working state") as conn:
             row = conn.execute(
                 "SELECT summary, summary_tokens, next_seq, folded_through, updated_at FROM sessions "
                 "WHERE user_id=? AND session_id=?",
@@ -94,9 +152,6 @@ class SQLiteStateStore:
                 "WHERE user_id=? AND session_id=? ORDER BY seq",
                 (user_id, session_id),
             ).fetchall()
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StateStoreError(f"Cannot read working state from {self.path!r}: {exc}") from exc
         state = WorkingState(user_id, session_id)
         if row is not None:
             state.summary, state.summary_tokens, state.next_seq, state.folded_through, state.updated_at = row
@@ -135,15 +190,17 @@ class SQLiteStateStore:
         folded_through: int,
         summary: str,
         summary_tokens: int,
+        expected_summary: str | None = None,
     ) -> bool:
+        sql = ("UPDATE sessions SET summary=?, summary_tokens=?, folded_through=?, updated_at=? "
+               "WHERE user_id=? AND session_id=? AND folded_through=?")
+        params: tuple[object, ...] = (summary, summary_tokens, folded_through, time.time(), user_id, session_id,
+                                      expected_folded_through)
+        if expected_summary is not None:
+            sql, params = sql + " AND summary=?", (*params, expected_summary)
         with self._tx() as conn:
             self._ensure(conn, user_id, session_id)
-            cur = conn.execute(
-                "UPDATE sessions SET summary=?, summary_tokens=?, folded_through=?, updated_at=? "
-                "WHERE user_id=? AND session_id=? AND folded_through=?",
-                (summary, summary_tokens, folded_through, time.time(), user_id, session_id,
-                 expected_folded_through),
-            )
+            cur = conn.execute(sql, params)
             if cur.rowcount != 1:
                 return False
             conn.execute(
@@ -190,6 +247,33 @@ class SQLiteStateStore:
             "SELECT session_id FROM sessions WHERE user_id=? ORDER BY session_id", (user_id,)
         ).fetchall()
         return [r[0] for r in rows]
+
+    # --- keyword log -----------------------------------------------------------------
+    def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
+        with self._tx() as conn:
+            return logs.log_writes(conn, user_id, ids)
+
+    def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges:
+        with self._snapshot("read the keyword log") as conn:
+            return logs.keyword_changes(conn, user_id, after=after, generation=generation)
+
+    def reset_keywords(self, user_id: str) -> int:
+        with self._tx() as conn:
+            return logs.reset_keywords(conn, user_id)
+
+    # --- dead letters ----------------------------------------------------------------
+    def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:
+        payloads = letters_to_json(letters)
+        with self._tx() as conn:
+            logs.add_dead_letters(conn, letters, payloads)
+
+    def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:
+        with self._snapshot("read dead letters") as conn:
+            return logs.dead_letters(conn, user_id)
+
+    def remove_dead_letters(self, record_ids: Sequence[str]) -> int:
+        with self._tx() as conn:
+            return logs.remove_dead_letters(conn, record_ids)
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -12,6 +12,11 @@ Subclass :class:`StateStoreConformance` and provide:
     Python source that, in a fresh interpreter, binds ``store`` to a new
     instance on the same storage.
 
+Contracts: sessions (append, compare-and-set folds on ``folded_through`` and
+the summary, whole-session writes), the per-user keyword log (counters,
+changes since a position, generations, trimming) and dead letters, each
+under threads and, where supported, processes and reopening.
+
 Example::
 
     class TestMyStore(StateStoreConformance):
@@ -24,49 +29,22 @@ Example::
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-import threading
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from ..state.base import StateMessage, StateStore, WorkingState
+from ._state_log_contracts import DeadLetterContracts, KeywordLogContracts
+from ._state_support import HOSTILE_IDS, dead_letter, in_threads, new_message
 
-import pytest
-
-from ..state.base import NewMessage, StateMessage, StateStore, WorkingState
-
-__all__ = ["StateStoreConformance", "new_message"]
-
-HOSTILE_IDS = ("u:1", "a:b:c", "x' or 1==1", 'q"uote', "用户🙂", "back\\slash")
+__all__ = ["StateStoreConformance", "dead_letter", "in_threads", "new_message"]
 
 
-def new_message(i: int | str, content: str | None = None, **fields: Any) -> NewMessage:
-    """A message with deterministic defaults."""
-    fields.setdefault("role", "user")
-    fields.setdefault("timestamp", 1_700_000_000.123456789 + (i if isinstance(i, int) else 0))
-    fields.setdefault("tokens", 3)
-    return NewMessage(id=f"m{i}", content=content if content is not None else f"message {i}", **fields)
-
-
-class StateStoreConformance:
-    """Contracts of :class:`~memory_vec.state.base.StateStore`."""
-
-    supports_reopen: ClassVar[bool] = False
-    supports_multiprocess: ClassVar[bool] = False
-
-    @pytest.fixture
-    def store(self) -> Iterator[StateStore]:
-        """Yield an empty store (abstract)."""
-        raise NotImplementedError("StateStoreConformance subclasses must define a `store` fixture")
-
-    def reopen(self, store: StateStore) -> StateStore:
-        raise NotImplementedError
-
-    def subprocess_code(self, store: StateStore) -> str | None:
-        return None
+class StateStoreConformance(KeywordLogContracts, DeadLetterContracts):
+    """Contracts of :class:`~memory_vec.state.base.StateStore`: sessions here,
+    the keyword log and dead letters in the classes it derives from."""
 
     # --- basics ----------------------------------------------------------------------
+    def test_implements_the_protocol(self, store: StateStore) -> None:
+        assert isinstance(store, StateStore)
+        assert isinstance(store.name, str) and store.name
+
     def test_load_of_empty_session(self, store: StateStore) -> None:
         state = store.load("u1", "s1")
         assert (state.user_id, state.session_id, state.summary, state.messages) == ("u1", "s1", "", [])
@@ -112,21 +90,41 @@ class StateStoreConformance:
 
     def test_concurrent_folds_only_one_wins(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(i) for i in range(1, 11)])
-        results: list[bool] = []
-        barrier = threading.Barrier(8)
-
-        def fold(t: int) -> None:
-            barrier.wait()
-            results.append(store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=5,
-                                             summary=f"by {t}", summary_tokens=1))
-
-        threads = [threading.Thread(target=fold, args=(t,)) for t in range(8)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(30)
+        results = in_threads(8, lambda t: store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=5,
+                                                            summary=f"by {t}", summary_tokens=1))
         assert sorted(results) == [False] * 7 + [True]
         assert [m.seq for m in store.load("u1", "s1").messages] == [6, 7, 8, 9, 10]
+
+    def test_commit_fold_checks_the_expected_summary(self, store: StateStore) -> None:
+        store.append("u1", "s1", [new_message(i) for i in range(1, 5)])
+        assert store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=2, summary='S "1" 🙂',
+                                 summary_tokens=2, expected_summary="")  # a new session's summary is ""
+        # Same fold position, another summary: a patch planned on a stale summary fails.
+        assert not store.commit_fold("u1", "s1", expected_folded_through=2, folded_through=2, summary="patched",
+                                     summary_tokens=1, expected_summary="S 1")
+        state = store.load("u1", "s1")
+        assert (state.summary, state.summary_tokens, [m.seq for m in state.messages]) == ('S "1" 🙂', 2, [3, 4])
+        assert store.commit_fold("u1", "s1", expected_folded_through=2, folded_through=2, summary="patched",
+                                 summary_tokens=1, expected_summary='S "1" 🙂')
+        # Both conditions hold together: the right summary with a stale position fails.
+        assert not store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=3, summary="x",
+                                     summary_tokens=1, expected_summary="patched")
+        # None checks the position only.
+        assert store.commit_fold("u1", "s1", expected_folded_through=2, folded_through=3, summary="folded",
+                                 summary_tokens=1)
+        state = store.load("u1", "s1")
+        assert (state.summary, state.folded_through, [m.seq for m in state.messages]) == ("folded", 3, [4])
+
+    def test_concurrent_summary_patches_only_one_wins(self, store: StateStore) -> None:
+        store.append("u1", "s1", [new_message(1)])
+        store.set_summary("u1", "s1", "base", 1)
+        results = in_threads(8, lambda t: store.commit_fold(
+            "u1", "s1", expected_folded_through=0, folded_through=0, summary=f"patch {t}", summary_tokens=2,
+            expected_summary="base"))
+        assert sorted(results) == [False] * 7 + [True]
+        state = store.load("u1", "s1")
+        assert state.summary == f"patch {results.index(True)}"
+        assert [m.id for m in state.messages] == ["m1"]
 
     def test_set_summary(self, store: StateStore) -> None:
         store.set_summary("u1", "s1", "hello", 1)
@@ -156,55 +154,27 @@ class StateStoreConformance:
         assert store.append("u1", "s1", [new_message(1)]) == [1]
 
     def test_persists_across_reopen(self, store: StateStore) -> None:
-        if not self.supports_reopen:
-            pytest.skip("store does not persist")
         store.append("u1", "s1", [new_message(1), new_message(2)])
         store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=1, summary="one",
                           summary_tokens=1)
         before = store.load("u1", "s1")
-        store.close()
-        fresh = self.reopen(store)
-        try:
+        with self.reopened(store) as fresh:
             after = fresh.load("u1", "s1")
             assert (after.summary, after.messages, after.next_seq, after.folded_through) == (
                 before.summary, before.messages, before.next_seq, before.folded_through)
             assert fresh.append("u1", "s1", [new_message(3)]) == [3]
-        finally:
-            fresh.close()
 
     # --- concurrency ---------------------------------------------------------------------------
     def test_threads_append_concurrently(self, store: StateStore) -> None:
-        errors: list[BaseException] = []
-        barrier = threading.Barrier(8)
-
         def writer(t: int) -> None:
-            try:
-                barrier.wait()
-                for i in range(25):
-                    store.append("u1", "s1", [new_message(f"{t}-{i}"), new_message(f"{t}-{i}b")])
-            except BaseException as exc:  # surfaced below
-                errors.append(exc)
+            for i in range(25):
+                store.append("u1", "s1", [new_message(f"{t}-{i}"), new_message(f"{t}-{i}b")])
 
-        threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(120)
-        assert not errors, errors
+        in_threads(8, writer)
         self._assert_complete(store.load("u1", "s1"), [f"{t}-{i}" for t in range(8) for i in range(25)])
 
     def test_processes_append_concurrently(self, store: StateStore) -> None:
-        if not self.supports_multiprocess:
-            pytest.skip("store is single-process")
-        code = self.subprocess_code(store)
-        if code is None:
-            pytest.skip("subprocess_code() not provided")
-        procs = [subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
-        jobs = [json.dumps({"code": code, "prefix": f"p{p}", "n": 30}) for p in range(4)]
-        outputs = [proc.communicate(job, timeout=120) for proc, job in zip(procs, jobs)]
-        for proc, (_, err) in zip(procs, outputs):
-            assert proc.returncode == 0, err[-3000:]
+        self.in_processes(store, "append", procs=4, n=30)
         self._assert_complete(store.load("u1", "s1"), [f"p{p}-{i}" for p in range(4) for i in range(30)])
 
     @staticmethod
@@ -218,15 +188,3 @@ class StateStoreConformance:
         by_id = {m.id: m.seq for m in state.messages}
         assert all(by_id[f"m{k}b"] == by_id[f"m{k}"] + 1 for k in keys)
 
-
-_CHILD = textwrap.dedent("""
-    import json, sys
-    from memory_vec.testing.state_conformance import new_message
-    job = json.loads(sys.stdin.read())
-    ns = {}
-    exec(job["code"], ns)
-    store = ns["store"]
-    for i in range(job["n"]):
-        store.append("u1", "s1", [new_message(f"{job['prefix']}-{i}"), new_message(f"{job['prefix']}-{i}b")])
-    store.close()
-""")

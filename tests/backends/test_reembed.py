@@ -51,9 +51,9 @@ def test_reembed_config_on_embedded_chroma_lets_the_new_embedder_open(tmp_path: 
     backend.close()
     config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path))
     assert reembed(config, new, batch_size=2, progress=True).records == 4
-    from memory_vec.backends import release_shared_backends
+    from memory_vec import release_stores
 
-    release_shared_backends()
+    release_stores()
     reopened = ChromaBackend(path=tmp_path / "chroma", collection="memory_vec")
     try:
         with pytest.raises(EmbeddingModelMismatchError, match="hash-48.*hash-32"):

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from langchain_classic.chains import ConversationChain, LLMChain
+from langchain_classic.chains.conversation.prompt import PROMPT as STOCK_PROMPT
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake import FakeListLLM
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -16,7 +17,14 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import PromptTemplate
 from pydantic import ValidationError
 
-from langchain_memory_vec import CHAT_PROMPT, INTERNAL_TAG, PROMPT, VectorSummaryMemory
+from langchain_memory_vec import (
+    CHAT_PROMPT,
+    INTERNAL_TAG,
+    PROMPT,
+    CoreChatMessageHistory,
+    MissingPromptVariableError,
+    VectorSummaryMemory,
+)
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.errors import InvalidInputError
 from memory_vec.summary import SUMMARY_PROMPT
@@ -35,7 +43,7 @@ def chat(memory: VectorSummaryMemory, turns: list[str]) -> None:
 def slots(prompt: str) -> tuple[str, str, str]:
     """Split a PROMPT rendering into (relevant slot, history slot, current input)."""
     head, rest = prompt.split("Current conversation:\n", 1)
-    history, current = rest.rsplit("\nHuman: ", 1)
+    history, current = rest.rsplit("\nuser: ", 1)
     return head, history, current
 
 
@@ -130,23 +138,59 @@ def test_conversation_chain_stock_prompt_with_folded_memories(core_factory: Any,
     assert "The staging server is called hermes." in capture.prompts[0].split("Human: What is")[0]
 
 
-def test_stock_prompt_without_relevant_slot_names_the_fix(core_factory: Any) -> None:
+def test_stock_prompt_without_relevant_slot_is_refused_or_folded(core_factory: Any,
+                                                                capture: PromptCapture) -> None:
+    # A memory built without seeing the prompt fills {relevant_memories}:
+    # ConversationChain compares variables itself and refuses the stock prompt,
     memory = VectorSummaryMemory(core=core_factory())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises((ValidationError, InvalidInputError)) as err:
+        with pytest.raises(ValidationError, match="relevant_memories"):
             ConversationChain(llm=FakeListLLM(responses=["x"]), memory=memory)
-    assert "relevant_memories_key=None" in str(err.value) and "PROMPT" in str(err.value)
+    # check_prompt names the fixes,
+    with pytest.raises(MissingPromptVariableError) as err:
+        memory.check_prompt(STOCK_PROMPT)
+    assert "relevant_memories_key=None" in str(err.value) and "for_prompt" in str(err.value)
+    assert isinstance(err.value, InvalidInputError)
+    # and a memory built for the stock prompt folds the memories into {history}.
+    VectorSummaryMemory(core=core_factory(session_id="old")).save_context(
+        {"input": "The staging server is called hermes."}, {"output": "OK."})
+    folded = VectorSummaryMemory.for_prompt(STOCK_PROMPT, core=core_factory())
+    assert folded.memory_variables == ["history"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chain = ConversationChain(llm=FakeListLLM(responses=["hermes"]), memory=folded)
+    chain.invoke({"input": "What is the staging server called?"}, {"callbacks": [capture]})
+    assert "The staging server is called hermes." in capture.prompts[0].split("Human: What is")[0]
 
 
-def test_llm_chain_custom_prompt_missing_relevant_slot_names_the_fix(core_factory: Any) -> None:
-    memory = VectorSummaryMemory(core=core_factory())
+def test_for_prompt_folds_memories_a_custom_prompt_has_no_slot_for(core_factory: Any,
+                                                                  capture: PromptCapture) -> None:
+    VectorSummaryMemory(core=core_factory(session_id="old")).save_context(
+        {"input": "My locker code is 4711."}, {"output": "Noted."})
     prompt = PromptTemplate.from_template("{history}\nQ: {input}\nA:")
-    chain = LLMChain(llm=FakeListLLM(responses=["x"]), prompt=prompt, memory=memory)
-    with pytest.raises(InvalidInputError, match=r"relevant_memories_key=None"):
-        chain.invoke({"input": "hi"})
-    with pytest.raises(InvalidInputError, match=r"\{relevant_memories\}"):
-        memory.check_prompt(prompt)
+    memory = VectorSummaryMemory.for_prompt(prompt, core=core_factory())
+    chain = LLMChain(llm=FakeListLLM(responses=["4711"]), prompt=prompt, memory=memory)
+    chain.invoke({"input": "What is my locker code?"}, {"callbacks": [capture]})
+    assert "My locker code is 4711." in capture.prompts[0].split("Q: What is")[0]  # folded, not dropped
+    memory.check_prompt(prompt)
+
+    # A prompt with the slot gets the memories in it, not in the history.
+    slotted = VectorSummaryMemory.for_prompt(PROMPT, core=core_factory(session_id="new"))
+    loaded = slotted.load_memory_variables({"input": "What is my locker code?"})
+    assert "My locker code is 4711." in loaded["relevant_memories"]
+    assert "4711" not in loaded["history"]
+
+
+def test_for_prompt_refuses_a_prompt_without_the_needed_variables(core_factory: Any) -> None:
+    no_history = PromptTemplate.from_template("{relevant_memories}\nQ: {input}\nA:")
+    with pytest.raises(MissingPromptVariableError, match=r"\{history\}"):
+        VectorSummaryMemory.for_prompt(no_history, config=MemoryConfig(user_id="never-built"))
+    prompt = PromptTemplate.from_template("{history}\nQ: {input}\nA:")
+    with pytest.raises(MissingPromptVariableError, match=r"\{facts\}"):  # an explicit key is checked, not folded
+        VectorSummaryMemory.for_prompt(prompt, core=core_factory(), relevant_memories_key="facts")
+    chat = VectorSummaryMemory.for_prompt(CHAT_PROMPT, core=core_factory(), return_messages=True)
+    assert chat.memory_variables == ["history", "relevant_memories"]
 
 
 def test_llm_chain_with_custom_prompt_and_input_key(core_factory: Any, capture: PromptCapture) -> None:
@@ -184,6 +228,27 @@ def test_lcel_recipe_manual_load_and_save(core_factory: Any, capture: PromptCapt
     memory.check_prompt(PROMPT)  # both slots present: no error
 
 
+def test_history_and_current_turn_share_one_labelling(core_factory: Any) -> None:
+    memory = VectorSummaryMemory.for_prompt(PROMPT, core=core_factory())
+    memory.save_context({"input": "I live in Lisbon."}, {"output": "Noted, Lisbon."})
+    question = "Where do I live?"
+    inputs = {"input": question}
+    lines = PROMPT.format(**inputs, **memory.load_memory_variables(inputs)).splitlines()
+    # The labels PROMPT gives the current turn ...
+    user_label = lines[-2].removesuffix(question)
+    assistant_label = lines[-1]
+    assert lines[-2].endswith(question) and user_label and assistant_label.endswith(":")
+    # ... are the labels of the same speakers' earlier turns in the history.
+    assert f"{user_label}I live in Lisbon." in lines
+    assert f"{assistant_label} Noted, Lisbon." in lines
+
+    # Chat form: earlier and current user turns are both human messages.
+    chat = VectorSummaryMemory.for_prompt(CHAT_PROMPT, core=core_factory(session_id="chat"), return_messages=True)
+    chat.save_context({"input": "I live in Lisbon."}, {"output": "Noted, Lisbon."})
+    messages = CHAT_PROMPT.format_messages(**inputs, **chat.load_memory_variables(inputs))
+    assert [type(m) for m in messages[-3:]] == [HumanMessage, AIMessage, HumanMessage]
+
+
 def test_stream_then_save_with_chat_prompt(core_factory: Any, capture: PromptCapture) -> None:
     memory = VectorSummaryMemory(core=core_factory(), return_messages=True)
     memory.check_prompt(CHAT_PROMPT)
@@ -212,6 +277,7 @@ async def _async_paths(core_factory: Any) -> None:
         conv = ConversationChain(llm=FakeListLLM(responses=["ok"]), memory=memory, prompt=PROMPT)
     await conv.ainvoke({"input": "Thanks."})
     assert len(memory.chat_memory.messages) == 4
+    assert [m.text for m in await memory.chat_memory.aget_messages()][-2:] == ["Thanks.", "ok"]
     await memory.aclear()
     assert memory.chat_memory.messages == []
     assert (await memory.aload_memory_variables({"input": "Where is the offsite?"}))["relevant_memories"] == ""
@@ -244,3 +310,5 @@ def test_built_from_config_llm_and_embeddings(capture: PromptCapture) -> None:
     assert memory.config is memory.core.config
     with pytest.raises(ValueError, match="either core"):  # pydantic wraps it in a ValidationError
         VectorSummaryMemory(core=memory.core, config=MemoryConfig())
+    with pytest.raises(ValueError, match="manages chat_memory itself"):
+        VectorSummaryMemory(core=memory.core, chat_memory=CoreChatMessageHistory(memory.core, session_id="other"))

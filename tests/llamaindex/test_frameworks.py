@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pytest
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
@@ -223,14 +225,23 @@ def test_memory_block_in_a_chat_engine_sends_recall_to_llm(
     assert "My favourite colour is teal." in (system.content or "")
 
 
-def test_block_skips_non_text_with_trace(make_block: Callable[..., VectorSummaryMemoryBlock]) -> None:
-    from llama_index.core.base.llms.types import ImageBlock
+def test_block_skips_non_text_and_logs_it(make_block: Callable[..., VectorSummaryMemoryBlock],
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    from llama_index.core.base.llms.types import ImageBlock, TextBlock
 
     block = make_block()
-    asyncio.run(block.aput([ChatMessage(role="user", blocks=[ImageBlock(url="https://example.com/x.png")])]))
+    with caplog.at_level(logging.INFO, logger="llamaindex_memory_vec"):
+        asyncio.run(block.aput([ChatMessage(role="user", blocks=[ImageBlock(url="https://example.com/x.png")])]))
     assert block.core.working_state().messages == []
-    assert any("image" in e for e in block.core.last_trace.events)  # type: ignore[union-attr]
+    assert any("no text to store (image)" in r.getMessage() for r in caplog.records)
     assert asyncio.run(block.aget([])) == ""
+
+    async def mixed() -> list[str]:  # the rest is stored: the note joins that write's trace
+        await block.aput([ChatMessage(role="user", blocks=[TextBlock(text="a cat"), ImageBlock(url="https://example.com/y.png")])])
+        trace = block.core.last_trace
+        return trace.events if trace is not None else []
+
+    assert any("blocks without text skipped: image" in e for e in asyncio.run(mixed()))
 
 
 def _session_filter(block: VectorSummaryMemoryBlock) -> Any:

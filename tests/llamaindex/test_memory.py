@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -138,12 +139,13 @@ def test_reset_deletes_session_vectors_but_not_other_sessions(
     assert texts(two.get_all()) == ["user: beta fact about bananas", "assistant: ok"]
 
 
-def test_image_only_message_is_skipped_with_trace_entry(memory: VectorSummaryMemory) -> None:
+def test_image_only_message_is_skipped_and_logged(memory: VectorSummaryMemory,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     image = ChatMessage(role="user", blocks=[ImageBlock(url="https://example.com/cat.png")])
-    memory.put(image)
+    with caplog.at_level(logging.INFO, logger="llamaindex_memory_vec"):
+        memory.put(image)
     assert memory.get_all() == []
-    assert memory.core.last_trace is not None
-    assert any("no text to store (image)" in e for e in memory.core.last_trace.events)
+    assert any("no text to store (image)" in r.getMessage() for r in caplog.records)
 
 
 def test_mixed_message_keeps_its_text(memory: VectorSummaryMemory) -> None:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from memory_vec.backends import RecordFilter
-from memory_vec.recall.bm25 import BM25Index, IndexedDoc, mentioned_speakers, registry, tokenize
+from memory_vec.recall.bm25 import BM25Index, IndexedDoc, mentioned_speakers, tokenize
 from memory_vec.recall.ranking import Candidate, RankingPolicy, decay, rank
 from memory_vec.records import MemoryRecord
 
@@ -76,9 +76,10 @@ def test_index_follows_new_messages_and_forgets_cleared_ones(make_core) -> None:
     core = make_core(hybrid=True, bm25_weight=0.7)
     core.add_message("user", "we talked about the weather")
     core.recall("weather", k=3)
-    index = registry.get(id(core.backend), "u1", core._load_text_index)
+    index = core.store.keywords.for_user("u1")
     core.add_message("user", "the locker number is QX55")
-    assert registry.get(id(core.backend), "u1", core._load_text_index) is index  # fed, not rebuilt
+    assert core.store.keywords.for_user("u1") is index  # fed, not rebuilt
+    assert any(d == core.recall("QX55", k=1)[0].id for d, _ in index.search("QX55", k=3))
     assert "QX55" in core.recall("QX55", k=1)[0].text
     core.clear()
     assert core.recall("QX55", k=3) == []
@@ -89,7 +90,7 @@ def test_index_follows_new_messages_and_forgets_cleared_ones(make_core) -> None:
 def test_index_builds_lazily_from_the_store(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(hybrid=True, bm25_weight=0.7)
     core.add_message("user", "the wifi password is hunter2zz")
-    registry.invalidate(id(core.backend))  # as in a new process over the same store
+    core.store.keywords.drop()  # as in a new process over the same store
     hits = core.recall("hunter2zz", k=1)
     assert hits and hits[0].components["bm25"] > 0
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from memory_vec.errors import StateStoreError
+from memory_vec.state import StateMessage
 from memory_vec.state.redis import RedisStateStore
-from memory_vec.testing.state_conformance import StateStoreConformance, new_message
+from memory_vec.testing.state_conformance import StateStoreConformance, dead_letter, new_message
 from tests._services import Service, free_port
 from tests.fixtures_redis import redis_url
 
@@ -50,3 +52,40 @@ def test_namespaces_are_separate(redis_server: Service) -> None:
     b.clear("u", "s")
     a.append("u", "s", [new_message(1)])
     assert b.load("u", "s").messages == []
+
+
+def test_session_key_layout_is_unchanged(redis_server: Service) -> None:
+    """Sessions written by 0.1 (same key layout) load and keep working; the new
+    per-collection keys stay under the namespace."""
+    import redis
+
+    url, namespace = redis_url(redis_server), f"layout:{uuid.uuid4().hex}"
+    client = redis.Redis.from_url(url, decode_responses=True)
+    ns, user, session = _b64(namespace), _b64("u:1"), _b64("s1")
+    base = f"memvec:{ns}:s:{user}:{session}"
+    client.hset(base + ":meta", mapping={"summary": "old", "summary_tokens": 2, "next_seq": 3, "folded_through": 1,
+                                         "updated_at": "1.5"})
+    client.zadd(base + ":msgs", {'2:["m2", "user", "hi", 1.25, 1, {"k": 1}]': 2})
+    client.sadd(f"memvec:{ns}:u:{user}", "s1")
+    store = RedisStateStore(url, namespace=namespace)
+    try:
+        state = store.load("u:1", "s1")
+        assert (state.summary, state.next_seq, state.folded_through) == ("old", 3, 1)
+        assert state.messages == [StateMessage(2, "m2", "user", "hi", 1.25, 1, {"k": 1})]
+        assert store.commit_fold("u:1", "s1", expected_folded_through=1, folded_through=1, summary="new",
+                                 summary_tokens=1, expected_summary="old")
+        assert store.append("u:1", "s1", [new_message(3)]) == [3]
+        assert store.sessions("u:1") == ["s1"]
+        store.log_writes("u:1", ["r1"])
+        store.add_dead_letters([dead_letter("r1", "u:1")])
+        keys = set(client.scan_iter(f"memvec:{ns}:*"))
+        assert keys == {base + ":meta", base + ":msgs", f"memvec:{ns}:u:{user}", f"memvec:{ns}:k:{user}",
+                        f"memvec:{ns}:kl:{user}", f"memvec:{ns}:dl"}
+        client.delete(*keys)
+    finally:
+        store.close()
+        client.close()
+
+
+def _b64(value: str) -> str:
+    return base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")

@@ -1,14 +1,24 @@
-"""SQLiteStateStore through the state conformance suite (threads and processes)."""
+"""SQLiteStateStore through the state conformance suite (threads and processes), and its file layout."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memory_vec.state import SQLiteStateStore
-from memory_vec.testing.state_conformance import StateStoreConformance
+from memory_vec import MemoryConfig
+from memory_vec.errors import ConfigError
+from memory_vec.state import (
+    InMemoryStateStore,
+    SQLiteStateStore,
+    StateStore,
+    create_state_store,
+    sqlite_state_path,
+)
+from memory_vec.testing.state_conformance import StateStoreConformance, new_message
 
 
 class TestSQLiteStateStore(StateStoreConformance):
@@ -26,3 +36,62 @@ class TestSQLiteStateStore(StateStoreConformance):
 
     def subprocess_code(self, store: SQLiteStateStore) -> str:  # type: ignore[override]
         return f"from memory_vec.state import SQLiteStateStore\nstore = SQLiteStateStore({store.path!r})\n"
+
+
+# --- one file per (backend kind, collection) -------------------------------------------------
+HOSTILE_COLLECTIONS = ("a/b", "../up", "..", ".", "a\\b", "c:d", "用户", "a~b", " spaced ", "con", "nul.txt",
+                       "x" * 256, "x" * 255 + "y", "a?b#c%d", "memory-a")
+
+
+def test_sqlite_state_path_keeps_plain_names(tmp_path: Path) -> None:
+    assert sqlite_state_path(str(tmp_path), "chroma", "notes_v2.1-x") == str(
+        tmp_path / "state" / "chroma-notes_v2.1-x.sqlite3")
+    assert sqlite_state_path("/data", "milvus", "memory_vec") == "/data/state/milvus-memory_vec.sqlite3"
+
+
+def test_sqlite_state_path_never_shares_a_file(tmp_path: Path) -> None:
+    names = [*HOSTILE_COLLECTIONS, "Chat", "chat", "CHAT", "a_b", "a-b"]
+    paths = [sqlite_state_path(str(tmp_path), "chroma", name) for name in names]
+    # Distinct even on a case-insensitive file system, all directly under <persist_dir>/state.
+    assert len({p.lower() for p in paths}) == len(names)
+    for path in paths:
+        assert os.path.dirname(path) == str(tmp_path / "state")
+        base = os.path.basename(path)
+        assert re.fullmatch(r"chroma-[A-Za-z0-9._~-]+\.sqlite3", base) and len(base) < 120, base
+    # The backend kind is part of the name.
+    assert sqlite_state_path("/d", "chroma", "x") != sqlite_state_path("/d", "milvus", "x")
+    # Each path works: one store per name, each with its own data.
+    for name, path in zip(names, paths):
+        store = SQLiteStateStore(path)
+        store.append("u1", "s1", [new_message(1, name)])
+        store.close()
+    assert len(os.listdir(tmp_path / "state")) >= len(names)
+    for name, path in zip(names, paths):
+        store = SQLiteStateStore(path)
+        assert [m.content for m in store.load("u1", "s1").messages] == [name]
+        store.close()
+
+
+def test_sqlite_state_path_rejects_a_backend_that_cannot_name_a_file() -> None:
+    with pytest.raises(ConfigError, match="backend"):
+        sqlite_state_path("/d", "../x", "c")
+
+
+def test_create_state_store_keys_sqlite_by_collection(tmp_path: Path) -> None:
+    def make(collection: str, backend: str = "chroma") -> StateStore:
+        return create_state_store(MemoryConfig(backend=backend, persist_dir=str(tmp_path), collection=collection))
+
+    a, b, a_milvus = make("a"), make("b"), make("a", "milvus")
+    try:
+        assert isinstance(a, SQLiteStateStore) and isinstance(b, SQLiteStateStore)
+        assert isinstance(a_milvus, SQLiteStateStore)
+        assert a.path == sqlite_state_path(str(tmp_path), "chroma", "a") != b.path != a_milvus.path
+        a.append("u1", "s1", [new_message(1)])
+        a.log_writes("u1", ["r1"])
+        assert b.load("u1", "s1").messages == [] and a_milvus.sessions("u1") == []
+        assert b.keyword_changes("u1", after=0, generation=0).counter == 0
+        assert not os.path.exists(tmp_path / "state.sqlite3")  # the 0.1 single file is not created
+    finally:
+        for s in (a, b, a_milvus):
+            s.close()
+    assert isinstance(create_state_store(MemoryConfig(backend="memory")), InMemoryStateStore)

@@ -1,9 +1,10 @@
-"""The read path of :class:`MemoryCore`: recall and context assembly.
+"""The read pipeline: candidates (dense + pending writes + keyword) -> rank
+-> neighbours -> assemble within budgets -> ``MemoryContext(..., trace)``.
 
-Kept apart from ``core.py`` (the write path and orchestration) so each file
-stays readable. The rules are in :mod:`memory_vec.recall` (ranking, BM25)
-and :mod:`memory_vec.context` (budgets); this mixin feeds them from the
-embedder, the backend, the pending writes and the per-user keyword index.
+The rules are in :mod:`memory_vec.recall` (ranking, BM25) and
+:mod:`memory_vec.context` (budgets); this module feeds them from the
+embedder, the backend, the writer's pending records and the store's keyword
+index. Each result carries its own trace.
 """
 
 from __future__ import annotations
@@ -11,47 +12,59 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from . import _validate as v
-from .backends import RecordFilter, ScoredRecord
+from .backends.base import RecordFilter, ScoredRecord
 from .context import assemble_context
+from .engine import Engine
 from .errors import BackendError, InvalidInputError
 from .facts import is_chinese
-from .recall.bm25 import IndexedDoc, mentioned_speakers, registry as _text_indexes
+from .keywords import INDEXED_KINDS
+from .recall.bm25 import BM25Index, mentioned_speakers
 from .recall.ranking import Candidate, RankingPolicy, rank
 from .records import MemoryContext, RecalledMemory
+from .scope import Scope
 from .state import WorkingState
 from .trace import TurnTrace
 
-if TYPE_CHECKING:
-    from .core import MemoryCore
-
-__all__ = ["MemoryRecall", "RECALL_KINDS"]
+__all__ = ["RECALL_KINDS", "ReadPath"]
 
 log = logging.getLogger("memory_vec")
 
-RECALL_KINDS = ("message", "fact")
+RECALL_KINDS = INDEXED_KINDS
 
 
-class MemoryRecall:
-    """Mixin: every method runs on a :class:`MemoryCore`."""
+class ReadPath:
+    """``recall`` and ``build_context`` for one engine.
+
+    Args:
+        engine: the parts.
+        heal: re-stores a session's unstored messages before it is read.
+        on_recalled: told which memories were served (reinforcement).
+    """
+
+    def __init__(self, engine: Engine, *, heal: Callable[[Scope, WorkingState], None],
+                 on_recalled: Callable[[Sequence[str]], None]) -> None:
+        self.e = engine
+        self._heal = heal
+        self._on_recalled = on_recalled
 
     @property
-    def threshold(self: MemoryCore) -> float:
+    def threshold(self) -> float:
         """Minimum final score. The embedder's default is a cosine level; with
         hybrid fusion the vector part weighs ``1 - bm25_weight``, so the
         default scales with it: a memory whose cosine alone meets the
         embedder's threshold is never dropped for lacking keywords."""
-        t = self.config.score_threshold
-        if t is not None:
-            return t
-        vector_share = 1.0 - self.config.bm25_weight if self.config.hybrid else 1.0
-        return self.embedder.default_threshold * vector_share
+        cfg = self.e.config
+        if cfg.score_threshold is not None:
+            return cfg.score_threshold
+        vector_share = 1.0 - cfg.bm25_weight if cfg.hybrid else 1.0
+        return float(self.e.embedder.default_threshold) * vector_share
 
-    def _ranking_policy(self: MemoryCore) -> RankingPolicy:
-        c = self.config
+    def ranking_policy(self) -> RankingPolicy:
+        c = self.e.config
         return RankingPolicy(
             half_life_days=c.decay_half_life_days,
             recency_weight=c.recency_weight if c.decay_half_life_days else 0.0,
@@ -60,74 +73,51 @@ class MemoryRecall:
             threshold=self.threshold,
         )
 
-    # ------------------------------------------------------------------ reads
+    # ------------------------------------------------------------------ recall
     def recall(
-        self: MemoryCore,
-        query: str,
-        *,
-        k: int | None = None,
-        scope: str | None = None,
-        session_id: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        since: Any = None,
-        until: Any = None,
-        user_id: str | None = None,
+        self, query: str, scope: Scope, *, k: int | None = None, recall_scope: str | None = None,
+        filters: Mapping[str, Any] | None = None, since: Any = None, until: Any = None,
         include_shared: bool | None = None,
-    ) -> list[RecalledMemory]:
-        """The most relevant memories for ``query``, best first.
-
-        Args:
-            query: the text to recall for (usually the new user message).
-            k: how many; default ``config.recall_k``.
-            scope: ``"user"`` (all of the user's sessions, default) or
-                ``"session"`` (only ``session_id`` or the config's session).
-            filters: equality conditions on the caller's metadata.
-            since, until: time range (datetime or epoch seconds), inclusive.
-            include_shared: also recall agent/global shared memories.
-
-        Scores are in [0, 1], higher is better; memories under
-        ``score_threshold`` are dropped. Never returns another user's
-        private memories.
-        """
-        v.check_content(query, max_bytes=self.config.max_content_bytes, field="query")
-        k = self.config.recall_k if k is None else v.check_k(k)
-        scope = scope or self.config.recall_scope
-        if scope not in ("user", "session"):
-            raise InvalidInputError(f"scope must be 'user' or 'session', got {scope!r}")
-        user, session = self._scope(user_id, session_id)
+    ) -> tuple[list[RecalledMemory], TurnTrace]:
+        cfg = self.e.config
+        v.check_content(query, max_bytes=cfg.max_content_bytes, field="query")
+        k = cfg.recall_k if k is None else v.check_k(k)
+        recall_scope = recall_scope or cfg.recall_scope
+        if recall_scope not in ("user", "session"):
+            raise InvalidInputError(f"scope must be 'user' or 'session', got {recall_scope!r}")
         where = RecordFilter(
-            user_id=user,
-            session_id=session if scope == "session" else None,
-            agent_id=self.config.agent_id,
-            include_shared=self.config.include_shared if include_shared is None else include_shared,
+            user_id=scope.user_id,
+            session_id=scope.session_id if recall_scope == "session" else None,
+            agent_id=cfg.agent_id,
+            include_shared=cfg.include_shared if include_shared is None else include_shared,
             kinds=RECALL_KINDS,
             since=v.check_timestamp(since, field="since"),
             until=v.check_timestamp(until, field="until"),
-            metadata=v.check_filters(dict(filters) if filters is not None else None),
+            metadata=v.check_filters(filters),
         )
-        trace = self._start("recall", user, session)
+        trace = self.e.start_trace("recall", scope)
         hits = self._recall(query, k, where, trace)
         trace.emit()
-        return hits
+        return hits, trace
 
-    def _recall(self: MemoryCore, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
-        cfg = self.config
+    def _recall(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
+        e, cfg = self.e, self.e.config
         t0 = time.perf_counter()
-        vector = self._embed_query(query)
+        vector = e.embed_query(query)
         trace.timings["embed"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         # A pool that does not grow with k keeps rankings prefix-consistent.
         fetch = max(cfg.candidate_pool, k * cfg.candidate_multiplier)
         found: dict[str, ScoredRecord] = {}
-        for hit in self.backend.query(vector, k=fetch, where=where):
+        for hit in e.backend.query(vector, k=fetch, where=where):
             found[hit.record.id] = hit
-        for hit in self.writer.pending_matches(vector, where):
+        for hit in e.writer.pending_matches(vector, where):
             found[hit.record.id] = hit
         trace.timings["vector_query"] = time.perf_counter() - t0
-        index = None
+        index: BM25Index | None = None
         if (cfg.hybrid or cfg.neighbor_window or cfg.speaker_boost) and where.user_id is not None:
             t0 = time.perf_counter()
-            index = _text_indexes.get(id(self.backend), where.user_id, self._load_text_index)
+            index = e.store.keywords.for_user(where.user_id)
             trace.timings["text_index"] = time.perf_counter() - t0
         keyword: dict[str, float] = {}
         if cfg.hybrid and index is not None:
@@ -136,23 +126,24 @@ class MemoryRecall:
             missing = tuple(i for i in keyword if i not in found)
             if missing:  # keyword-only candidates still need their cosine
                 only = dataclasses.replace(where, ids=missing)
-                for hit in self.backend.query(vector, k=len(missing), where=only):
+                for hit in e.backend.query(vector, k=len(missing), where=only):
                     found[hit.record.id] = hit
             trace.timings["bm25"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         named = mentioned_speakers(query, index.speakers) if index is not None and cfg.speaker_boost else set()
-        records = self.writer.overlay([h.record for h in found.values()])
+        records = e.writer.overlay([h.record for h in found.values()])
         candidates = [
             Candidate(
                 record,
                 found[record.id].similarity,
                 bm25=keyword.get(record.id, 0.0) if cfg.hybrid else None,
-                boost=cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named else 0.0,
+                boost=cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named
+                else 0.0,
             )
             for record in records
             if where.matches(record)
         ]
-        hits = rank(candidates, policy=self._ranking_policy(), now=time.time(), k=k)
+        hits = rank(candidates, policy=self.ranking_policy(), now=time.time(), k=k)
         trace.timings["rank"] = time.perf_counter() - t0
         if cfg.neighbor_window and index is not None and hits:
             t0 = time.perf_counter()
@@ -161,70 +152,62 @@ class MemoryRecall:
         trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
         return hits
 
-    def _load_text_index(self: MemoryCore, user: str) -> list[IndexedDoc]:
-        where = RecordFilter(user_id=user, kinds=RECALL_KINDS, include_superseded=True)
-        return [IndexedDoc.from_record(r) for r in self.backend.scan(where)]
-
-    def _attach_neighbors(self: MemoryCore, hits: list[RecalledMemory], index: Any, where: RecordFilter) -> None:
+    def _attach_neighbors(self, hits: list[RecalledMemory], index: BM25Index, where: RecordFilter) -> None:
         """Attach the turns around each hit (same session) as context, not hits."""
-        window = self.config.neighbor_window
+        window = self.e.config.neighbor_window
         around = {h.id: index.neighbor_ids(h.id, window) for h in hits}
         wanted = {i for before, after in around.values() for i in before + after}
         if not wanted:
             return
         visible = RecordFilter(user_id=where.user_id, kinds=("message",))
-        by_id = {r.id: r for r in self.backend.get(sorted(wanted), where=visible)}
+        by_id = {r.id: r for r in self.e.backend.get(sorted(wanted), where=visible)}
         for hit in hits:
             before, after = around[hit.id]
             hit.neighbors = [
                 RecalledMemory.from_record(by_id[i], score=0.0) for i in before + after if i in by_id
             ]
 
-    def build_context(
-        self: MemoryCore,
-        query: str | None = None,
-        *,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        k: int | None = None,
-    ) -> MemoryContext:
+    # ------------------------------------------------------------------ context
+    def build_context(self, query: str | None, scope: Scope, *, k: int | None = None) -> MemoryContext:
         """Summary, recent turns and relevant memories, each within budget.
 
         When the backend is unreachable the context still comes back, with
         no relevant memories and ``degraded=True`` (also in the trace).
         """
-        user, session = self._scope(user_id, session_id)
-        state = self.state.load(user, session)
-        self._heal_session(state)
+        e = self.e
+        state = e.state.load(scope.user_id, scope.session_id)
+        self._heal(scope, state)
         relevant: list[RecalledMemory] = []
         degraded = False
+        trace: TurnTrace | None = None
         if query is not None and query.strip():
             try:
-                relevant = self.recall(query, k=k, session_id=session, user_id=user)
-                self._note_recalled([h.id for h in relevant])
+                relevant, trace = self.recall(query, scope, k=k)
+                self._on_recalled([h.id for h in relevant])
             except BackendError as exc:
                 degraded = True
                 log.warning("memory-vec: recall unavailable, answering without it: %s", exc)
-        trace = self.last_trace if self.last_trace and self.last_trace.operation == "recall" else None
         ctx = self._assemble(state, relevant, degraded, query)
-        trace = trace or self._start("build_context", user, session)
+        if trace is None:
+            trace = TurnTrace("build_context", scope.user_id, scope.session_id)
         trace.operation = "build_context"
         trace.tokens = dict(ctx.tokens)
         trace.degraded = trace.degraded or degraded
-        self.last_trace = trace
+        e.traces.set(trace)
+        ctx.trace = trace
         trace.emit()
         return ctx
 
     def _assemble(
-        self: MemoryCore, state: WorkingState, relevant: list[RecalledMemory], degraded: bool, query: str | None
+        self, state: WorkingState, relevant: list[RecalledMemory], degraded: bool, query: str | None
     ) -> MemoryContext:
-        cfg = self.config
+        cfg = self.e.config
         sample = (query or "") + " " + " ".join(m.content for m in state.messages[-4:])
         return assemble_context(
             summary=state.summary,
             messages=state.messages,
             relevant=relevant,
-            counter=self.counter,
+            counter=self.e.counter,
             max_token_limit=cfg.max_token_limit,
             summary_max_tokens=cfg.summary_max_tokens,
             relevant_token_limit=cfg.relevant_token_limit,

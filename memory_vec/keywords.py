@@ -1,0 +1,162 @@
+"""The keyword (BM25) leg of recall, correct across processes and bounded.
+
+One :class:`KeywordIndex` per :class:`~memory_vec.store.Store`. It keeps an
+in-process :class:`~memory_vec.recall.bm25.BM25Index` per user and keeps it
+true when *other* processes write, without rebuilding: the shared working-
+state store holds a per-user keyword log (a write counter, the ids written,
+and a generation bumped on deletions). Before a user's index is used, one
+cheap read of that log says what changed since this copy's position; only
+those records are fetched from the backend. A changed generation (something
+was deleted) or a log trimmed past our position means a rebuild.
+
+Memory is bounded: an LRU over users, capped by users and by indexed
+memories in total. Dropping a user's index loses nothing; it is rebuilt from
+the backend on next use.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .backends.base import Backend, RecordFilter
+from .recall.bm25 import BM25Index, IndexedDoc
+from .records import MemoryRecord
+from .state.base import StateStore
+
+__all__ = ["INDEXED_KINDS", "KeywordIndex"]
+
+#: Kinds the keyword index (and recall) covers.
+INDEXED_KINDS = ("message", "fact")
+
+
+@dataclass
+class _Entry:
+    index: BM25Index
+    generation: int
+    counter: int  # position in the shared keyword log this copy has caught up to
+
+
+class KeywordIndex:
+    """Per-user BM25 indexes of one store, refreshed incrementally.
+
+    Args:
+        backend: where the records live (rebuilds and fetches of new ids).
+        state: the store's working-state store, which holds the keyword log
+            (SQLite or Redis make it shared between processes).
+        max_users, max_docs: LRU bounds.
+    """
+
+    def __init__(self, backend: Backend, state: StateStore, *, max_users: int = 1000,
+                 max_docs: int = 200_000) -> None:
+        self._backend = backend
+        self._state = state
+        self.max_users = max_users
+        self.max_docs = max_docs
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._user_locks: dict[str, threading.Lock] = {}
+
+    # --- reads ----------------------------------------------------------------------
+    def for_user(self, user_id: str) -> BM25Index:
+        """The user's index, brought up to date with every process's writes."""
+        with self._user_lock(user_id):
+            with self._lock:
+                entry = self._entries.get(user_id)
+                if entry is not None:
+                    self._entries.move_to_end(user_id)
+            if entry is None:
+                entry = self._rebuild(user_id)
+            else:
+                changes = self._state.keyword_changes(user_id, after=entry.counter, generation=entry.generation)
+                if changes.ids is None:
+                    entry = self._rebuild(user_id)
+                elif changes.counter != entry.counter:
+                    missing = sorted({i for i in changes.ids if i not in entry.index})
+                    found: list[MemoryRecord] = []
+                    if missing:
+                        where = RecordFilter(user_id=user_id, kinds=INDEXED_KINDS, include_superseded=True)
+                        found = self._backend.get(missing, where=where)
+                        entry.index.add(IndexedDoc.from_record(r) for r in found)
+                    # A logged id not readable yet (a server's consistency
+                    # window) keeps our position, so the next use fetches it.
+                    if len(found) == len(missing):
+                        entry.counter = changes.counter
+            self._evict(keep=user_id)
+            return entry.index
+
+    def _rebuild(self, user_id: str) -> _Entry:
+        # Read the log position first: a write logged after it is fetched by
+        # the next refresh (or skipped there if the scan already saw it).
+        changes = self._state.keyword_changes(user_id, after=0, generation=-1)
+        index = BM25Index()
+        where = RecordFilter(user_id=user_id, kinds=INDEXED_KINDS, include_superseded=True)
+        index.add(IndexedDoc.from_record(r) for r in self._backend.scan(where))
+        entry = _Entry(index, changes.generation, changes.counter)
+        with self._lock:
+            self._entries[user_id] = entry
+            self._entries.move_to_end(user_id)
+        return entry
+
+    def _evict(self, *, keep: str) -> None:
+        with self._lock:
+            total = sum(len(e.index) for e in self._entries.values())
+            for user in list(self._entries):
+                if len(self._entries) <= self.max_users and total <= self.max_docs:
+                    break
+                if user == keep:
+                    continue
+                total -= len(self._entries.pop(user).index)
+
+    def _user_lock(self, user_id: str) -> threading.Lock:
+        with self._lock:
+            lock = self._user_locks.get(user_id)
+            if lock is None:
+                if len(self._user_locks) > 4 * self.max_users:  # bounded: locks of evicted users go
+                    self._user_locks = {u: lk for u, lk in self._user_locks.items() if u in self._entries}
+                lock = self._user_locks[user_id] = threading.Lock()
+            return lock
+
+    # --- writes ---------------------------------------------------------------------
+    def added(self, user_id: str, records: Sequence[MemoryRecord]) -> None:
+        """New records of this process: index them now if the user's index is
+        loaded (reads see them at once, before they are even stored)."""
+        docs = [IndexedDoc.from_record(r) for r in records if r.kind in INDEXED_KINDS]
+        with self._lock:
+            entry = self._entries.get(user_id)
+        if entry is not None and docs:
+            entry.index.add(docs)
+
+    def stored(self, records: Sequence[MemoryRecord]) -> None:
+        """Records now durable in the backend: tell other processes (the log)."""
+        by_user: dict[str, list[str]] = {}
+        for r in records:
+            if r.kind in INDEXED_KINDS:
+                by_user.setdefault(r.user_id, []).append(r.id)
+        for user, ids in by_user.items():
+            self._state.log_writes(user, ids)
+
+    def deleted(self, user_id: str) -> None:
+        """Something of the user was deleted: every process rebuilds it."""
+        self._state.reset_keywords(user_id)
+        self.drop(user_id)
+
+    def drop(self, user_id: str | None = None) -> None:
+        """Forget the in-process copy (one user, or all)."""
+        with self._lock:
+            if user_id is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(user_id, None)
+
+    @property
+    def indexed_docs(self) -> int:
+        with self._lock:
+            return sum(len(e.index) for e in self._entries.values())
+
+    @property
+    def users(self) -> int:
+        with self._lock:
+            return len(self._entries)

@@ -1,0 +1,151 @@
+"""Single memories: remember / get / update / delete / pin / history /
+restore, for one engine. Every write goes through the store's writer, so
+the validation hook sees it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from . import _validate as v
+from .backends.base import RecordFilter
+from .conflict import ConflictAction, ExtractedFact
+from .engine import Engine
+from .errors import InvalidInputError, MemoryNotFoundError
+from .facts import subject_key
+from .records import MemoryRecord, WriteEvent, WriteResult
+from .resolution import FactOutcome, FactResolution
+from .scope import Scope
+
+__all__ = ["Management"]
+
+
+class Management:
+    def __init__(self, engine: Engine, resolution: FactResolution) -> None:
+        self.e = engine
+        self.resolution = resolution
+
+    def own(self, memory_id: str, user_id: str | None) -> MemoryRecord:
+        """The memory if it belongs to the user; MemoryNotFoundError otherwise."""
+        e = self.e
+        v.check_id(memory_id, "memory_id")
+        user = e.scope(user_id).user_id
+        found = e.writer.overlay(e.backend.get([memory_id]))
+        if not found:
+            found = e.writer.pending_records(
+                RecordFilter(ids=(memory_id,), include_superseded=True, include_archived=True))
+        if not found or found[0].user_id != user:
+            # Another user's memory is reported exactly like a missing one.
+            raise MemoryNotFoundError(f"no memory {memory_id!r} for user {user!r}")
+        return found[0]
+
+    def remember(
+        self, text: str, scope: Scope, *, importance: float = 1.0, metadata: dict[str, Any] | None = None,
+        subject: str | None = None, visibility: str = "private", expire_at: Any = None,
+    ) -> WriteResult:
+        e = self.e
+        text = e.redact(v.check_content(text, max_bytes=e.config.max_content_bytes))
+        meta = v.check_metadata(metadata, max_bytes=e.config.max_metadata_bytes)
+        if visibility not in ("private", "agent", "global"):
+            raise InvalidInputError(f"visibility must be private, agent or global; got {visibility!r}")
+        if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0 <= importance <= 1:
+            raise InvalidInputError(f"importance must be a number in [0, 1], got {importance!r}")
+        if subject is not None:
+            v.check_content(subject, max_bytes=512, field="subject")
+        expires = v.check_timestamp(expire_at, field="expire_at")
+        record = MemoryRecord(
+            id=uuid.uuid4().hex, text=text, role="user", user_id=scope.user_id, session_id=scope.session_id,
+            timestamp=time.time(), kind="fact", agent_id=e.config.agent_id, importance=float(importance),
+            metadata=meta, subject=subject or subject_key(text), pinned=True, visibility=visibility,
+            expire_at=expires,
+        )
+        e.store.validate([record])
+        trace = e.start_trace("remember", scope)
+        vector = e.embed_documents([text])[0]
+        fact = ExtractedFact(text, record.subject, float(importance), "profile")
+        neighbours = self.resolution.nearest_current(scope.user_id, vector, ("fact",), [])
+        decision = e.resolver.decide(fact, neighbours)
+        if decision.action is ConflictAction.NOOP and decision.duplicate_of:
+            return WriteResult(WriteEvent.SKIPPED_DUPLICATE, decision.duplicate_of,
+                               duplicate_of=decision.duplicate_of, reason=decision.reason)
+        out = FactOutcome()
+        superseded: list[str] = []
+        if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
+            superseded = self.resolution.supersede(decision.superseded, by=record, out=out, local=[])
+        durable = e.writer.write([record], vector[None, :])
+        if out.updates:
+            e.writer.update(out.updates)
+        e.written(scope.user_id, [record])
+        trace.emit()
+        event = WriteEvent.UPDATED if superseded else WriteEvent.ADDED
+        return WriteResult(event, record.id, superseded_ids=superseded, pending=not durable, reason=decision.reason)
+
+    def update(self, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
+        """Replace a memory's text: the old version is superseded, kept as history."""
+        e = self.e
+        old = self.own(memory_id, user_id)
+        text = e.redact(v.check_content(text, max_bytes=e.config.max_content_bytes))
+        new = old.copy(id=uuid.uuid4().hex, text=text, timestamp=time.time(), valid_to=None, superseded_by=None,
+                       source_ids=list(old.source_ids), metadata=dict(old.metadata))
+        e.store.validate([new])
+        vector = e.embed_documents([text])[0]
+        e.writer.write([new], vector[None, :])
+        e.writer.update([old.copy(valid_to=new.timestamp, superseded_by=new.id)])
+        e.written(old.user_id, [new])
+        return WriteResult(WriteEvent.UPDATED, new.id, superseded_ids=[old.id])
+
+    def delete(self, memory_id: str, *, user_id: str | None = None) -> bool:
+        """Physically delete one memory of the caller's user."""
+        e = self.e
+        record = self.own(memory_id, user_id)
+        e.writer.forget([record.id])
+        e.backend.delete(ids=[record.id])
+        e.deleted(record.user_id)
+        return True
+
+    def set_pinned(self, memory_id: str, pinned: bool, *, user_id: str | None = None) -> MemoryRecord:
+        record = self.own(memory_id, user_id).copy(pinned=pinned)
+        self.e.writer.update([record])
+        return record
+
+    def history(self, memory_id: str, *, user_id: str | None = None) -> list[MemoryRecord]:
+        """The supersede chain through this memory, oldest first."""
+        e = self.e
+        start = self.own(memory_id, user_id)
+        where = RecordFilter(user_id=start.user_id, kinds=(start.kind,), include_superseded=True,
+                             include_archived=True)
+        by_id = {r.id: r for r in e.writer.overlay(e.backend.scan(where))}
+        by_id.update({r.id: r for r in e.writer.pending_records(where)})
+        predecessors = {r.superseded_by: r for r in by_id.values() if r.superseded_by}
+        chain = [start]
+        current = start
+        while current.id in predecessors and predecessors[current.id] not in chain:
+            current = predecessors[current.id]
+            chain.insert(0, current)
+        current = start
+        while current.superseded_by and current.superseded_by in by_id and by_id[current.superseded_by] not in chain:
+            current = by_id[current.superseded_by]
+            chain.append(current)
+        return chain
+
+    def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        """Undo a supersede: this memory is current again, its successor is not."""
+        e = self.e
+        old = self.own(memory_id, user_id)
+        if old.valid_to is None:
+            return old
+        changes: list[MemoryRecord] = [old.copy(valid_to=None, superseded_by=None)]
+        if old.superseded_by:
+            for successor in e.writer.overlay(e.backend.get([old.superseded_by])):
+                if successor.user_id == old.user_id and successor.valid_to is None:
+                    now = time.time()
+                    changes.append(successor.copy(valid_to=now, superseded_by=old.id))
+                    # the message that stated the newer value stops being served too
+                    for src in e.writer.overlay(e.backend.get(list(successor.source_ids))):
+                        if src.user_id == old.user_id and src.valid_to is None:
+                            changes.append(src.copy(valid_to=now, superseded_by=old.id))
+        sources = e.writer.overlay(e.backend.get(list(old.source_ids)))
+        changes += [s.copy(valid_to=None, superseded_by=None) for s in sources if s.superseded_by == old.superseded_by]
+        e.writer.update(changes)
+        return changes[0]

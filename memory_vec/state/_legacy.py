@@ -1,0 +1,132 @@
+"""Moving sessions out of the one-file state layout of memory-vec 0.1.
+
+0.1 kept the working state of every collection in ``<persist_dir>/state.sqlite3``
+(tables ``sessions`` and ``messages``). Now each collection has its own store,
+so each collection, when opened, claims its sessions from the old file: those
+whose messages its backend holds. The order is crash-safe: a session is
+copied into the new store first (skipped if already there, so a rerun after a
+crash copies nothing twice) and deleted from the old file after, in one
+``BEGIN IMMEDIATE`` transaction that also keeps two processes from claiming
+the same session.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..errors import StateStoreError
+from .base import StateMessage, StateStore, WorkingState
+
+__all__ = ["LEGACY_STATE_FILE", "claim_legacy_sessions", "legacy_state_path"]
+
+log = logging.getLogger("memory_vec.state")
+
+#: The file name memory-vec 0.1 used under ``persist_dir``.
+LEGACY_STATE_FILE = "state.sqlite3"
+
+
+def legacy_state_path(persist_dir: str) -> str:
+    return os.path.join(persist_dir, LEGACY_STATE_FILE)
+
+
+def claim_legacy_sessions(
+    legacy_path: str, target: StateStore, owns: Callable[[Sequence[str]], set[str]]
+) -> int:
+    """Move the sessions of one collection from a 0.1 state file into ``target``.
+
+    Args:
+        legacy_path: The old ``state.sqlite3``; nothing happens if it does not exist.
+        target: This collection's state store.
+        owns: Given message ids, the ones this collection's backend holds.
+
+    A session with at least one owned message is this collection's. A session
+    without messages (all folded into its summary) cannot be attributed: the
+    first collection that calls this takes it, with a warning. Sessions owned
+    by nobody here are left for another collection.
+
+    Returns:
+        How many sessions were claimed.
+
+    Raises:
+        StateStoreError: The old file cannot be read or written.
+    """
+    if not os.path.exists(legacy_path):
+        return 0
+    try:
+        # mode=rw: a file removed since the check is not created again, empty.
+        conn = sqlite3.connect(Path(legacy_path).absolute().as_uri() + "?mode=rw", uri=True, timeout=600,
+                               isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StateStoreError(f"Cannot open the 0.1 working-state file {legacy_path!r}: {exc}") from exc
+    try:
+        return _claim(conn, target, owns)
+    except sqlite3.Error as exc:
+        raise StateStoreError(
+            f"Cannot move sessions out of the 0.1 working-state file {legacy_path!r}: {exc}. "
+            "The file was left as it was; once it is readable (or moved away), open the collection again."
+        ) from exc
+    finally:
+        conn.close()
+
+
+def _claim(conn: sqlite3.Connection, target: StateStore, owns: Callable[[Sequence[str]], set[str]]) -> int:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"sessions", "messages"} <= tables:
+            conn.execute("ROLLBACK")
+            return 0
+        claimed = 0
+        # A session row without messages, or (never written by 0.1) messages without a row.
+        keys = conn.execute(
+            "SELECT user_id, session_id FROM sessions UNION SELECT user_id, session_id FROM messages "
+            "ORDER BY 1, 2"
+        ).fetchall()
+        for user_id, session_id in keys:
+            state = _read(conn, user_id, session_id)
+            ids = [m.id for m in state.messages]
+            if ids:
+                if not set(owns(ids)) & set(ids):
+                    continue
+            else:
+                log.warning(
+                    "Working state of user %r, session %r in the 0.1 file has no recent messages; "
+                    "it cannot be matched to a collection and goes to the first collection opened.",
+                    user_id, session_id,
+                )
+            if session_id not in target.sessions(user_id):  # else copied before a crash
+                target.replace(state)
+            conn.execute("DELETE FROM messages WHERE user_id=? AND session_id=?", (user_id, session_id))
+            conn.execute("DELETE FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id))
+            claimed += 1
+    except BaseException:
+        if conn.in_transaction:  # an I/O error may have rolled it back already
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return claimed
+
+
+def _read(conn: sqlite3.Connection, user_id: str, session_id: str) -> WorkingState:
+    state = WorkingState(user_id, session_id)
+    row = conn.execute(
+        "SELECT summary, summary_tokens, next_seq, folded_through, updated_at FROM sessions "
+        "WHERE user_id=? AND session_id=?",
+        (user_id, session_id),
+    ).fetchone()
+    rows = conn.execute(
+        "SELECT seq, id, role, content, timestamp, tokens, metadata FROM messages "
+        "WHERE user_id=? AND session_id=? ORDER BY seq",
+        (user_id, session_id),
+    ).fetchall()
+    state.messages = [StateMessage(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+    if row is not None:
+        state.summary, state.summary_tokens, state.next_seq, state.folded_through, state.updated_at = row
+    elif state.messages:
+        state.next_seq = state.messages[-1].seq + 1
+    return state

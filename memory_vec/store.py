@@ -1,0 +1,258 @@
+"""``Store``: everything stateful about one collection, under one owner.
+
+A store is one (backend kind, location, collection). It owns the backend
+client, the working-state store (keyed by the same collection), the buffered
+writer with its validation hook and dead-letter list, and the keyword index.
+Drop the store, drop its state: nothing about it lives in module globals
+keyed by object identity.
+
+``open_store(config)`` gives every core of a process the same store for the
+same config location (so per-request cores reuse one client and one writer);
+its cache key is the whole set of settings that identify the store. A core
+asking for different writer settings than the store's gets a ``ConfigError``
+rather than silently another writer. A backend or state store instance passed
+in by the caller gets a store of its own (not cached): the caller owns it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate as v
+from .backends import create_backend
+from .backends.base import Backend, BackendLimits
+from .config import MemoryConfig
+from .errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError
+from .keywords import KeywordIndex
+from .records import MemoryRecord
+from .state import StateStore, create_state_store, resolve_state_kind
+from .state.base import DeadLetter
+from .writer import RecordWriter, WriterSettings
+
+__all__ = ["DeadLetterRetry", "Store", "StoreKey", "open_store", "release_stores"]
+
+log = logging.getLogger("memory_vec")
+
+
+@dataclass(frozen=True)
+class StoreKey:
+    """What identifies a store: engine, where it is, which collection, how it
+    is reached, and where its working state lives."""
+
+    backend: str
+    location: str
+    collection: str
+    backend_options: str
+    state: str
+    state_location: str
+    backend_timeout: float
+    backend_retries: int
+
+    @classmethod
+    def of(cls, config: MemoryConfig) -> StoreKey:
+        state = resolve_state_kind(config)
+        location = config.url or os.path.abspath(config.persist_dir)
+        state_location = config.redis_url or "" if state == "redis" else os.path.abspath(config.persist_dir)
+        return cls(config.backend, location, config.collection, repr(sorted(config.backend_options.items())),
+                   state, state_location, config.backend_timeout, config.backend_retries)
+
+
+@dataclass(frozen=True)
+class DeadLetterRetry:
+    """What ``Store.retry_dead_letters`` did."""
+
+    stored: list[str]
+    failed: dict[str, str]
+
+
+def writer_settings(config: MemoryConfig) -> WriterSettings:
+    return WriterSettings(config.background_writes, config.write_batch_size, config.flush_interval)
+
+
+class Store:
+    """One collection's backend, working state, writer and keyword index.
+
+    Example:
+        >>> from memory_vec import MemoryConfig
+        >>> store = open_store(MemoryConfig(collection="docs"))   # doctest: +SKIP
+        >>> store.dead_letters()                                   # doctest: +SKIP
+        []
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        state: StateStore,
+        *,
+        collection: str,
+        settings: WriterSettings | None = None,
+        keyword_cache_users: int = 1000,
+        keyword_cache_docs: int = 200_000,
+        legacy_state_path: str | None = None,
+    ) -> None:
+        self.backend = backend
+        self.state = state
+        self.collection = collection
+        self.keywords = KeywordIndex(backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
+        self.writer = RecordWriter(backend, settings or WriterSettings(), validate=self.validate, dead_letters=state,
+                                   on_stored=self.keywords.stored)
+        self._legacy_state_path = legacy_state_path
+        self._opened: tuple[int, str] | None = None
+        self._open_lock = threading.Lock()
+
+    @property
+    def limits(self) -> BackendLimits:
+        limits = getattr(self.backend, "limits", None)
+        return limits if isinstance(limits, BackendLimits) else BackendLimits()
+
+    # --- lifecycle ------------------------------------------------------------------
+    def open(self, *, dimension: int, model_id: str) -> None:
+        """Open the backend for this embedding model (once per model); a
+        different model than the collection's raises
+        ``EmbeddingModelMismatchError``."""
+        with self._open_lock:
+            if self._opened == (dimension, model_id):
+                return
+            self.backend.open(dimension=dimension, model_id=model_id)
+            first = self._opened is None
+            self._opened = (dimension, model_id)
+        if first and self._legacy_state_path and os.path.exists(self._legacy_state_path):
+            self._claim_legacy_state(self._legacy_state_path)
+
+    def _claim_legacy_state(self, path: str) -> None:
+        from .state._legacy import claim_legacy_sessions
+
+        def owns(ids: Sequence[str]) -> set[str]:
+            return {r.id for r in self.backend.get(list(ids))}
+
+        claimed = claim_legacy_sessions(path, self.state, owns)
+        if claimed:
+            log.info("memory-vec: moved %d session(s) of the shared state file %s into collection %r",
+                     claimed, path, self.collection)
+
+    def check_settings(self, settings: WriterSettings) -> None:
+        """A store has one writer; a core asking for another raises."""
+        if settings != self.writer.settings:
+            mine, theirs = self.writer.settings, settings
+            diffs = [
+                f"{name}: store has {getattr(mine, name)!r}, this core asked for {getattr(theirs, name)!r}"
+                for name in ("background", "batch_size", "flush_interval")
+                if getattr(mine, name) != getattr(theirs, name)
+            ]
+            raise ConfigError(
+                f"collection {self.collection!r} is already open in this process with other writer settings "
+                f"({'; '.join(diffs)}). Use the same background_writes / write_batch_size / flush_interval "
+                "for every core on one store, or call release_stores() first."
+            )
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        """Flush pending writes and close the backend and the state store."""
+        try:
+            self.writer.close()
+        finally:
+            self.keywords.drop()
+            self.backend.close()
+            self.state.close()
+
+    # --- the validation hook --------------------------------------------------------
+    def validate(self, records: Sequence[MemoryRecord]) -> None:
+        """Every record of every write path passes here before anything is
+        queued: the library's rules and this backend's hard limits."""
+        limits = self.limits
+        for record in records:
+            v.check_record(record, limits)
+
+    # --- dead letters ---------------------------------------------------------------
+    def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:
+        """Records the backend refused, oldest first."""
+        return self.state.dead_letters(user_id)
+
+    def drop_dead_letters(self, record_ids: Sequence[str] | None = None) -> int:
+        """Discard dead letters (all when ``record_ids`` is None)."""
+        ids = [d.record_id for d in self.dead_letters()] if record_ids is None else list(record_ids)
+        return self.state.remove_dead_letters(ids)
+
+    def retry_dead_letters(self, record_ids: Sequence[str] | None = None) -> DeadLetterRetry:
+        """Try refused records again, one by one (after fixing the cause, e.g.
+        a changed collection schema). Stored ones leave the list."""
+        wanted = None if record_ids is None else set(record_ids)
+        stored: list[str] = []
+        failed: dict[str, str] = {}
+        for letter in self.dead_letters():
+            if wanted is not None and letter.record_id not in wanted:
+                continue
+            try:
+                record = MemoryRecord(**letter.record)
+                self.validate([record])
+                if letter.vector is not None:
+                    self.backend.upsert([record], np.asarray([letter.vector], dtype=np.float32))
+                else:
+                    self.backend.update([record])
+            except BackendUnavailableError:
+                raise
+            except (BackendError, InvalidInputError, TypeError) as exc:
+                failed[letter.record_id] = f"{type(exc).__name__}: {exc}"
+                continue
+            self.state.remove_dead_letters([letter.record_id])
+            self.keywords.stored([record])
+            stored.append(letter.record_id)
+        return DeadLetterRetry(stored, failed)
+
+
+# --- the factory: one store per identifying config, per process --------------------
+_stores: dict[StoreKey, Store] = {}
+_stores_lock = threading.Lock()
+
+
+def build_store(config: MemoryConfig, *, backend: Backend | None = None,
+                state: StateStore | None = None) -> Store:
+    """A new store for ``config`` (not cached); given parts are used as they are."""
+    legacy = None
+    if state is None and resolve_state_kind(config) == "sqlite":
+        legacy = os.path.join(config.persist_dir, "state.sqlite3")
+    return Store(
+        backend if backend is not None else create_backend(config),
+        state if state is not None else create_state_store(config),
+        collection=config.collection,
+        settings=writer_settings(config),
+        keyword_cache_users=config.keyword_cache_users,
+        keyword_cache_docs=config.keyword_cache_docs,
+        legacy_state_path=legacy,
+    )
+
+
+def open_store(config: MemoryConfig) -> Store:
+    """The process's store for this config's collection, created once.
+
+    Raises:
+        ConfigError: the store is open with other writer settings.
+    """
+    key = StoreKey.of(config)
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = build_store(config)
+            return store
+    store.check_settings(writer_settings(config))
+    return store
+
+
+def release_stores() -> None:
+    """Flush and close every cached store (tests, shutdown)."""
+    with _stores_lock:
+        stores = list(_stores.values())
+        _stores.clear()
+    for store in stores:
+        try:
+            store.close()
+        except Exception as exc:  # noqa: BLE001  # best effort at shutdown: close the others
+            log.warning("memory-vec: closing a store failed: %s", exc)

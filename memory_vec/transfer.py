@@ -1,0 +1,148 @@
+"""Whole-user and whole-session operations: export / import, clear, forget,
+session history. Import validates everything before it writes anything."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any
+
+from . import _validate as v
+from .backends.base import RecordFilter
+from .engine import Engine
+from .errors import InvalidInputError, MemoryVecError
+from .records import ForgetReceipt, MemoryRecord
+from .scope import Scope
+from .state import StateMessage, WorkingState
+
+__all__ = ["EXPORT_FORMAT", "Transfer"]
+
+EXPORT_FORMAT = "memory-vec/1"
+_RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
+
+
+class Transfer:
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+
+    # ------------------------------------------------------------- export / import
+    def export_memories(self, user_id: str) -> dict[str, Any]:
+        e = self.e
+        e.writer.flush()
+        where = RecordFilter(user_id=user_id, include_superseded=True, include_archived=True)
+        records = e.backend.scan(where)
+        sessions = {s: e.state.load(user_id, s) for s in e.state.sessions(user_id)}
+        return {
+            "format": EXPORT_FORMAT,
+            "user_id": user_id,
+            "embedding_model": e.embedder.model_id,
+            "records": [asdict(r) for r in records],
+            "sessions": {s: _state_to_dict(st) for s, st in sessions.items()},
+        }
+
+    def import_memories(self, data: Any) -> int:
+        """All or nothing: every record and session is checked (format, the
+        validation hook, ownership of existing ids) before anything is written."""
+        e = self.e
+        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+            raise InvalidInputError(f"not a memory-vec export (expected format {EXPORT_FORMAT!r})")
+        user = v.check_id(data.get("user_id"), "user_id")
+        raw_records, raw_sessions = data.get("records"), data.get("sessions")
+        if not isinstance(raw_records, list) or not isinstance(raw_sessions, dict):
+            raise InvalidInputError("malformed memory-vec export: 'records' must be a list, 'sessions' a dict")
+        records, bad = [], {}
+        for i, item in enumerate(raw_records):
+            rid = item.get("id") if isinstance(item, dict) else None
+            label = rid if isinstance(rid, str) else f"#{i}"
+            try:
+                record = _record_from_dict(item)
+                if record.user_id != user:
+                    raise InvalidInputError(f"belongs to {record.user_id!r}, not {user!r}")
+                e.store.validate([record])
+                records.append(record)
+            except (MemoryVecError, TypeError, ValueError) as exc:
+                bad[label] = str(exc)
+        if bad:
+            shown = "; ".join(f"{k}: {why}" for k, why in list(bad.items())[:10])
+            raise InvalidInputError(f"import refused, nothing written: {len(bad)} bad record(s): {shown}")
+        ids = [r.id for r in records]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("import refused, nothing written: duplicate record ids in the export")
+        taken = [r.id for r in e.backend.get(ids) if r.user_id != user]
+        if taken:
+            raise InvalidInputError(
+                f"import refused, nothing written: record id(s) {taken[:10]} belong to another user"
+            )
+        try:
+            states = [_state_from_dict(user, s, d) for s, d in raw_sessions.items()]
+        except (MemoryVecError, KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"import refused, nothing written: malformed session: {exc}") from exc
+        if records:
+            vectors = e.embed_documents(e.embed_text.for_records(records))
+            for i in range(0, len(records), 256):
+                e.writer.write(records[i:i + 256], vectors[i:i + 256])
+            e.writer.flush()
+        for state in states:
+            e.state.replace(state)
+        e.deleted(user)  # imported ids may replace existing ones: rebuild keywords everywhere
+        return len(records)
+
+    # ------------------------------------------------------------- sessions
+    def session_history(self, scope: Scope) -> list[MemoryRecord]:
+        e = self.e
+        where = RecordFilter(user_id=scope.user_id, session_id=scope.session_id, kinds=("message",),
+                             include_superseded=True, include_archived=True)
+        records = {r.id: r for r in e.backend.scan(where)}
+        records.update({r.id: r for r in e.writer.pending_records(where)})
+        return sorted(records.values(), key=lambda r: (r.seq, r.timestamp))
+
+    def reset_working_state(self, scope: Scope) -> None:
+        state = self.e.state.load(scope.user_id, scope.session_id)
+        self.e.state.replace(WorkingState(scope.user_id, scope.session_id, next_seq=state.next_seq,
+                                          folded_through=state.next_seq - 1))
+
+    def clear(self, scope: Scope) -> int:
+        e = self.e
+        where = RecordFilter(user_id=scope.user_id, session_id=scope.session_id, include_superseded=True,
+                             include_archived=True)
+        e.writer.forget_where(where)
+        deleted = e.backend.delete(where=where)
+        e.deleted(scope.user_id)
+        e.state.clear(scope.user_id, scope.session_id)
+        return deleted
+
+    def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
+        e = self.e
+        where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
+        e.writer.forget_where(where)
+        deleted = e.backend.delete(where=where)
+        e.deleted(user_id)
+        sessions = [session_id] if session_id is not None else e.state.sessions(user_id)
+        cleared = sum(e.state.clear(user_id, s) for s in sessions)
+        letters = [d.record_id for d in e.store.dead_letters(user_id)
+                   if session_id is None or d.session_id == session_id]
+        e.store.drop_dead_letters(letters)
+        e.doc_cache.clear()
+        e.query_cache.clear()
+        remaining = e.backend.count(where) + len(e.writer.pending_records(where))
+        remaining += sum(1 for s in sessions if e.state.load(user_id, s).messages)
+        return ForgetReceipt(user_id, session_id, deleted, cleared, remaining)
+
+
+def _record_from_dict(d: Any) -> MemoryRecord:
+    if not isinstance(d, dict):
+        raise InvalidInputError(f"a record must be an object, got {type(d).__name__}")
+    unknown = set(d) - _RECORD_FIELDS
+    if unknown:
+        raise InvalidInputError(f"unknown record fields {sorted(unknown)}")
+    return MemoryRecord(**d)
+
+
+def _state_to_dict(state: WorkingState) -> dict[str, Any]:
+    return {k: val for k, val in asdict(state).items() if k not in ("user_id", "session_id")}
+
+
+def _state_from_dict(user: str, session: str, d: dict[str, Any]) -> WorkingState:
+    Scope(user, session)
+    messages = [StateMessage(**m) for m in d.get("messages", [])]
+    return WorkingState(user, session, d.get("summary", ""), int(d.get("summary_tokens", 0)), messages,
+                        int(d.get("next_seq", 1)), int(d.get("folded_through", 0)), float(d.get("updated_at", 0.0)))

@@ -1,0 +1,263 @@
+"""The write pipeline of one turn:
+
+validate -> extract -> embed (one :class:`EmbedTextPolicy`) -> append to the
+working state -> resolve conflicts -> write -> fold.
+
+Everything a message needs is checked (the store's validation hook
+included) before the working state or the backend is touched, so bad input
+leaves no trace. The working state is the write-ahead log: a message is
+appended before its vector write, and :meth:`WritePath.heal` re-stores
+what a killed process appended but never stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _validate as v
+from .backends.base import RecordFilter
+from .engine import Engine
+from .errors import BackendError, InvalidInputError, SummaryRejectedError
+from .records import WriteEvent, WriteResult
+from .resolution import FactResolution
+from .scope import Scope
+from .state import NewMessage, WorkingState
+from .summary import plan_fold
+from .trace import SummarizerCall, TurnTrace
+
+__all__ = ["MessageInput", "WritePath"]
+
+log = logging.getLogger("memory_vec")
+
+
+@dataclass(frozen=True)
+class MessageInput:
+    """One message for :meth:`MemoryCore.add_messages`."""
+
+    role: str
+    content: str
+    timestamp: Any = None
+    metadata: Mapping[str, Any] | None = None
+
+
+MessageLike = MessageInput | Mapping[str, Any] | tuple[str, str]
+
+
+def coerce_message(m: MessageLike) -> MessageInput:
+    if isinstance(m, MessageInput):
+        return m
+    if isinstance(m, tuple) and len(m) == 2:
+        return MessageInput(m[0], m[1])
+    if isinstance(m, Mapping):
+        unknown = set(m) - {"role", "content", "timestamp", "metadata"}
+        if unknown or "role" not in m or "content" not in m:
+            raise InvalidInputError(
+                f"a message needs 'role' and 'content' (optional 'timestamp', 'metadata'); got keys {sorted(m)}"
+            )
+        return MessageInput(m["role"], m["content"], m.get("timestamp"), m.get("metadata"))
+    raise InvalidInputError(f"a message must be a MessageInput, dict or (role, content); got {type(m).__name__}")
+
+
+class WritePath:
+    """``add_messages``, healing and folding for one engine."""
+
+    def __init__(self, engine: Engine, resolution: FactResolution) -> None:
+        self.e = engine
+        self.resolution = resolution
+        self._healed: set[tuple[str, str]] = set()
+        self._healed_lock = threading.Lock()
+        self._fold_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._fold_locks_guard = threading.Lock()
+
+    def add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
+        e, cfg = self.e, self.e.config
+        items = [coerce_message(m) for m in messages]
+        if not items:
+            return []
+        # 1. validate: every message, before anything is written
+        now = time.time()
+        checked = []
+        for item in items:
+            role = v.check_role(item.role)
+            content = e.redact(v.check_content(item.content, max_bytes=cfg.max_content_bytes))
+            ts = v.check_timestamp(item.timestamp)
+            meta = v.check_metadata(item.metadata, max_bytes=cfg.max_metadata_bytes)
+            checked.append((role, content, now if ts is None else ts, meta))
+        ids = [uuid.uuid4().hex for _ in checked]
+        drafts = [e.message_record(scope, rid, 0, role, content, ts, meta)
+                  for rid, (role, content, ts, meta) in zip(ids, checked)]
+        e.store.validate(drafts)  # the backend's hard limits, before the working state
+
+        trace = e.start_trace("add_messages", scope)
+        self.heal(scope)
+        # 2. extract
+        extracted = [self.resolution.extract(role, content, trace) for role, content, _, _ in checked]
+        fact_texts = [
+            f.text for facts in extracted for f in facts
+            if not (f.transient and cfg.skip_transient) and e.extractor is not None
+        ]
+        # 3. embed: messages and their facts in one call
+        t0 = time.perf_counter()
+        contents = [c for _, c, _, _ in checked]
+        recent = e.state.load(scope.user_id, scope.session_id).messages if cfg.contextual_embedding else []
+        stored_texts = e.embed_text.for_messages(recent[-1].content if recent else None, contents)
+        # Plain vectors where they differ and are needed: a user message is the
+        # likely next recall query (cached), and without an extractor messages
+        # are compared with each other for conflicts.
+        plain_needed = [i for i, (role, c, _, _) in enumerate(checked)
+                        if stored_texts[i] != c and (role == "user" or e.extractor is None)]
+        all_vectors = e.embed_documents(stored_texts + [contents[i] for i in plain_needed] + fact_texts)
+        n, n_plain = len(checked), len(plain_needed)
+        vectors, fact_vectors = all_vectors[:n], all_vectors[n + n_plain:]
+        plain_vectors = vectors.copy()
+        plain_vectors[plain_needed] = all_vectors[n : n + n_plain]
+        trace.timings["embed"] = time.perf_counter() - t0
+        # 4. append to the working state (the write-ahead log)
+        seqs = e.state.append(
+            scope.user_id, scope.session_id,
+            [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts],
+        )
+        records = [r.copy(seq=seq) for r, seq in zip(drafts, seqs)]
+        # 5. resolve conflicts
+        t0 = time.perf_counter()
+        facts = self.resolution.resolve(scope, records, plain_vectors, extracted, fact_vectors, trace)
+        trace.timings["conflict"] = time.perf_counter() - t0
+        # 6. write
+        t0 = time.perf_counter()
+        to_write = records + facts.fact_records
+        write_vectors = np.concatenate([vectors, np.asarray(facts.fact_vectors, dtype=np.float32)]) \
+            if facts.fact_records else vectors
+        durable = e.writer.write(to_write, write_vectors)
+        e.written(scope.user_id, to_write)
+        if facts.updates:
+            durable = e.writer.update(facts.updates) and durable
+        for subject, old_texts, new_text in facts.summary_patches:
+            self.resolution.patch_summary(scope, subject, old_texts, new_text)
+        trace.timings["write"] = time.perf_counter() - t0
+        if not durable and not e.writer.background:
+            trace.degraded = True
+            trace.event(f"backend write failed; {e.writer.pending_count} records pending retry")
+        # 7. fold
+        summarized = self.fold(scope, trace)
+        trace.emit()
+        return [
+            WriteResult(
+                facts.events.get(r.id, WriteEvent.ADDED), r.id, seq=r.seq,
+                fact_ids=facts.fact_ids.get(r.id, []), superseded_ids=facts.superseded.get(r.id, []),
+                duplicate_of=facts.duplicate_of.get(r.id), summarized=summarized, pending=not durable,
+                reason=facts.reasons.get(r.id, ""),
+            )
+            for r in records
+        ]
+
+    # ------------------------------------------------------------------ healing
+    def heal(self, scope: Scope, state: WorkingState | None = None) -> None:
+        """Once per session and core: re-store messages the working state
+        holds but the backend lacks.
+
+        The working state is appended before the vector write, so a process
+        killed between the two leaves a message in the state only; it is
+        embedded (same text policy as a normal write) and stored again. A
+        record on the dead-letter list is never re-queued.
+        """
+        key = (scope.user_id, scope.session_id)
+        with self._healed_lock:
+            if key in self._healed:
+                return
+            self._healed.add(key)
+        e = self.e
+        try:
+            state = state or e.state.load(scope.user_id, scope.session_id)
+            if not state.messages:
+                return
+            ids = [m.id for m in state.messages]
+            present = {r.id for r in e.backend.get(ids)}
+            present |= {r.id for r in e.writer.pending_records(RecordFilter(ids=tuple(ids)))}
+            present |= {d.record_id for d in e.store.dead_letters(scope.user_id)}
+            lost = [i for i, m in enumerate(state.messages) if m.id not in present]
+            if not lost:
+                return
+            texts = [
+                e.embed_text.for_messages(state.messages[i - 1].content if i else None,
+                                          [state.messages[i].content])[0]
+                for i in lost
+            ]
+            records = [
+                e.message_record(scope, m.id, m.seq, m.role, m.content, m.timestamp, dict(m.metadata))
+                for m in (state.messages[i] for i in lost)
+            ]
+            e.store.validate(records)
+            vectors = e.embed_documents(texts)
+            e.writer.write(records, vectors)
+            e.written(scope.user_id, records)
+            log.warning("memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
+                        len(records), scope.user_id, scope.session_id)
+        except BackendError as exc:
+            with self._healed_lock:
+                self._healed.discard(key)  # try again when the backend is back
+            log.warning("memory-vec: could not check the session against the store: %s", exc)
+
+    def forget_healed(self, user_id: str, session_id: str | None = None) -> None:
+        with self._healed_lock:
+            self._healed = {k for k in self._healed
+                            if not (k[0] == user_id and (session_id is None or k[1] == session_id))}
+
+    # ------------------------------------------------------------------ folding
+    def _fold_lock(self, scope: Scope) -> threading.Lock:
+        with self._fold_locks_guard:
+            if len(self._fold_locks) > 10_000:  # bounded: drop the idle ones
+                self._fold_locks = {k: lk for k, lk in self._fold_locks.items() if lk.locked()}
+            return self._fold_locks.setdefault((scope.user_id, scope.session_id), threading.Lock())
+
+    def fold(self, scope: Scope, trace: TurnTrace) -> bool:
+        """Fold the oldest chunk into the summary when over the trigger.
+
+        The summarizer runs outside any store lock; the commit is a
+        compare-and-set, so a concurrent fold of the same chunk is dropped
+        instead of folded twice.
+        """
+        e, cfg = self.e, self.e.config
+        lock = self._fold_lock(scope)
+        if not lock.acquire(blocking=False):
+            return False  # another thread of this process is folding
+        try:
+            state = e.state.load(scope.user_id, scope.session_id)
+            plan = plan_fold(
+                state.messages, summary_tokens=state.summary_tokens, folded_through=state.folded_through,
+                max_token_limit=cfg.max_token_limit, trigger_ratio=cfg.summary_trigger_ratio,
+                target_ratio=cfg.fold_target_ratio, keep_recent=cfg.keep_recent_turns,
+            )
+            if plan is None:
+                return False
+            t0 = time.perf_counter()
+            name = getattr(e.summarizer, "name", type(e.summarizer).__name__)
+            try:
+                summary = e.summarizer.summarize(state.summary, plan.messages, max_tokens=cfg.summary_max_tokens)
+                if e.counter.count(summary) > cfg.summary_max_tokens:
+                    raise SummaryRejectedError("summary over its token budget")
+            except Exception as exc:  # noqa: BLE001  # any summarizer failure keeps the old summary
+                trace.summarizer_calls.append(
+                    SummarizerCall(name, len(plan.messages), time.perf_counter() - t0, False, str(exc))
+                )
+                trace.event(f"fold refused, previous summary kept, retried next turn: {exc}")
+                log.warning("memory-vec: summary fold refused for %s/%s: %s", scope.user_id, scope.session_id, exc)
+                return False
+            trace.summarizer_calls.append(SummarizerCall(name, len(plan.messages), time.perf_counter() - t0, True))
+            committed = e.state.commit_fold(
+                scope.user_id, scope.session_id, expected_folded_through=plan.expected_folded_through,
+                folded_through=plan.folded_through, summary=summary, summary_tokens=e.counter.count(summary),
+                expected_summary=state.summary,
+            )
+            if not committed:
+                trace.event("fold skipped: the summary or the folded turns changed meanwhile (another writer)")
+            return committed
+        finally:
+            lock.release()

@@ -1,0 +1,77 @@
+"""Two worker processes over one server: a long-lived process keyword-scores
+a memory another process wrote after its first recall (within a second), and
+stops serving what the other process forgot. The shared working state (SQLite
+under one persist_dir) carries the keyword log between them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_vec import MemoryConfig, MemoryCore, release_stores
+from memory_vec.testing import DeterministicHashEmbedder
+
+pytestmark = [pytest.mark.integration, pytest.mark.services]
+
+EMBEDDER = DeterministicHashEmbedder(dimension=64)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _other_process(config: MemoryConfig, code: str) -> None:
+    script = (
+        "from memory_vec import MemoryConfig, MemoryCore\n"
+        "from memory_vec.testing import DeterministicHashEmbedder\n"
+        f"core = MemoryCore(MemoryConfig.model_validate_json({config.model_dump_json()!r}),"
+        " embedder=DeterministicHashEmbedder(dimension=64))\n" + code + "\ncore.close()\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def _bm25_of(core: MemoryCore, query: str, text: str) -> float | None:
+    for hit in core.recall(query, k=10):
+        if hit.text == text:
+            return float(hit.components.get("bm25", 0.0))
+    return None
+
+
+@pytest.mark.parametrize("server", ["chroma_server", "milvus_server"])
+def test_a_long_lived_process_sees_the_other_process_keywords(server: str, request: pytest.FixtureRequest,
+                                                               tmp_path: Path) -> None:
+    url = request.getfixturevalue(server).url
+    config = MemoryConfig(backend="chroma" if server.startswith("chroma") else "milvus", url=url,
+                          collection=f"kw_{uuid.uuid4().hex[:8]}", persist_dir=str(tmp_path),
+                          user_id="u1", session_id="s1", score_threshold=0.0, fact_extractor="none")
+    worker = MemoryCore(config, embedder=EMBEDDER)
+    try:
+        worker.add_message("user", "we talked about the weather today")
+        assert _bm25_of(worker, "weather", "we talked about the weather today")  # index built now
+        text = "the gate code for the warehouse is ZQ7781"
+        _other_process(config, f"core.add_message('user', {text!r}, session_id='s2')")
+        deadline, score = time.monotonic() + 1.0, None
+        while time.monotonic() < deadline and not score:
+            score = _bm25_of(worker, "ZQ7781 gate code", text)
+        assert score, "the other process's memory was not keyword-scored within a second"
+        _other_process(config, "core.forget(session_id='s2')")
+        deadline, found = time.monotonic() + 1.0, True
+        while time.monotonic() < deadline and found:
+            found = any(h.text == text for h in worker.recall("ZQ7781 gate code", k=10))
+        assert not found, "a memory the other process forgot is still served"
+    finally:
+        release_stores()
+
+
+def test_the_keyword_cache_stays_bounded(make_core: Any) -> None:
+    core = make_core(keyword_cache_users=3, keyword_cache_docs=10_000)
+    for i in range(6):
+        core.add_message("user", f"user {i} keeps a note about topic{i}", user_id=f"user{i}")
+        core.recall(f"topic{i}", user_id=f"user{i}")
+    assert core.store.keywords.users == 3
+    assert core.recall("topic0", user_id="user0")[0].components["bm25"] > 0  # rebuilt when needed
