@@ -4,6 +4,12 @@ Each server runs in its own process group on a free loopback port and is
 stopped by killing the group (Milvus' child processes need SIGKILL). When a
 binary is missing the test is skipped, unless MEMORY_VEC_REQUIRE_SERVICES=1
 (set by scripts/test.sh and CI), where it fails instead.
+
+Every server's data directory lies under one directory per test session
+(``services_root()``, inside ``$MEMORY_VEC_SERVICE_ROOT`` or the system temp
+directory), removed when the session ends (tests/conftest.py) unless
+``MEMORY_VEC_KEEP_SERVICE_DATA=1``; scripts/test.sh also removes it if pytest
+itself is killed.
 """
 
 from __future__ import annotations
@@ -24,6 +30,30 @@ import pytest
 
 REQUIRE = os.environ.get("MEMORY_VEC_REQUIRE_SERVICES") == "1"
 VENV_BIN = Path(sys.executable).parent
+_root: str | None = None
+
+
+def services_root() -> str:
+    """This session's directory for server data (created on first use)."""
+    global _root
+    if _root is None:
+        parent = os.environ.get("MEMORY_VEC_SERVICE_ROOT") or None
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        _root = tempfile.mkdtemp(prefix="memvec-services-", dir=parent)
+    return _root
+
+
+def remove_service_data() -> None:
+    """Delete every server data directory this session created (servers are stopped by then)."""
+    global _root
+    if _root is None:
+        return
+    if os.environ.get("MEMORY_VEC_KEEP_SERVICE_DATA") == "1":
+        print(f"\nserver data kept in {_root} (MEMORY_VEC_KEEP_SERVICE_DATA=1)")
+    else:
+        shutil.rmtree(_root, ignore_errors=True)
+    _root = None
 
 
 def free_port() -> int:
@@ -106,7 +136,7 @@ def start_service(
     Pass ``port`` and ``data_dir`` of a stopped service to restart it on its data.
     """
     port = port or free_port()
-    data_dir = data_dir or tempfile.mkdtemp(prefix=f"memvec-{name}-")
+    data_dir = data_dir or tempfile.mkdtemp(prefix=f"{name}-", dir=services_root())
     log_path = os.path.join(data_dir, f"server-{int(time.time() * 1000)}.log")
     service = Service(name, port, data_dir, log_path=log_path)
     with open(log_path, "wb") as log:

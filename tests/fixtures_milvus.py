@@ -2,7 +2,7 @@
 
 ``milvus_lite_server``: ``milvus-lite server`` (pure Python, from the main venv).
 ``milvus_server``: the C++ Milvus 2.3 from the PyPI ``milvus`` package
-(``MILVUS_SERVER_BIN`` or /work/main/.venv-milvus/bin/milvus-server). Its
+(``MILVUS_SERVER_BIN`` or .venv-milvus/bin/milvus-server in the checkout). Its
 embedded etcd always binds 127.0.0.1:2379/2380 and its metrics port starts
 at 9091, so only one runs per machine; every other port is moved to a
 free one.
@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests._services import Service, find_binary, free_port, missing, port_open, start_service
 
-DEFAULT_MILVUS_SERVER = "/work/main/.venv-milvus/bin/milvus-server"
+DEFAULT_MILVUS_SERVER = str(Path(__file__).resolve().parent.parent / ".venv-milvus" / "bin" / "milvus-server")
 _MILVUS_PORT_OPTIONS = ("root-coord", "proxy-internal", "query-coord", "query-node", "index-coord",
                         "index-node", "data-coord", "data-node")
 
