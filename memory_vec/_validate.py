@@ -86,7 +86,7 @@ def check_timestamp(value: Any, *, field: str = "timestamp") -> float | None:
         if value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
         try:
-            ts = value.timestamp()
+            ts = float(value.timestamp())
         except (OverflowError, ValueError) as exc:
             raise InvalidTimestampError(f"{field} {value!r} cannot be converted to UTC: {exc}") from exc
         if not _MIN_TS <= ts <= _MAX_TS:
@@ -152,7 +152,8 @@ def check_metadata(metadata: Any, *, max_bytes: int) -> dict[str, Any]:
         raise InvalidMetadataError(
             f"metadata is {size} bytes as JSON; the maximum is {max_bytes} (MemoryConfig.max_metadata_bytes)"
         )
-    return json.loads(json.dumps(metadata))  # a private, plain-JSON copy
+    copy: dict[str, Any] = json.loads(json.dumps(metadata))  # a private, plain-JSON copy
+    return copy
 
 
 def check_filters(filters: Any) -> dict[str, Any]:

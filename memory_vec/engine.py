@@ -128,7 +128,8 @@ class Engine:
 
     def embed_query(self, text: str) -> np.ndarray:
         if self.embedder.symmetric:
-            return self.embed_documents([text])[0]
+            vector: np.ndarray = self.embed_documents([text])[0]
+            return vector
         cached = self.query_cache.get(text)
         if cached is None:
             cached = self.embedder.embed_query(text)

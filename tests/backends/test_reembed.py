@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.backends import InMemoryBackend, RecordFilter
+from memory_vec.backends import Backend, InMemoryBackend, RecordFilter
 from memory_vec.backends.chroma import ChromaBackend
 from memory_vec.errors import EmbeddingModelMismatchError, InvalidInputError
 from memory_vec.maintenance import reembed
@@ -19,11 +20,11 @@ EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 TEXTS = ["The budget cap is 5000 euros", "I live in Lisbon", "My dog is called Pixel", "Meeting on Friday"]
 
 
-def _fill(backend: object, embedder: DeterministicHashEmbedder) -> list[MemoryRecord]:
+def _fill(backend: Backend, embedder: DeterministicHashEmbedder) -> list[MemoryRecord]:
     records = [MemoryRecord(id=f"r{i}", text=t, role="user", user_id="u1", session_id="s1",
                             timestamp=1.7e9 + i, seq=i, valid_to=(1.7e9 if i == 3 else None))
                for i, t in enumerate(TEXTS)]
-    backend.upsert(records, embedder.embed_documents(TEXTS))  # type: ignore[attr-defined]
+    backend.upsert(records, embedder.embed_documents(TEXTS))
     return records
 
 
@@ -37,8 +38,11 @@ def test_reembed_core_switches_model_and_keeps_every_record() -> None:
     assert (result.records, result.model_id, result.dimension) == (4, "hash-48", 48)
     assert core.embedder is new
     assert {r.id: r for r in backend.scan(EVERYTHING)} == {r.id: r for r in records}
-    [hit] = backend.query(new.embed_query("Where do I live? Lisbon"), k=1, where=RecordFilter(user_id="u1"))
-    assert hit.record.id == "r1"
+    # The new vectors follow the one text policy of every write path: a message
+    # is embedded with the one before it in its session (contextual_embedding).
+    policy_text = "The budget cap is 5000 euros\nI live in Lisbon"
+    [hit] = backend.query(new.embed_documents([policy_text])[0], k=1, where=RecordFilter(user_id="u1"))
+    assert hit.record.id == "r1" and hit.similarity > 0.999
     with pytest.raises(EmbeddingModelMismatchError):
         backend.open(dimension=32, model_id="hash-32")
 
@@ -56,7 +60,7 @@ def test_reembed_config_on_embedded_chroma_lets_the_new_embedder_open(tmp_path: 
     release_stores()
     reopened = ChromaBackend(path=tmp_path / "chroma", collection="memory_vec")
     try:
-        with pytest.raises(EmbeddingModelMismatchError, match="hash-48.*hash-32"):
+        with pytest.raises(EmbeddingModelMismatchError, match=r"hash-48.*hash-32"):
             reopened.open(dimension=old.dimension, model_id=old.model_id)
         reopened.open(dimension=new.dimension, model_id=new.model_id)
         assert {r.id: r for r in reopened.scan(EVERYTHING)} == {r.id: r for r in records}
@@ -68,7 +72,7 @@ def test_reembed_config_on_embedded_chroma_lets_the_new_embedder_open(tmp_path: 
 
 def test_failing_embedder_leaves_the_store_untouched() -> None:
     class Broken(DeterministicHashEmbedder):
-        def _embed(self, texts, is_query):  # type: ignore[no-untyped-def]
+        def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
             raise RuntimeError("model crashed")
 
     old = DeterministicHashEmbedder(32)
