@@ -262,10 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the offline demo conversation")
     demo.add_argument("--lang", choices=["en", "zh"], default="en")
-    demo.add_argument("--backend", choices=["memory", "chroma", "milvus"], default="memory")
+    demo.add_argument("--backend", choices=["memory", "chroma", "milvus"], default=None,
+                      help="default: milvus (Milvus Lite) if installed, else chroma, else memory (kept nowhere)")
     demo.add_argument("--turns", type=int, default=150)
     demo.add_argument("--every", type=int, default=10, help="print every N turns")
-    demo.add_argument("--persist-dir", default=None)
+    demo.add_argument("--persist-dir", default=None, help="where the demo's store is kept (default ./.memory_vec/demo)")
     demo.add_argument("--llm", default=None, metavar="URL", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
     demo.add_argument("--llm-model", default="gpt-4o-mini")
     demo.set_defaults(func=_demo)

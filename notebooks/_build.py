@@ -21,9 +21,9 @@ TOKEN_SAVINGS = [
            "small talk and updates one late. We count the prompt tokens memory-vec sends per turn (summary + recent "
            "turns + relevant memories) against sending the whole history. Offline: default embedder, extractive "
            "summarizer, no API key."),
-    ("code", "import tempfile\nfrom memory_vec import MemoryConfig, MemoryCore\nfrom memory_vec.demo import build_script\n\n"
-             "core = MemoryCore(MemoryConfig(user_id='nb-tokens', session_id='s', persist_dir=tempfile.mkdtemp(),\n"
-             "                               collection='nb_tokens'))\ncore.clear()\n"
+    ("code", "from memory_vec import MemoryConfig, MemoryCore\nfrom memory_vec.demo import build_script\n\n"
+             "# the in-process store (the default backend): nothing is written to disk\n"
+             "core = MemoryCore(MemoryConfig(user_id='nb-tokens', session_id='s', collection='nb_tokens'))\n"
              "script, questions = build_script('en', turns=300)\ncounter = core.counter\n"
              "memory_tokens, full_tokens, history = [], [], 0\n"
              "for turn in script:\n"
@@ -67,28 +67,31 @@ CHINESE = [
 
 
 TUNING = [
-    ("md", "# Tuning recall: threshold, decay, hybrid\n\nRecall@k on the first conversation of the LoCoMo dev split (the "
-           "paper's definition; benchmarks/locomo_recall.py runs all three) for a few settings of the recall ranking. The data is not in the "
-           "repository: it is read from `../shared/data/locomo/locomo_dev.json` beside the checkout, or from "
-           "`$MEMORY_VEC_LOCOMO` (see benchmarks/README.md). Offline, default embedder."),
+    ("md", "# Tuning recall: threshold, decay, hybrid\n\nRecall@k for a few settings of the recall ranking, on a small "
+           "conversation written for this repository (`notebooks/data/sample_conversation.json`: two friends, four "
+           "sessions over 2023, 49 turns, 20 questions that name the turns answering them; recall@k as the LoCoMo "
+           "paper defines it). It is in the LoCoMo format, so `$MEMORY_VEC_LOCOMO` may point at any file of that "
+           "format instead. The LoCoMo figures in benchmarks/RESULTS.md come from `benchmarks/locomo_recall.py` on "
+           "the LoCoMo data, which is not in the repository (see benchmarks/README.md). Offline, default embedder."),
     ("code", "import os, sys, json, time\nfrom pathlib import Path\nsys.path.insert(0, str(Path('..').resolve()))\n"
              "from benchmarks.locomo_recall import ingest, evidence_ids, recall_at\n"
              "from memory_vec import MemoryConfig, MemoryCore\nfrom memory_vec.backends import InMemoryBackend\n"
              "from memory_vec.state import InMemoryStateStore\n"
-             "data_path = Path(os.environ.get('MEMORY_VEC_LOCOMO', Path('..').resolve().parent / 'shared/data/locomo/locomo_dev.json'))\n"
-             "data = json.loads(data_path.read_text())[:1]  # one conversation keeps the notebook fast; the benchmark runs all\nprint(len(data), 'conversation(s)')"),
+             "data_path = Path(os.environ.get('MEMORY_VEC_LOCOMO') or 'data/sample_conversation.json')\n"
+             "data = json.loads(data_path.read_text(encoding='utf-8'))[:1]  # one conversation keeps the notebook fast\n"
+             "print(data_path.name, '-', len(data), 'conversation(s)')"),
     ("code", "backend, state = InMemoryBackend(), InMemoryStateStore()\n"
              "base = MemoryCore(MemoryConfig(user_id='nb', session_id='nb'), backend=backend, state_store=state)\n"
              "t0 = time.time()\nquestions = []\n"
              "for conv in data:\n    valid = ingest(base, conv)\n"
              "    for qa in conv['qa']:\n        questions.append((conv['sample_id'], qa['question'], qa['category'],\n"
              "                          evidence_ids(qa.get('evidence', []), valid)))\n"
-             "print(f'ingested in {time.time() - t0:.0f}s, {len(questions)} questions')"),
-    ("code", "KS = (1, 3, 5, 10, 25, 50)\n"
+             "print(f'ingested {len(valid)} turns in {time.time() - t0:.0f}s, {len(questions)} questions')"),
+    ("code", "KS = (1, 3, 5, 10)\n"
              "def evaluate(**overrides):\n"
              "    core = MemoryCore(MemoryConfig(user_id='nb', session_id='nb', **overrides), embedder=base.embedder,\n"
              "                      backend=backend, state_store=state)\n"
-             "    found = [[h.metadata.get('dia_id') for h in core.recall(q, k=50, user_id=u)] for u, q, _, _ in questions]\n"
+             "    found = [[h.metadata.get('dia_id') for h in core.recall(q, k=max(KS), user_id=u)] for u, q, _, _ in questions]\n"
              "    return {k: sum(recall_at(f, ev, k) for f, (_, _, _, ev) in zip(found, questions)) / len(questions) for k in KS}\n"
              "results = {\n"
              "    'vector only (no BM25, no threshold)': evaluate(hybrid=False, score_threshold=0.0, neighbor_window=0),\n"
@@ -104,13 +107,14 @@ TUNING = [
              "ax.set_xscale('log'); ax.set_xticks(KS); ax.set_xticklabels(KS); ax.set_xlabel('k'); ax.set_ylabel('recall@k')\n"
              "ax.legend(fontsize=7); fig.tight_layout(); plt.show()"),
     ("md", "Time decay is for assistants whose memories age: here the conversation is from 2023, so a 30-day "
-           "half-life pushes every memory under the threshold — which is why decay is off by default and should "
-           "stay off for pure semantic lookups."),
+           "half-life pushes most memories under the threshold — which is why decay is off by default and should "
+           "stay off for pure semantic lookups. With 49 turns and 20 questions, one question is 5 points of recall: "
+           "read the differences as a demonstration, and benchmarks/RESULTS.md for measured ones."),
     ("md", "A score threshold trades recall for a cleaner prompt slot. The threshold applies to the final score, so "
            "here it is swept with hybrid off (scores are then cosine): too high and relevant turns are dropped."),
-    ("code", "sweep = {t: evaluate(hybrid=False, score_threshold=t)[10] for t in (0.0, 0.7, 0.75, 0.8, 0.85)}\n"
+    ("code", "sweep = {t: evaluate(hybrid=False, score_threshold=t)[5] for t in (0.0, 0.7, 0.75, 0.8, 0.85)}\n"
              "fig, ax = plt.subplots(figsize=(5, 3)); ax.plot(list(sweep), list(sweep.values()), marker='o')\n"
-             "ax.set_xlabel('score_threshold (hybrid off)'); ax.set_ylabel('recall@10'); fig.tight_layout(); plt.show()"),
+             "ax.set_xlabel('score_threshold (hybrid off)'); ax.set_ylabel('recall@5'); fig.tight_layout(); plt.show()"),
 ]
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: install, then run every test. Servers (Chroma, Milvus
 # Lite server, Milvus, Redis) are started by the test session on free
-# loopback ports and stopped when it ends; the trap below stops any that a
-# killed run left behind.
+# loopback ports and stopped when it ends; their data lives in one temp
+# directory that the session removes. The trap below stops any server a
+# killed run left behind and removes that directory too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
@@ -10,8 +11,9 @@ bash scripts/services.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export MEMORY_VEC_REQUIRE_SERVICES=1
 export MILVUS_SERVER_BIN="$PWD/.venv-milvus/bin/milvus-server"
-export MEMORY_VEC_SERVICE_PIDFILE
+export MEMORY_VEC_SERVICE_PIDFILE MEMORY_VEC_SERVICE_ROOT
 MEMORY_VEC_SERVICE_PIDFILE="$(mktemp)"
+MEMORY_VEC_SERVICE_ROOT="$(mktemp -d "${TMPDIR:-/tmp}/memvec-test-XXXXXX")"
 stop_services() {
   while read -r pgid; do
     kill -TERM -- "-$pgid" 2>/dev/null || true
@@ -19,6 +21,8 @@ stop_services() {
     kill -KILL -- "-$pgid" 2>/dev/null || true
   done < "$MEMORY_VEC_SERVICE_PIDFILE"
   rm -f "$MEMORY_VEC_SERVICE_PIDFILE"
+  rm -rf "$MEMORY_VEC_SERVICE_ROOT"
 }
 trap stop_services EXIT
-.venv/bin/python -m pytest "$@"
+# tmp_path directories are kept only for failed tests (pytest keeps every one by default).
+.venv/bin/python -m pytest -o tmp_path_retention_policy=failed "$@"

@@ -13,8 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_vec import MemoryConfig, MemoryCore
-from memory_vec import release_stores
+from memory_vec import MemoryConfig, MemoryCore, release_stores
 from memory_vec.backends import InMemoryBackend
 from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import DeterministicHashEmbedder

@@ -222,13 +222,29 @@ def test_compact_merges_duplicate_facts(core: MemoryCore, config_file: Path,
     assert code == 0 and report["merged"] == 0
 
 
-def test_demo_subprocess() -> None:
+def test_demo_subprocess(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run([sys.executable, "-m", "memory_vec", "demo", "--turns", "30", "--every", "10"],
-                          capture_output=True, text=True, env=env, timeout=600)
+    store = tmp_path / "demo-store"
+    proc = subprocess.run([sys.executable, "-m", "memory_vec", "demo", "--turns", "30", "--every", "10",
+                           "--persist-dir", str(store)],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path, check=False)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "summary" in out and "recent" in out and "relevant" in out
+    assert "saved     1 - memory / full" in out  # the legend
     rows = [line.split() for line in out.splitlines() if line.strip().split(" ")[0] in {"10", "20", "30"}]
     assert [r[0] for r in rows] == ["10", "20", "30"]
-    assert "Prompt tokens over the conversation: memory" in out and "saved" in out
+    assert "Prompt tokens over the conversation" in out and "saved" in out
+    # 30 turns end with the update: the supersede is shown, old -> new
+    assert 'UPDATE "Our travel budget is 5000 euros for the whole trip." -> "Update: the travel budget is' in out
+    # the store is kept where asked, and the printed command inspects it
+    listing = next(line for line in out.splitlines() if " list --config " in line)
+    assert (store / "memory.yaml").exists()
+    config = listing.split(" --config ")[1].split()[0]
+    proc = subprocess.run([sys.executable, "-m", "memory_vec", "list", "--config", config, "--kind", "fact",
+                           "--include-superseded", "--json"], capture_output=True, text=True, env=env,
+                          timeout=300, cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stderr
+    texts = {r["text"]: r["valid_to"] is None for r in json.loads(proc.stdout)["records"]}
+    assert texts["Our travel budget is 5000 euros for the whole trip."] is False  # kept, superseded
+    assert texts["Update: the travel budget is now 8000 euros."] is True
