@@ -36,6 +36,7 @@ from .errors import (
     StateStoreError,
     StoreLockedError,
     SummaryRejectedError,
+    SupersededMemoryError,
 )
 from .records import (
     ChatMessage,
@@ -55,6 +56,7 @@ from .tokens import CallableTokenCounter, TiktokenCounter, TokenCounter
 __version__ = "0.1.0"
 
 __all__ = [
+    "SupersededMemoryError",
     "MemoryConfig",
     "RecordRejectedError",
     "Scope",

@@ -10,27 +10,28 @@ keep working. Driver exceptions are translated at the backend boundary with
 from __future__ import annotations
 
 __all__ = [
-    "MemoryVecError",
+    "BackendError",
+    "BackendTimeoutError",
+    "BackendUnavailableError",
     "ConfigError",
-    "InvalidInputError",
-    "InvalidContentError",
     "ContentTooLargeError",
+    "DependencyMissingError",
+    "EmbeddingError",
+    "EmbeddingModelMismatchError",
+    "InvalidContentError",
+    "InvalidIdError",
+    "InvalidInputError",
+    "InvalidMetadataError",
     "InvalidRoleError",
     "InvalidTimestampError",
-    "InvalidIdError",
-    "InvalidMetadataError",
-    "BackendError",
-    "BackendUnavailableError",
-    "BackendTimeoutError",
+    "MemoryNotFoundError",
+    "MemoryVecError",
     "RecordRejectedError",
     "SchemaMismatchError",
-    "EmbeddingModelMismatchError",
-    "EmbeddingError",
     "StateStoreError",
     "StoreLockedError",
-    "MemoryNotFoundError",
+    "SupersededMemoryError",
     "SummaryRejectedError",
-    "DependencyMissingError",
 ]
 
 
@@ -133,3 +134,14 @@ class SummaryRejectedError(MemoryVecError):
 
 class DependencyMissingError(MemoryVecError, ImportError):
     """An optional dependency is not installed; the message names the extra."""
+
+
+class SupersededMemoryError(InvalidInputError):
+    """The memory was superseded: pin, unpin, update or delete would act on
+    history instead of the current value. ``current_id`` names the memory
+    that is current now (the end of the supersede chain)."""
+
+    def __init__(self, message: str, *, memory_id: str, current_id: str | None) -> None:
+        super().__init__(message)
+        self.memory_id = memory_id
+        self.current_id = current_id

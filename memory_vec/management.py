@@ -12,7 +12,7 @@ from . import _validate as v
 from .backends.base import RecordFilter
 from .conflict import ConflictAction, ExtractedFact
 from .engine import Engine
-from .errors import InvalidInputError, MemoryNotFoundError
+from .errors import InvalidInputError, MemoryNotFoundError, SupersededMemoryError
 from .facts import subject_key
 from .records import MemoryRecord, WriteEvent, WriteResult
 from .resolution import FactOutcome, FactResolution
@@ -39,6 +39,27 @@ class Management:
             # Another user's memory is reported exactly like a missing one.
             raise MemoryNotFoundError(f"no memory {memory_id!r} for user {user!r}")
         return found[0]
+
+    def own_current(self, memory_id: str, user_id: str | None, action: str) -> MemoryRecord:
+        """The memory if it is the user's and current; a superseded one raises
+        :class:`SupersededMemoryError` naming the current id."""
+        record = self.own(memory_id, user_id)
+        if record.valid_to is None:
+            return record
+        current, seen = record, {record.id}
+        while current.superseded_by and current.superseded_by not in seen:
+            seen.add(current.superseded_by)
+            found = self.e.writer.overlay(self.e.backend.get([current.superseded_by]))
+            if not found or found[0].user_id != record.user_id:
+                break
+            current = found[0]
+        current_id = current.id if current is not record and current.valid_to is None else None
+        hint = f"the current memory is {current_id!r}" if current_id else "no current successor was found"
+        raise SupersededMemoryError(
+            f"cannot {action} memory {memory_id!r}: it was superseded ({hint}); use that id, "
+            f"or restore({memory_id!r}) first to make this one current again",
+            memory_id=memory_id, current_id=current_id,
+        )
 
     def remember(
         self, text: str, scope: Scope, *, importance: float = 1.0, metadata: dict[str, Any] | None = None,
@@ -84,7 +105,7 @@ class Management:
     def update(self, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
         """Replace a memory's text: the old version is superseded, kept as history."""
         e = self.e
-        old = self.own(memory_id, user_id)
+        old = self.own_current(memory_id, user_id, "update")
         text = e.redact(v.check_content(text, max_bytes=e.config.max_content_bytes))
         new = old.copy(id=uuid.uuid4().hex, text=text, timestamp=time.time(), valid_to=None, superseded_by=None,
                        source_ids=list(old.source_ids), metadata=dict(old.metadata))
@@ -98,14 +119,14 @@ class Management:
     def delete(self, memory_id: str, *, user_id: str | None = None) -> bool:
         """Physically delete one memory of the caller's user."""
         e = self.e
-        record = self.own(memory_id, user_id)
+        record = self.own_current(memory_id, user_id, "delete")
         e.writer.forget([record.id])
         e.backend.delete(ids=[record.id])
         e.deleted(record.user_id)
         return True
 
     def set_pinned(self, memory_id: str, pinned: bool, *, user_id: str | None = None) -> MemoryRecord:
-        record = self.own(memory_id, user_id).copy(pinned=pinned)
+        record = self.own_current(memory_id, user_id, "pin" if pinned else "unpin").copy(pinned=pinned)
         self.e.writer.update([record])
         return record
 
