@@ -154,6 +154,15 @@ class Store:
     def flush(self) -> None:
         self.writer.flush()
 
+    def purge(self) -> None:
+        """After a forget: no trace of deleted data in this store's files, where
+        the engine allows (the state store's log; the backend's, see
+        ``Backend.purge``)."""
+        self.state.purge()
+        purge = getattr(self.backend, "purge", None)
+        if callable(purge):
+            purge()
+
     def close(self) -> None:
         """Flush pending writes and close the backend and the state store."""
         try:

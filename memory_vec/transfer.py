@@ -123,6 +123,7 @@ class Transfer:
         e.store.drop_dead_letters(letters)
         e.doc_cache.clear()
         e.query_cache.clear()
+        e.store.purge()
         remaining = e.backend.count(where) + len(e.writer.pending_records(where))
         remaining += sum(1 for s in sessions if e.state.load(user_id, s).messages)
         return ForgetReceipt(user_id, session_id, deleted, cleared, remaining)

@@ -154,4 +154,9 @@ class StateStore(Protocol):
 
     def remove_dead_letters(self, record_ids: Sequence[str]) -> int: ...
 
+    def purge(self) -> None:
+        """Make deleted data unrecoverable from the store's own files, where it
+        can (``forget`` calls it)."""
+        ...
+
     def close(self) -> None: ...

@@ -146,5 +146,8 @@ class InMemoryStateStore:
         with self._lock:
             return sum(self._letters.pop(r, None) is not None for r in set(record_ids))
 
+    def purge(self) -> None:
+        """Nothing to do: deleted state lives nowhere else."""
+
     def close(self) -> None:
         pass

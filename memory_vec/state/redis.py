@@ -295,6 +295,11 @@ class RedisStateStore:
         with self._errors("remove dead letters"):
             return int(self._client.hdel(self._prefix + "dl", *set(record_ids)))
 
+    def purge(self) -> None:
+        """Nothing the client can do: Redis' own persistence (RDB snapshots,
+        the AOF) keeps deleted keys until it is rewritten; an operator runs
+        ``BGREWRITEAOF`` / ``BGSAVE`` (see the README's reliability section)."""
+
     def close(self) -> None:
         with contextlib.suppress(*self._redis_errors):  # closing is best effort
             self._client.close()

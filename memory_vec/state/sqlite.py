@@ -103,6 +103,9 @@ class SQLiteStateStore:
             conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
+            # Deleted rows are overwritten with zeros, not left in free pages:
+            # forget() must leave no trace of a user's text in the file.
+            conn.execute("PRAGMA secure_delete=ON")
             self._local.conn = conn
         return conn
 
@@ -274,6 +277,15 @@ class SQLiteStateStore:
     def remove_dead_letters(self, record_ids: Sequence[str]) -> int:
         with self._tx() as conn:
             return logs.remove_dead_letters(conn, record_ids)
+
+    def purge(self) -> None:
+        """Make deleted data unrecoverable from the files: copy the write-ahead
+        log into the database (whose freed pages secure_delete zeroed) and
+        truncate the log, where the old page versions were."""
+        try:
+            self._conn().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            raise StateStoreError(f"Cannot purge the working-state database {self.path!r}: {exc}") from exc
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
