@@ -16,7 +16,7 @@ import pytest
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.testing import DeterministicHashEmbedder
 
-BACKENDS = ["memory", "chroma", "chroma-server", "milvus-lite", "milvus-lite-server", "milvus-server"]
+BACKENDS = ["memory", "sqlite", "chroma", "chroma-server", "milvus-lite", "milvus-lite-server", "milvus-server"]
 SERVER_BACKENDS = ["chroma-server", "milvus-lite-server", "milvus-server"]
 EMBEDDER = DeterministicHashEmbedder(dimension=64)
 
@@ -27,8 +27,8 @@ def _config_factory(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -
     collection = f"rel_{uuid.uuid4().hex[:10]}"
     base: dict[str, Any] = {"collection": collection, "persist_dir": str(tmp_path / "store"),
                             "score_threshold": 0.0}
-    if kind == "memory":
-        base["backend"] = "memory"
+    if kind in ("memory", "sqlite"):
+        base["backend"] = kind
     elif kind == "chroma":
         base["backend"] = "chroma"
     elif kind == "chroma-server":
