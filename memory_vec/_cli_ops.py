@@ -6,7 +6,6 @@ through the core's and the backend's public methods.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -27,15 +26,24 @@ if TYPE_CHECKING:
     from .config import MemoryConfig
     from .core import MemoryCore
 
-__all__ = ["EXIT_OK", "EXIT_NOT_FOUND", "EXIT_BAD_INPUT", "EXIT_UNAVAILABLE", "NotAvailableError", "exit_code",
-           "record_dict", "store_stats", "compact_store"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_UNAVAILABLE",
+    "NotAvailableError",
+    "compact_store",
+    "exit_code",
+    "record_dict",
+    "store_stats",
+]
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1  # not found / nothing matched
 EXIT_BAD_INPUT = 2  # bad input or config
 EXIT_UNAVAILABLE = 3  # backend unavailable
 
-_EVERYTHING = dict(include_superseded=True, include_archived=True)
+_EVERYTHING: dict[str, bool] = {"include_superseded": True, "include_archived": True}
 
 
 class NotAvailableError(MemoryVecError):
@@ -60,7 +68,7 @@ def record_dict(r: MemoryRecord) -> dict[str, Any]:
 
 def store_stats(core: MemoryCore, config: MemoryConfig, *, user_id: str | None) -> dict[str, Any]:
     """Counts over the whole store, or over one user when ``user_id`` is given."""
-    records = core.backend.scan(RecordFilter(user_id=user_id, **_EVERYTHING))
+    records = core.backend.scan(RecordFilter(user_id=user_id, include_superseded=True, include_archived=True))
     kinds = Counter(r.kind for r in records)
     stats: dict[str, Any] = {
         "backend": config.backend,

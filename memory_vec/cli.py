@@ -28,14 +28,16 @@ from ._cli_ops import (
     record_dict,
     store_stats,
 )
+from .records import to_datetime
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
     from .core import MemoryCore
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
-_memory_note_shown = False
+# Whether the in-process-backend note was printed (once per process).
+_notes_shown: set[str] = set()
 
 
 # ---------------------------------------------------------------- store setup
@@ -63,11 +65,10 @@ def _config(args: argparse.Namespace) -> MemoryConfig:
 
 
 def _core(cfg: MemoryConfig) -> MemoryCore:
-    global _memory_note_shown
     from .core import MemoryCore
 
-    if cfg.backend == "memory" and not _memory_note_shown:
-        _memory_note_shown = True
+    if cfg.backend == "memory" and "memory" not in _notes_shown:
+        _notes_shown.add("memory")
         print("memory-vec: note: backend 'memory' keeps records inside this process only; "
               "use sqlite, chroma or milvus for a store that outlives the command", file=sys.stderr)
     return MemoryCore(cfg)
@@ -102,6 +103,30 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dead_letters(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    core = _core(cfg)
+    if args.action == "retry":
+        outcome = core.retry_dead_letters(args.ids)
+        data: dict[str, Any] = {"stored": outcome.stored, "failed": outcome.failed}
+        text = "\n".join([f"stored {len(outcome.stored)} record(s) again"]
+                         + [f"  still refused {i}: {why}" for i, why in outcome.failed.items()])
+        _emit(args, data, text)
+        return EXIT_OK if not outcome.failed else EXIT_NOT_FOUND
+    if args.action == "drop":
+        dropped = core.drop_dead_letters(args.ids)
+        _emit(args, {"dropped": dropped}, f"dropped {dropped} dead letter(s)")
+        return EXIT_OK
+    letters = [d for d in core.dead_letters(user_id=args.user) if not args.ids or d.record_id in args.ids]
+    rows = [{"record_id": d.record_id, "user_id": d.user_id, "session_id": d.session_id,
+             "failed_at": to_datetime(d.failed_at).isoformat(), "error": d.error,
+             "text": str(d.record.get("text", ""))} for d in letters]
+    _emit(args, {"dead_letters": rows},
+          "\n".join(f"{r['record_id']}  {r['failed_at'][:19]}  {r['user_id']}/{r['session_id']}  "
+                    f"{_short(r['text'], 40)}\n    {r['error'][:200]}" for r in rows) or "(no dead letters)")
+    return EXIT_OK
+
+
 def _stats(args: argparse.Namespace) -> int:
     cfg = _config(args)
     stats = store_stats(_core(cfg), cfg, user_id=args.user)
@@ -130,11 +155,12 @@ def _list(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     cfg = _config(args)
     hits = _core(cfg).recall(args.text, k=args.k, scope=args.scope)
-    rows = [{"id": h.id, "score": round(h.score, 4), "text": h.text, "role": h.role, "kind": h.kind,
-             "session_id": h.session_id, "time": h.timestamp.isoformat()} for h in hits]
+    rows: list[dict[str, Any]] = [
+        {"id": h.id, "score": round(h.score, 4), "text": h.text, "role": h.role, "kind": h.kind,
+         "session_id": h.session_id, "time": h.timestamp.isoformat()} for h in hits]
     _emit(args, {"query": args.text, "user_id": cfg.user_id, "hits": rows},
-          "\n".join(f"{r['score']:.3f}  {r['id']}  {r['time'][:19]}  {r['role']:<9} {_short(r['text'])}"
-                    for r in rows) or "(no memory matched)")
+          "\n".join(f"{h.score:.3f}  {h.id}  {h.timestamp.isoformat()[:19]}  {h.role:<9} {_short(h.text)}"
+                    for h in hits) or "(no memory matched)")
     return EXIT_OK if rows else EXIT_NOT_FOUND
 
 
@@ -148,8 +174,9 @@ def _show(args: argparse.Namespace) -> int:
         raise MemoryNotFoundError(f"no memory {args.id!r}" + (f" for user {args.user!r}" if args.user else ""))
     record = core.get(args.id, user_id=found[0].user_id)
     chain = core.history(args.id, user_id=record.user_id)
-    data = {"record": record_dict(record), "history": [record_dict(r) for r in chain]}
-    text = "\n".join([f"{k}: {val}" for k, val in data["record"].items()] + ["", "history (oldest first):"] + [
+    shown = record_dict(record)
+    data = {"record": shown, "history": [record_dict(r) for r in chain]}
+    text = "\n".join([f"{k}: {val}" for k, val in shown.items()] + ["", "history (oldest first):"] + [
         ("→ " if r.id == record.id else "  ") + _line(record_dict(r)) for r in chain])
     _emit(args, data, text)
     return EXIT_OK
@@ -235,8 +262,8 @@ def _reembed(args: argparse.Namespace) -> int:
 def _compact(args: argparse.Namespace) -> int:
     cfg = _config(args)
     report = compact_store(_core(cfg), user_id=args.user, dry_run=args.dry_run)
-    lines = [f"{'would merge' if args.dry_run else 'merged'} {report['merged']} duplicate facts into "
-             f"{len(report['merges'])} survivors ({report['users']} users checked)"]
+    lines = [(f"{'would merge' if args.dry_run else 'merged'} {report['merged']} duplicate facts into "
+              f"{len(report['merges'])} survivors ({report['users']} users checked)")]
     lines += [f"  {m['survivor']} ← {', '.join(m['merged'])}  {_short(m['text'], 60)}" for m in report["merges"]]
     _emit(args, report, "\n".join(lines))
     return EXIT_OK
@@ -298,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reembed", parents=[store], help="rebuild every vector with another embedding model")
     p.add_argument("--model", required=True)
     p.set_defaults(func=_reembed)
+    p = sub.add_parser("dead-letters", parents=[store],
+                       help="records the backend refused: list them, retry them, or drop them")
+    p.add_argument("action", choices=["list", "retry", "drop"], nargs="?", default="list")
+    p.add_argument("--id", action="append", dest="ids", help="only this record id (repeatable)")
+    p.set_defaults(func=_dead_letters)
     p = sub.add_parser("compact", parents=[store], help="merge near-duplicate facts of --user (or every user)")
     p.add_argument("--dry-run", action="store_true", help="show the merges without applying them")
     p.set_defaults(func=_compact)

@@ -23,16 +23,16 @@ from .facts import analyze, extract_values, is_chinese, split_sentences, subject
 from .recall.ranking import dedupe_key
 
 __all__ = [
-    "ExtractedFact",
-    "FactExtractor",
-    "RuleExtractor",
-    "LLMExtractor",
+    "EXTRACTION_PROMPT",
     "ConflictAction",
     "ConflictDecision",
     "ConflictResolver",
     "ExistingFact",
+    "ExtractedFact",
+    "FactExtractor",
+    "LLMExtractor",
+    "RuleExtractor",
     "patch_summary",
-    "EXTRACTION_PROMPT",
 ]
 
 FACT_TYPES = ("preference", "constraint", "task", "profile", "event")
@@ -68,8 +68,10 @@ _PREF_OBJECT = re.compile(
     r"|(?:喜欢|爱|吃|喝)(?P<zh>[\u4e00-\u9fff]{1,6}?)(?=了|吗|[。，！]|$)",
     re.IGNORECASE,
 )
-_GREETING = re.compile(r"^\s*(?:hi|hello|hey|thanks|thank you|ok|okay|yes|no|sure|great|cool|你好|谢谢|好的|嗯|是的)[\s!.。！]*$",
-                       re.IGNORECASE)
+_GREETING = re.compile(
+    r"^\s*(?:hi|hello|hey|thanks|thank you|ok|okay|yes|no|sure|great|cool|你好|谢谢|好的|嗯|是的)[\s!.。！]*$",
+    re.IGNORECASE,
+)
 
 
 def _fact_type(preference: bool, constraint: bool, task: bool, dates: bool) -> str:
@@ -106,7 +108,8 @@ class RuleExtractor:
             if len(sentence) < 4:
                 continue
             s = analyze(sentence)
-            has_signal = s.preference or s.constraint or s.decision or s.task or s.subject or s.numbers or s.dates or s.names
+            has_signal = (s.preference or s.constraint or s.decision or s.task or s.subject or s.numbers
+                          or s.dates or s.names)
             if not has_signal and not s.transient:
                 continue
             importance = round(min(1.0, s.value + 0.1), 3)
@@ -146,7 +149,8 @@ class LLMExtractor:
 
     name = "llm"
 
-    def __init__(self, llm: Callable[[str], str], *, roles: Sequence[str] = ("user",), prompt: str = EXTRACTION_PROMPT) -> None:
+    def __init__(self, llm: Callable[[str], str], *, roles: Sequence[str] = ("user",),
+                 prompt: str = EXTRACTION_PROMPT) -> None:
         self.llm = llm
         self.roles = tuple(roles)
         self.prompt = prompt
@@ -158,7 +162,7 @@ class LLMExtractor:
             return []
         try:
             answer = self.llm(self.prompt.format(role=role, text=text))
-        except Exception as exc:  # an LLM failure must not lose the message
+        except Exception as exc:  # noqa: BLE001 - any failure of the caller's LLM must not lose the message
             self.last_error = f"extractor LLM failed: {exc}"
             return []
         return self.parse(answer)
@@ -192,7 +196,8 @@ class LLMExtractor:
                 importance = min(1.0, max(0.0, float(item.get("importance", 0.5))))
             except (TypeError, ValueError):
                 importance = 0.5
-            kind = item.get("type") if item.get("type") in FACT_TYPES else "profile"
+            declared = item.get("type")
+            kind = declared if isinstance(declared, str) and declared in FACT_TYPES else "profile"
             text = item["fact"].strip()
             facts.append(ExtractedFact(text, subject.strip().lower(), importance, kind,
                                        transient=analyze(text).transient, negated=bool(_RETRACT.search(text))))
@@ -266,7 +271,7 @@ class ConflictResolver:
             # Both name a subject and each names something the other does not
             # ("thesis deadline" / "project deadline"): similar wording alone
             # must not make one overwrite the other.
-            other_subject = bool(new_subject and old_subject) and _distinct_subjects(new_subject, old_subject)
+            other_subject = bool(new_subject and old_subject and _distinct_subjects(new_subject, old_subject))
             if fact.negated and same_subject:
                 superseded.append(old.id)
                 continue
@@ -305,7 +310,7 @@ class ConflictResolver:
         self.judge_calls += 1
         try:
             answer = str(self.judge(prompt)).strip().upper()
-        except Exception as exc:  # a failing judge falls back to keeping both
+        except Exception as exc:  # noqa: BLE001 - any failure of the caller's judge falls back to keeping both
             return ConflictDecision(ConflictAction.ADD, reason=f"judge failed: {exc}", judged=True)
         words = answer.replace(",", " ").split()
         verb = words[0] if words else "ADD"
@@ -390,7 +395,7 @@ def patch_summary(summary: str, *, subject: str | None, old_texts: Sequence[str]
     kept = []
     for line in summary.splitlines():
         lowered = line.lower()
-        mentions_subject = bool(subject) and subject in lowered
+        mentions_subject = bool(subject and subject in lowered)
         carries_stale = bool(stale) and bool(extract_values(line) & stale)
         if carries_stale and (mentions_subject or not subject):
             continue

@@ -15,7 +15,7 @@ from .records import ChatMessage, MemoryContext, RecalledMemory, to_datetime
 from .state.base import StateMessage
 from .tokens import TokenCounter
 
-__all__ = ["assemble_context", "render_relevant", "RELEVANT_HEADER", "RELEVANT_HEADER_ZH"]
+__all__ = ["RELEVANT_HEADER", "RELEVANT_HEADER_ZH", "assemble_context", "render_relevant"]
 
 RELEVANT_HEADER = (
     "Relevant memories from earlier conversations (dated; treat each as true as of its date, "

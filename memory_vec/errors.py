@@ -30,8 +30,8 @@ __all__ = [
     "SchemaMismatchError",
     "StateStoreError",
     "StoreLockedError",
-    "SupersededMemoryError",
     "SummaryRejectedError",
+    "SupersededMemoryError",
 ]
 
 

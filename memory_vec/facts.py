@@ -12,14 +12,24 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
-    "SentenceSignals", "analyze", "split_sentences", "subject_key", "subject_value", "is_chinese", "extract_values",
+    "SentenceSignals",
+    "analyze",
+    "extract_values",
+    "is_chinese",
+    "split_sentences",
+    "subject_key",
+    "subject_value",
 ]
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
-_NUMBER = re.compile(r"(?<![A-Za-z0-9.])[-+]?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|k|K|万|千|元|块|美元|usd|USD|eur|EUR|kg|km|GB|MB|小时|天|年|月|岁|years?|days?|hours?|dollars?|euros?))?")
+_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9.])[-+]?\d[\d,]*(?:\.\d+)?"
+    r"(?:\s?(?:%|k|K|万|千|元|块|美元|usd|USD|eur|EUR|kg|km|GB|MB|小时|天|年|月|岁|years?|days?|hours?|dollars?|euros?))?"
+)
 _DATE = re.compile(
-    r"\b(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"
+    r"\b(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"
+    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"
     r"|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|yesterday|today|next week|last week))\b"
     r"|\d{1,4}年\d{1,2}月(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]|(?:明天|昨天|今天|下周|上周|周[一二三四五六日天])",
     re.IGNORECASE,
@@ -32,44 +42,58 @@ _NOT_NAMES = {"hey", "hi", "hello", "thanks", "thank", "wow", "yeah", "yes", "oh
 
 _PREFERENCE = re.compile(
     r"\b(?:i|we)\s+(?:really\s+)?(?:like|love|prefer|enjoy|hate|dislike|want|don't like|do not like|can't stand)\b"
-    r"|\bmy favou?rite\b|我(?:现在|一直|也|还|真的)?(?:很|最|非常|比较)?(?:喜欢|爱|讨厌|偏好|更喜欢|不喜欢|希望|想要)|偏好",
+    r"|\bmy favou?rite\b"
+    r"|我(?:现在|一直|也|还|真的)?(?:很|最|非常|比较)?(?:喜欢|爱|讨厌|偏好|更喜欢|不喜欢|希望|想要)|偏好",
     re.IGNORECASE,
 )
 _CONSTRAINT = re.compile(
-    r"\b(?:must|never|always|don't|do not|avoid|no more than|at most|at least|only|required?|make sure|limit|budget|deadline|allergic)\b"
+    r"\b(?:must|never|always|don't|do not|avoid|no more than|at most|at least|only|required?|make sure|limit"
+    r"|budget|deadline|allergic)\b"
     r"|不要|别|必须|一定要|务必|禁止|不能|不许|只能|至少|最多|以后都|每次都|预算|截止|过敏",
     re.IGNORECASE,
 )
 _DECISION = re.compile(
-    r"\b(?:decided|we'll go with|let's go with|agreed|confirmed|chose|choose|settled on|plan is|switch(?:ed)? to|changed? to|from now on|anymore|no longer)\b"
+    r"\b(?:decided|we'll go with|let's go with|agreed|confirmed|chose|choose|settled on|plan is|switch(?:ed)? to"
+    r"|changed? to|from now on|anymore|no longer)\b"
     r"|决定|确定|选了|选择|同意|改成|改为|改到|换成|换到|推迟到|提前到|涨到|降到|搬到|调整到|调整为|从现在起|不再|已经不",
     re.IGNORECASE,
 )
-_TASK = re.compile(r"\b(?:todo|to-do|remind me|need to|have to|task|next step|pending|follow up)\b|待办|提醒我|需要|任务|下一步", re.IGNORECASE)
+_TASK = re.compile(
+    r"\b(?:todo|to-do|remind me|need to|have to|task|next step|pending|follow up)\b|待办|提醒我|需要|任务|下一步",
+    re.IGNORECASE,
+)
 _TRANSIENT = re.compile(
-    r"^\s*(?:please\s+)?(?:convert|translate|summari[sz]e|format|rewrite|fix|run|open|show|print|list|draft|write)\b.*\b(?:now|this|that|it)\b"
+    r"^\s*(?:please\s+)?(?:convert|translate|summari[sz]e|format|rewrite|fix|run|open|show|print|list|draft|write)\b"
+    r".*\b(?:now|this|that|it)\b"
     r"|^\s*(?:请)?(?:帮我)?(?:把|将)?.{0,12}(?:转换|翻译|总结|格式化|改写|运行|打开)(?:一下|成)",
     re.IGNORECASE,
 )
 
 # "X is/was (now) Y", "X changed to Y", "X: Y"; Chinese "X调整到Y", "X是Y", "X改为Y".
 _SUBJECT_EN = re.compile(
-    r"(?:^|\b)(?:the\s+|my\s+|our\s+)?(?P<subject>[a-z][a-z'’ \-]{1,40}?)\s+(?:is|was|are|were|will be|has been|have been|changed to|changes to|moved to|set to|increased to|decreased to|raised to|lowered to)\s+(?:now\s+|still\s+|actually\s+)?(?P<value>.+)",
+    r"(?:^|\b)(?:the\s+|my\s+|our\s+)?(?P<subject>[a-z][a-z'’ \-]{1,40}?)\s+"
+    r"(?:is|was|are|were|will be|has been|have been|changed to|changes to|moved to|set to|increased to|decreased to"
+    r"|raised to|lowered to)\s+(?:now\s+|still\s+|actually\s+)?(?P<value>.+)",
     re.IGNORECASE,
 )
 _SUBJECT_ZH = re.compile(
-    r"(?P<subject>[\u4e00-\u9fffA-Za-z]{1,10}?)(?:现在|已经|目前)?(?:调整到|调整为|改成|改为|改到|换成|换到|推迟到|提前到|涨到|降到|变成|提高到|降低到|增加到|减少到|定为|定在|设为|是|为|叫)(?P<value>.+)"
+    r"(?P<subject>[\u4e00-\u9fffA-Za-z]{1,10}?)(?:现在|已经|目前)?"
+    r"(?:调整到|调整为|改成|改为|改到|换成|换到|推迟到|提前到|涨到|降到|变成|提高到|降低到|增加到|减少到|定为|定在|设为|是|为|叫)"
+    r"(?P<value>.+)"
 )
 # Profile statements without "is": where the user lives or works, under one subject each.
 _ZH_ADV = r"(?:现在|已经不|已经|目前|一直|也|还|不|刚|最近|上个月)?"
 _PROFILE = (
     (re.compile(r"\bI(?:'ve| have)?\s+(?:(?:now|still|no longer|don't|do not)\s+)?"
-                r"(?:live|living|moved|relocated)\s+(?:in|to)\s+(?P<value>[A-Z][\w-]*(?:\s[A-Z][\w-]*)*)"), "residence"),
+                r"(?:live|living|moved|relocated)\s+(?:in|to)\s+(?P<value>[A-Z][\w-]*(?:\s[A-Z][\w-]*)*)"),
+     "residence"),
     (re.compile(r"\bI(?:'m| am)?\s+(?:(?:now|still|no longer|don't|do not)\s+)?(?:work(?:ing)?\s+(?:at|for)|joined)"
                 r"\s+(?P<value>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*)"), "employer"),
-    (re.compile(r"(?:^|[，,])我" + _ZH_ADV + r"(?:住在|搬到了?|搬去了?)(?P<value>[\u4e00-\u9fff]{1,8}?)(?=了|[，。,.！]|$)"),
+    (re.compile(r"(?:^|[，,])我" + _ZH_ADV
+                + r"(?:住在|搬到了?|搬去了?)(?P<value>[\u4e00-\u9fff]{1,8}?)(?=了|[，。,.！]|$)"),
      "住址"),
-    (re.compile(r"(?:^|[，,])(?:我" + _ZH_ADV + r"|现在)在(?P<value>(?!一)[\u4e00-\u9fffA-Za-z]{1,10}?)(?:工作|上班)"),
+    (re.compile(r"(?:^|[，,])(?:我" + _ZH_ADV
+                + r"|现在)在(?P<value>(?!一)[\u4e00-\u9fffA-Za-z]{1,10}?)(?:工作|上班)"),
      "工作单位"),  # not "在一家公司工作": no value
 )
 _STOP_SUBJECT = {"it", "this", "that", "there", "he", "she", "they", "what", "which", "who", "i", "you", "we",
@@ -78,7 +102,9 @@ _STOP_SUBJECT = {"it", "this", "that", "there", "he", "she", "they", "what", "wh
                  "尤其", "特别", "主要", "就", "也", "还", "都", "只", "但", "可", "总", "真", "其实", "只是", "还是",
                  "也是", "就是", "可能", "应该"}
 _LEAD_IN = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|well|actually|also|and|but|hey|hi|oh|note that|remember that|fyi|by the way|btw|just so you know|update|correction|these days|nowadays|lately)[,:\s]+)+|^(?:另外|还有|对了|记住|注意|更新|更正一下|更正|我说错了)[，,：:\s]*",
+    r"^(?:(?:ok(?:ay)?|so|well|actually|also|and|but|hey|hi|oh|note that|remember that|fyi|by the way|btw"
+    r"|just so you know|update|correction|these days|nowadays|lately)[,:\s]+)+"
+    r"|^(?:另外|还有|对了|记住|注意|更新|更正一下|更正|我说错了)[，,：:\s]*",
     re.IGNORECASE,
 )
 
@@ -141,7 +167,8 @@ def subject_key(sentence: str) -> str | None:
     if is_chinese(text):
         m = _SUBJECT_ZH.search(text)
         if m:
-            subject = re.sub(r"^(?:我的|我们的|我们|你的|这个|那个|我)?(?:现在|目前|已经|最近)?", "", m.group("subject"))
+            subject = re.sub(r"^(?:我的|我们的|我们|你的|这个|那个|我)?(?:现在|目前|已经|最近)?", "",
+                             m.group("subject"))
             # "我的猫" -> "猫": one character is a subject once a possessive was stripped.
             return _normalize_subject(subject) if len(subject) >= 2 or subject != m.group("subject") else None
         return None

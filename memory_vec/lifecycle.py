@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .records import MemoryRecord
 from .recall.ranking import decay, dedupe_key
+from .records import MemoryRecord
 
-__all__ = ["LifecyclePolicy", "LifecyclePlan", "memory_value", "plan_lifecycle", "plan_consolidation"]
+__all__ = ["LifecyclePlan", "LifecyclePolicy", "memory_value", "plan_consolidation", "plan_lifecycle"]
 
 _DAY = 86400.0
 

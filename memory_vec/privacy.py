@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Redactor", "RegexRedactor", "PIIRule", "DEFAULT_RULES", "luhn_ok"]
+__all__ = ["DEFAULT_RULES", "PIIRule", "Redactor", "RegexRedactor", "luhn_ok"]
 
 
 def luhn_ok(digits: str) -> bool:
@@ -47,7 +47,8 @@ _DIGITS = re.compile(r"\D")
 
 DEFAULT_RULES: tuple[PIIRule, ...] = (
     PIIRule("email", re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"), "[EMAIL]"),
-    PIIRule("cn_id_card", re.compile(r"(?<!\d)[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![\dXx])"),
+    PIIRule("cn_id_card",
+            re.compile(r"(?<!\d)[1-9]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![\dXx])"),
             "[ID_CARD]", _id_card_ok),
     PIIRule("cn_mobile", re.compile(r"(?<![\d+])(?:\+?86[ -]?)?1[3-9]\d[ -]?\d{4}[ -]?\d{4}(?![\d ]\d)"), "[PHONE]"),
     PIIRule("card", re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)"), "[CARD]",
@@ -55,7 +56,8 @@ DEFAULT_RULES: tuple[PIIRule, ...] = (
     # International (+CC ...) and North-American style numbers; bare digit
     # runs are left alone (amounts, years, order numbers).
     PIIRule("phone", re.compile(r"\+\d{1,3}[ .-]?(?:\(\d{1,4}\)[ .-]?)?\d{1,4}(?:[ .-]\d{2,4}){1,4}(?!\d)"
-                                r"|(?<!\d)\(\d{3}\)\s?\d{3}-\d{4}(?!\d)|(?<![\d-])\d{3}-\d{3}-\d{4}(?![\d-])"), "[PHONE]"),
+                                r"|(?<!\d)\(\d{3}\)\s?\d{3}-\d{4}(?!\d)|(?<![\d-])\d{3}-\d{3}-\d{4}(?![\d-])"),
+            "[PHONE]"),
 )
 
 

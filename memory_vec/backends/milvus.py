@@ -10,87 +10,52 @@ plain scalar filter. ``backend_options={"partition_key": bool}`` overrides.
 
 Filters are built by :mod:`._milvus_expr` (escaped literals; see there why
 not ``filter_params``; pymilvus' own ``get(ids=)``/``delete(ids=)`` paste
-ids into single quotes unescaped, so they are never used here) and every returned row is re-checked with
-``RecordFilter.matches``.
+ids into single quotes unescaped, so they are never used here) and every
+returned row is re-checked with ``RecordFilter.matches``.
 
-Consistency: reads use ``"Session"`` by default: a process always reads its
-own writes (pymilvus keeps the last write timestamp per collection), and
-:meth:`MilvusBackend.open` makes one ``"Strong"`` read, so whatever was
-acknowledged before a process opened the store is visible to it. Writes of
-other processes after that become visible within the server's time tick.
-A 2.3 server does not return a delete's timestamp, so there a delete ends
-with one ``"Strong"`` read (an upsert's later timestamp covers the deletes
-before it).
-A 2.3 server does not return a delete's timestamp, so there a delete ends
-with one ``"Strong"`` read.
-``"Strong"`` on every read waits for that tick each time (~400 ms per read on
-a 2.3.5 server, measured); ``backend_options={"consistency_level": "Strong"}``
-asks for it anyway.
+Consistency: reads use ``"Session"`` by default (read your own writes, and
+everything acknowledged before ``open``); see :mod:`._milvus_consistency`.
 
-Filtered search completeness: an approximate search with a narrow filter
-(one user among many, no partition key) can return fewer rows than match;
-2.3.5 returned 1.6 of a user's 10 rows at 10k. When a search returns fewer
-than it asked for, there are no more rows than it asked for, so
-:meth:`MilvusBackend.query` reads them all with their vectors (a user's
-memories, not the collection; at most ``exact_fallback_limit``) and scores
-them exactly.
+Filtered search completeness: when a filtered approximate search comes back
+short, :meth:`MilvusBackend.query` scores the matching rows exactly (see
+:mod:`._milvus_search`).
+
+Private modules: :mod:`._milvus_schema` (fields, create, verify, load),
+:mod:`._milvus_rows` (record <-> row), :mod:`._milvus_expr` (filters),
+:mod:`._milvus_scan` (paged reads), :mod:`._milvus_search` (search, exact fallback),
+:mod:`._milvus_consistency`, :mod:`._milvus_lock`
+(the Lite path's lock), :mod:`._milvus_errors`.
 """
 
 from __future__ import annotations
 
-import json
-import math
+import contextlib
 import os
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import (
-    BackendError,
-    ConfigError,
-    BackendTimeoutError,
-    BackendUnavailableError,
-    DependencyMissingError,
-    EmbeddingModelMismatchError,
-    InvalidInputError,
-    SchemaMismatchError,
-    StoreLockedError,
-)
+from ..errors import ConfigError, EmbeddingModelMismatchError, InvalidInputError
 from ..records import MemoryRecord
-from ._milvus_expr import SHARED_OWNER, filter_expression, literal
+from . import _milvus_consistency as consistency
+from . import _milvus_schema
+from ._milvus_errors import Translate, require_pymilvus
+from ._milvus_expr import filter_expression
 from ._milvus_lock import LiteLock
-from .base import BaseBackend, RecordFilter, ScoredRecord
+from ._milvus_rows import chunks, request_batches, to_row
+from ._milvus_scan import RowReader
+from ._milvus_schema import SCHEMA_VERSION
+from ._milvus_search import search
+from .base import BackendLimits, BaseBackend, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
 
-__all__ = ["MilvusBackend", "SCHEMA_VERSION"]
+__all__ = ["SCHEMA_VERSION", "MilvusBackend"]
 
-SCHEMA_VERSION = "1"
-_PROP_MODEL, _PROP_DIM, _PROP_SCHEMA = "memvec.model_id", "memvec.dimension", "memvec.schema_version"
-_ID_BYTES = 1024  # 256 characters (MAX_ID_LENGTH) of up to 4 UTF-8 bytes
-_TEXT_BYTES = 65535
-_MAX_TOPK = 16384  # Milvus' limit on limit/offset
-_SCALARS = ("id", "owner", "user_id", "session_id", "agent_id", "role", "kind", "visibility", "timestamp",
-            "seq", "importance", "superseded", "valid_to", "superseded_by", "archived", "pinned", "expire_at",
-            "subject", "text", "metadata", "attrs")
-_OUTPUT = list(_SCALARS)
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
-_CONSISTENCY = ("Session", "Strong", "Bounded", "Eventually")
-
-
-def _require_pymilvus() -> Any:
-    try:
-        import pymilvus
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise DependencyMissingError(
-            "The Milvus backend needs pymilvus (and milvus-lite for a local path): "
-            "pip install 'memory-vec[milvus]'"
-        ) from exc
-    return pymilvus
 
 
 class MilvusBackend(BaseBackend):
@@ -110,6 +75,13 @@ class MilvusBackend(BaseBackend):
     """
 
     name = "milvus"
+    # Measured on Milvus Lite 3.2.2 and a Milvus 2.3.5 server (tests/backends/test_milvus_*):
+    # VARCHAR max_length counts UTF-8 bytes on the server (characters on Lite), so text is
+    # 65535 bytes and ids 1024 (the schema's max_length); the server refuses a JSON field
+    # over 65536 bytes (Lite has no limit). pymilvus encodes JSON integers up to 2**64 - 1
+    # and both engines accept 500 levels of nesting: the library's int64 range and depth stay.
+    limits = BackendLimits(max_text_bytes=_milvus_schema.TEXT_BYTES, max_id_bytes=_milvus_schema.ID_BYTES,
+                           max_metadata_bytes=65536)
 
     def __init__(
         self,
@@ -147,11 +119,7 @@ class MilvusBackend(BaseBackend):
             exact_fallback_limit: Most matching rows scored exactly when a filtered search
                 comes back short (0 turns the fallback off).
         """
-        if consistency_level not in _CONSISTENCY:
-            raise ConfigError(
-                f"Milvus backend_options['consistency_level'] = {consistency_level!r} is not one of "
-                f"{list(_CONSISTENCY)}"
-            )
+        consistency.check_level(consistency_level)
         self.uri = uri
         self.collection = collection
         self.is_server = uri.startswith(("http://", "https://"))
@@ -207,66 +175,39 @@ class MilvusBackend(BaseBackend):
         with self._mutex:
             client = self._connect()
             with self._translate("open the collection"):
-                before_2_4 = self._server_before_2_4(client)
+                before_2_4 = consistency.server_before_2_4(client, is_server=self.is_server, timeout=self._timeout)
                 exists = client.has_collection(self.collection, timeout=self._timeout)
                 if not exists:
                     try:
                         pk = self._partition_key if self._partition_key is not None else not before_2_4
-                        self._create(client, dimension, model_id, partition_key=pk)
+                        _milvus_schema.create(
+                            client, self.collection, dimension=dimension, model_id=model_id, partition_key=pk,
+                            num_partitions=self._num_partitions, index_type=self._index_type,
+                            index_params=self._index_params, timeout=self._timeout)
                     except Exception:
                         # Another process may have created it first; verify that one.
                         if not client.has_collection(self.collection, timeout=self._timeout):
                             raise
                 info = client.describe_collection(self.collection, timeout=self._timeout)
-            self._verify(info, dimension, model_id)
+            _milvus_schema.verify(info, collection=self.collection, uri=self.uri, dimension=dimension,
+                                  model_id=model_id)
             self._pk_enabled = any(f.get("is_partition_key") for f in info.get("fields", []))
-            self._load(client)
-            # 2.3 servers answer a delete without its timestamp, so a Session
-            # read would not wait for it: a Strong read after each delete does.
-            self._barrier_after_delete = self._consistency == "Session" and before_2_4
+            _milvus_schema.load(client, self.collection, index_type=self._index_type, index_params=self._index_params,
+                                timeout=self._timeout, translate=self._translate)
+            self._barrier_after_delete = consistency.barrier_after_delete(self._consistency, before_2_4=before_2_4)
             self._read_one(client, "Strong")  # rows acknowledged before this open are visible to Session reads
             self._dimension, self._model_id = dimension, model_id
 
     def _read_one(self, client: Any, level: str) -> None:
-        # A read at ``level`` waits until the server has applied the writes
-        # that level covers ("Strong": all before it; "Session": this
-        # process'); later reads of this process see at least that state.
-        with self._translate("read the collection"):
-            client.query(self.collection, filter='id != ""', output_fields=["id"], limit=1,
-                         consistency_level=level, timeout=self._timeout)
-
-    def _load(self, client: Any) -> None:
-        # Another process may have created the collection a moment ago and not
-        # yet its index (MilvusClient creates, then indexes, then loads): wait
-        # for the index, and create it if its creator died in between.
-        deadline = time.monotonic() + max(self._timeout, 30.0)
-        while True:
-            try:
-                with self._translate("load the collection"):
-                    client.load_collection(self.collection, timeout=self._timeout)
-                return
-            except BackendError as exc:
-                if "index not found" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise
-            time.sleep(0.5)
-            try:
-                if not client.list_indexes(self.collection, timeout=self._timeout):
-                    index = client.prepare_index_params()
-                    index.add_index("vector", index_type=self._index_type, metric_type="COSINE",
-                                    params=self._index_params)
-                    client.create_index(self.collection, index, timeout=self._timeout)
-            except Exception:  # the creator's index request may win the race; loading tells
-                pass
+        consistency.read_barrier(client, self.collection, level, timeout=self._timeout, translate=self._translate)
 
     def close(self) -> None:
         """Release the client (and the Lite file lock). Safe to call twice."""
         with self._mutex:
             client, self._client = self._client, None
             if client is not None:
-                try:
+                with contextlib.suppress(Exception):  # closing is best effort; the lock is released regardless
                     client.close()
-                except Exception:  # closing is best effort
-                    pass
             if self._lock_handle is not None:
                 self._lock_handle.release()
                 self._lock_handle = None
@@ -294,7 +235,7 @@ class MilvusBackend(BaseBackend):
     def _connect(self) -> Any:
         if self._client is not None:
             return self._client
-        pymilvus = _require_pymilvus()
+        pymilvus = require_pymilvus()
         kwargs: dict[str, Any] = {"uri": self.uri, "timeout": self._timeout}
         if self._token:
             kwargs["token"] = self._token
@@ -313,65 +254,6 @@ class MilvusBackend(BaseBackend):
                 self._lock_handle = None
             raise
         return self._client
-
-    def _server_before_2_4(self, client: Any) -> bool:
-        if not self.is_server:
-            return False
-        version = str(client.get_server_version(timeout=self._timeout)).lstrip("v")
-        try:
-            major, minor = (int(x) for x in version.split(".")[:2])
-        except ValueError:
-            return False
-        return (major, minor) < (2, 4)
-
-    def _create(self, client: Any, dimension: int, model_id: str, *, partition_key: bool) -> None:
-        from pymilvus import DataType, MilvusClient
-
-        pk = partition_key
-        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
-                                            description=f"memory-vec records ({model_id}, {dimension}-d)")
-        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=_ID_BYTES)
-        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
-        schema.add_field("owner", DataType.VARCHAR, max_length=_ID_BYTES, is_partition_key=pk)
-        for name in ("user_id", "session_id", "agent_id", "superseded_by", "subject"):
-            schema.add_field(name, DataType.VARCHAR, max_length=_ID_BYTES)
-        for name in ("role", "kind", "visibility"):
-            schema.add_field(name, DataType.VARCHAR, max_length=64)
-        for name in ("timestamp", "importance", "valid_to", "expire_at"):
-            schema.add_field(name, DataType.DOUBLE)
-        schema.add_field("seq", DataType.INT64)
-        for name in ("superseded", "archived", "pinned"):
-            schema.add_field(name, DataType.BOOL)
-        schema.add_field("text", DataType.VARCHAR, max_length=_TEXT_BYTES)
-        schema.add_field("metadata", DataType.JSON)
-        schema.add_field("attrs", DataType.JSON)  # exact nullable fields, source ids, recall stats
-        index = client.prepare_index_params()
-        index.add_index("vector", index_type=self._index_type, metric_type="COSINE", params=self._index_params)
-        extra: dict[str, Any] = {"num_partitions": self._num_partitions} if pk else {}
-        client.create_collection(
-            self.collection, schema=schema, index_params=index, consistency_level="Session",
-            properties={_PROP_MODEL: model_id, _PROP_DIM: str(dimension), _PROP_SCHEMA: SCHEMA_VERSION},
-            timeout=self._timeout, **extra,
-        )
-
-    def _verify(self, info: dict[str, Any], dimension: int, model_id: str) -> None:
-        props = info.get("properties") or {}
-        fields = {f["name"]: f for f in info.get("fields", [])}
-        missing = [name for name in (*_SCALARS, "vector") if name not in fields]
-        if props.get(_PROP_SCHEMA) != SCHEMA_VERSION or missing:
-            raise SchemaMismatchError(
-                f"Milvus collection {self.collection!r} at {self.uri} was not created by memory-vec schema "
-                f"version {SCHEMA_VERSION} (found version {props.get(_PROP_SCHEMA)!r}, missing fields "
-                f"{missing}). Use another collection name (MemoryConfig.collection) or drop this one."
-            )
-        stored_dim = int(fields["vector"].get("params", {}).get("dim", props.get(_PROP_DIM, 0)))
-        stored_model = props.get(_PROP_MODEL)
-        if (stored_model, stored_dim) != (model_id, dimension):
-            raise EmbeddingModelMismatchError(
-                f"Milvus collection {self.collection!r} holds vectors of {stored_model!r} (dimension "
-                f"{stored_dim}); it was opened with {model_id!r} (dimension {dimension}). Use the same "
-                "embedding model, another collection name, or re-embed the collection."
-            )
 
     def _ready(self) -> Any:
         if self._client is None or self._dimension is None:
@@ -394,7 +276,7 @@ class MilvusBackend(BaseBackend):
                 raise InvalidInputError("upsert got a vector with NaN or infinite values")
             # The last occurrence of an id wins, as in a sequence of upserts.
             latest = {r.id: i for i, r in enumerate(records)}
-            rows = [_to_row(records[i], vectors[i]) for i in latest.values()]
+            rows = [to_row(records[i], vectors[i]) for i in latest.values()]
             moved = self._moved_ids(client, rows) if self._pk_enabled else []
             self._write(client, rows, moved)
             if not self.is_server and len(rows) >= self._batch:
@@ -411,14 +293,9 @@ class MilvusBackend(BaseBackend):
             latest = {r.id: r for r in records}
             if not latest:
                 return
-            stored: dict[str, dict[str, Any]] = {}
-            for chunk in _chunks(list(latest), self._batch):
-                with self._translate("read records to update"):
-                    for row in client.query(self.collection, filter=filter_expression(None, chunk),
-                                            output_fields=["id", "owner", "vector"], consistency_level=self._consistency,
-                                            timeout=self._timeout):
-                        stored[row["id"]] = row
-            rows = [_to_row(latest[i], np.asarray(stored[i]["vector"], dtype=np.float32))
+            stored = {row["id"]: row for row in self._reader(client).rows_by_ids(
+                list(latest), ["id", "owner", "vector"], action="read records to update")}
+            rows = [to_row(latest[i], np.asarray(stored[i]["vector"], dtype=np.float32))
                     for i in latest if i in stored]
             moved = [r["id"] for r in rows if self._pk_enabled and stored[r["id"]]["owner"] != r["owner"]]
             self._write(client, rows, moved)
@@ -426,21 +303,15 @@ class MilvusBackend(BaseBackend):
     def _moved_ids(self, client: Any, rows: list[dict[str, Any]]) -> list[str]:
         # A record whose partition-key value changes is deleted first: an upsert
         # only replaces rows inside the partition the new value hashes to.
-        moved: list[str] = []
-        for chunk in _chunks(rows, self._batch):
-            with self._translate("read records before upsert"):
-                found = client.query(self.collection, filter=filter_expression(None, [r["id"] for r in chunk]),
-                                     output_fields=["id", "owner"], consistency_level=self._consistency,
-                                     timeout=self._timeout)
-            owners = {row["id"]: row["owner"] for row in found}
-            moved.extend(r["id"] for r in chunk if r["id"] in owners and owners[r["id"]] != r["owner"])
-        return moved
+        owners = {row["id"]: row["owner"] for row in self._reader(client).rows_by_ids(
+            [r["id"] for r in rows], ["id", "owner"], action="read records before upsert")}
+        return [r["id"] for r in rows if r["id"] in owners and owners[r["id"]] != r["owner"]]
 
     def _write(self, client: Any, rows: list[dict[str, Any]], moved: list[str]) -> None:
-        for chunk in _chunks(moved, self._batch):
+        for doomed in chunks(moved, self._batch):
             with self._translate("move records between partitions"):
-                client.delete(self.collection, filter=filter_expression(None, chunk), timeout=self._timeout)
-        for chunk in _chunks(rows, self._batch):
+                client.delete(self.collection, filter=filter_expression(None, doomed), timeout=self._timeout)
+        for chunk in request_batches(rows, self._batch):
             with self._translate(f"upsert {len(chunk)} records"):
                 client.upsert(self.collection, chunk, timeout=self._timeout)
 
@@ -451,7 +322,7 @@ class MilvusBackend(BaseBackend):
                 raise InvalidInputError("delete() needs ids, where, or both (refusing to delete everything)")
             # Resolve the exact rows first: engines differ in what delete() reports.
             doomed = [r.id for r in self._iter_rows(client, where or _EVERYTHING, ids)]
-            for chunk in _chunks(doomed, self._batch):
+            for chunk in chunks(doomed, self._batch):
                 with self._translate(f"delete {len(chunk)} records"):
                     client.delete(self.collection, filter=filter_expression(None, chunk), timeout=self._timeout)
             if doomed and self._barrier_after_delete:
@@ -463,56 +334,8 @@ class MilvusBackend(BaseBackend):
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._mutex:
             client = self._ready()
-        if k <= 0:
-            return []
-        expr = filter_expression(where)
-        limit = min(k, _MAX_TOPK)
-        while True:
-            params = dict(self._search_params)
-            if "ef" in params:  # HNSW refuses ef below the number of results asked for
-                params["ef"] = max(int(params["ef"]), limit)
-            with self._translate("search"):
-                result = client.search(
-                    self.collection, data=[q.tolist()], limit=limit, filter=expr, output_fields=_OUTPUT,
-                    search_params={"metric_type": "COSINE", "params": params},
-                    consistency_level=self._consistency, timeout=self._timeout,
-                )
-            raw = list(result[0]) if result else []
-            hits = []
-            for hit in raw:
-                record = _from_row(hit.get("entity") or hit)
-                if where.matches(record):
-                    hits.append(ScoredRecord(record, float(hit["distance"])))
-            if len(raw) < limit and self._exact_limit:
-                exact = self._exact_if_short(client, q, k, where)
-                if exact is not None:
-                    return exact
-            # Client-side checks may drop rows (metadata on numbers); widen until k or exhausted.
-            if len(hits) >= k or len(raw) < limit or limit >= _MAX_TOPK:
-                hits.sort(key=lambda h: -h.similarity)
-                return hits[:k]
-            limit = min(limit * 4, _MAX_TOPK)
-
-    def _exact_if_short(self, client: Any, q: np.ndarray, k: int, where: RecordFilter) -> list[ScoredRecord] | None:
-        """Score every matching row after a search came back short (None: too many rows to).
-
-        One filtered read of the rows with their vectors: a separate count
-        first cost as much again on Milvus Lite (~170 ms per filtered read at
-        100k rows), and on a server both are a few milliseconds.
-        """
-        records, vectors = [], []
-        for record, row in self._iter_matching(client, where, None, _OUTPUT, with_vectors=True):
-            if len(records) >= self._exact_limit:
-                return None
-            records.append(record)
-            vectors.append(row["vector"])
-        if not records:
-            return []
-        matrix = np.asarray(vectors, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
-        scores = (matrix @ q) / np.maximum(norms, 1e-12)
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [ScoredRecord(records[i], float(scores[i])) for i in top]
+        return search(self._reader(client), q, k, where, search_params=self._search_params,
+                      exact_limit=self._exact_limit)
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         with self._mutex:
@@ -542,182 +365,12 @@ class MilvusBackend(BaseBackend):
         return int(rows[0]["count(*)"]) if rows else 0
 
     def _iter_rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
-        for record, _row in self._iter_matching(client, where, ids, _OUTPUT):
-            yield record
+        return self._reader(client).records(where, ids)
 
-    def _iter_matching(self, client: Any, where: RecordFilter, ids: Sequence[str] | None,
-                       fields: list[str], *, with_vectors: bool = False) -> Iterator[tuple[MemoryRecord, dict[str, Any]]]:
-        if with_vectors:
-            fields = [*fields, "vector"]
-        if ids is not None:
-            for chunk in _chunks(list(dict.fromkeys(ids)), self._batch):
-                expr = filter_expression(where, chunk)
-                with self._translate("query"):
-                    rows = client.query(self.collection, filter=expr, output_fields=fields,
-                                        consistency_level=self._consistency, timeout=self._timeout)
-                for row in rows:
-                    record = _from_row(row)
-                    if where.matches(record):
-                        yield record, row
-            return
-        # Our own primary-key cursor: pymilvus' query_iterator pastes the last
-        # id into its next filter unescaped, which breaks on hostile ids.
-        # With iterator=True both engines return each page in id order.
-        # pymilvus sends iterator pages with the collection's default level
-        # (Session, set at create) and no guarantee timestamp, which a server
-        # reads as Strong (a ~400 ms wait per page on 2.3). One Session read
-        # first waits for this process' writes; then pages need no wait.
-        page_ts: dict[str, int] = {}
-        if self.is_server and self._consistency != "Strong":  # Milvus Lite reads its own state
-            self._read_one(client, self._consistency)
-            page_ts["guarantee_timestamp"] = 1
-        expr = filter_expression(where)
-        last: str | None = None
-        while True:
-            parts = [f"({expr})"] if expr else []
-            parts.append(f"id > {literal(last)}" if last is not None else 'id != ""')
-            with self._translate("scan"):
-                rows = client.query(self.collection, filter=" and ".join(parts), limit=self._batch,
-                                    output_fields=fields, consistency_level=self._consistency, iterator="True",
-                                    timeout=self._timeout, **page_ts)
-            for row in rows:
-                record = _from_row(row)
-                if where.matches(record):
-                    yield record, row
-            if len(rows) < self._batch:
-                return
-            last = max(row["id"] for row in rows)
+    def _reader(self, client: Any) -> RowReader:
+        return RowReader(client, self.collection, self._consistency, self._timeout, self._batch, self.is_server,
+                         self._translate)
 
     # --- errors -------------------------------------------------------------------------
-    def _translate(self, action: str) -> _Translate:
-        return _Translate(self, action)
-
-
-class _Translate:
-    """Turn driver exceptions into memory-vec errors, always ``from exc``."""
-
-    def __init__(self, backend: MilvusBackend, action: str) -> None:
-        self.backend, self.action = backend, action
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
-        if exc is None or isinstance(exc, (BackendError, InvalidInputError, StoreLockedError)):
-            return False
-        if not isinstance(exc, Exception):
-            return False
-        where = f"Milvus at {self.backend.uri} (collection {self.backend.collection!r})"
-        text = f"{exc}".lower()
-        if "deadline" in text or "timeout" in text or "timed out" in text:
-            raise BackendTimeoutError(
-                f"{where} did not answer within {self.backend._timeout}s while trying to {self.action}: {exc}"
-            ) from exc
-        if any(s in text for s in ("auth", "credential", "password", "permission denied")):
-            raise BackendUnavailableError(
-                f"{where} rejected the credentials while trying to {self.action}: check "
-                f"backend_options['token'] ('user:password' or an API key). Driver said: {exc}"
-            ) from exc
-        if any(s in text for s in ("connect", "unavailable", "not ready", "closed channel")) or _is_grpc_error(exc):
-            raise BackendUnavailableError(
-                f"{where} is unreachable while trying to {self.action}: {exc}. Check that the server "
-                "is running and the URL (MemoryConfig.url) is right."
-            ) from exc
-        raise BackendError(f"{where} failed to {self.action}: {exc}") from exc
-
-
-def _is_grpc_error(exc: BaseException) -> bool:
-    try:
-        import grpc
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(exc, grpc.RpcError)
-
-
-# --- rows ------------------------------------------------------------------------------
-def _to_row(record: MemoryRecord, vector: np.ndarray) -> dict[str, Any]:
-    if len(record.text.encode("utf-8")) > _TEXT_BYTES:
-        raise InvalidInputError(
-            f"record {record.id!r}: text is {len(record.text.encode('utf-8'))} bytes; Milvus stores at most "
-            f"{_TEXT_BYTES} bytes (lower max_content_bytes)"
-        )
-    for name in ("id", "user_id", "session_id"):
-        if len(getattr(record, name).encode("utf-8")) > _ID_BYTES:
-            raise InvalidInputError(f"record {record.id[:40]!r}: {name} is longer than {_ID_BYTES} bytes")
-    return {
-        "id": record.id,
-        "vector": vector.tolist(),
-        "owner": record.user_id if record.visibility == "private" else SHARED_OWNER,
-        "user_id": record.user_id,
-        "session_id": record.session_id,
-        # Columns for filtering; the exact (nullable) values live in attrs.
-        "agent_id": record.agent_id or "",
-        "role": record.role,
-        "kind": record.kind,
-        "visibility": record.visibility,
-        "timestamp": float(record.timestamp),
-        "seq": int(record.seq),
-        "importance": float(record.importance),
-        "superseded": record.valid_to is not None,
-        "valid_to": float(record.valid_to) if record.valid_to is not None else 0.0,
-        "superseded_by": _clip(record.superseded_by or ""),
-        "archived": bool(record.archived),
-        "pinned": bool(record.pinned),
-        "expire_at": float(record.expire_at) if record.expire_at is not None and math.isfinite(record.expire_at)
-        else 0.0,
-        "subject": _clip(record.subject or ""),
-        "text": record.text,
-        "metadata": dict(record.metadata),
-        "attrs": {
-            "agent_id": record.agent_id,
-            "valid_to": record.valid_to,
-            "superseded_by": record.superseded_by,
-            "subject": record.subject,
-            "expire_at": record.expire_at,
-            "source_ids": list(record.source_ids),
-            "recall_count": record.recall_count,
-            "last_recalled_at": record.last_recalled_at,
-        },
-    }
-
-
-def _clip(value: str) -> str:
-    data = value.encode("utf-8")
-    return value if len(data) <= _ID_BYTES else data[:_ID_BYTES].decode("utf-8", "ignore")
-
-
-def _from_row(row: dict[str, Any]) -> MemoryRecord:
-    attrs = row.get("attrs") or {}
-    if isinstance(attrs, (str, bytes)):
-        attrs = json.loads(attrs)
-    metadata = row.get("metadata") or {}
-    if isinstance(metadata, (str, bytes)):
-        metadata = json.loads(metadata)
-    return MemoryRecord(
-        id=row["id"],
-        text=row["text"],
-        role=row["role"],
-        user_id=row["user_id"],
-        session_id=row["session_id"],
-        timestamp=float(row["timestamp"]),
-        kind=row["kind"],
-        seq=int(row["seq"]),
-        agent_id=attrs.get("agent_id"),
-        importance=float(row["importance"]),
-        metadata=dict(metadata),
-        valid_to=attrs.get("valid_to"),
-        superseded_by=attrs.get("superseded_by"),
-        visibility=row["visibility"],
-        subject=attrs.get("subject"),
-        source_ids=list(attrs.get("source_ids") or []),
-        pinned=bool(row["pinned"]),
-        expire_at=attrs.get("expire_at"),
-        archived=bool(row["archived"]),
-        recall_count=int(attrs.get("recall_count") or 0),
-        last_recalled_at=attrs.get("last_recalled_at"),
-    )
-
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
+    def _translate(self, action: str) -> Translate:
+        return Translate(self.uri, self.collection, self._timeout, action)

@@ -19,16 +19,16 @@ from .models import (
 )
 
 __all__ = [
-    "Embedder",
-    "BaseEmbedder",
-    "SentenceTransformerEmbedder",
-    "E5SmallEmbedder",
-    "LangChainEmbedder",
-    "LlamaIndexEmbedder",
-    "get_embedder",
-    "normalize_rows",
     "E5_SMALL_ID",
     "MINILM_ID",
+    "BaseEmbedder",
+    "E5SmallEmbedder",
+    "Embedder",
+    "LangChainEmbedder",
+    "LlamaIndexEmbedder",
+    "SentenceTransformerEmbedder",
+    "get_embedder",
+    "normalize_rows",
 ]
 
 _E5_NAMES = {"multilingual-e5-small", "intfloat/multilingual-e5-small", "e5-small", E5_SMALL_ID}

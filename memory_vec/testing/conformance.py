@@ -54,6 +54,7 @@ suite runs offline in seconds for a fast engine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import subprocess
@@ -61,16 +62,16 @@ import sys
 import textwrap
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import pytest
 
-from ..backends.base import Backend, RecordFilter
+from ..backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord
 from ..errors import EmbeddingModelMismatchError, InvalidInputError, MemoryVecError, StoreLockedError
 from ..records import MemoryRecord
 
-__all__ = ["BackendConformance", "make_record", "unit_vector", "FILTER_CASES", "HOSTILE_STRINGS"]
+__all__ = ["FILTER_CASES", "HOSTILE_STRINGS", "BackendConformance", "make_record", "unit_vector"]
 
 DIMENSION = 16
 MODEL_ID = "conformance-hash-16"
@@ -92,6 +93,18 @@ HOSTILE_STRINGS: tuple[str, ...] = (
 )
 
 
+@runtime_checkable
+class AsyncTwins(Protocol):
+    """The async twins the suite calls (:class:`~memory_vec.backends.BaseBackend` provides them)."""
+
+    async def aupsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None: ...
+    async def aquery(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]: ...
+    async def aget(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]: ...
+    async def ascan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]: ...
+    async def adelete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int: ...
+    async def acount(self, where: RecordFilter | None = None) -> int: ...
+
+
 def unit_vector(seed: int | str, dimension: int = DIMENSION) -> np.ndarray:
     """A deterministic random unit vector (float32) for ``seed``."""
     if isinstance(seed, str):
@@ -106,6 +119,15 @@ def make_record(record_id: str, *, user_id: str = "u1", session_id: str = "s1", 
     fields.setdefault("role", "user")
     fields.setdefault("timestamp", T0)
     return MemoryRecord(id=record_id, user_id=user_id, session_id=session_id, **fields)
+
+
+def _exact_bytes(prefix: str, size: int, fill: str) -> str:
+    """``prefix`` padded with ``fill`` (then ASCII) to exactly ``size`` UTF-8 bytes."""
+    room = size - len(prefix.encode("utf-8"))
+    if room < 0:
+        raise ValueError(f"{prefix!r} is longer than {size} bytes")
+    width = len(fill.encode("utf-8"))
+    return prefix + fill * (room // width) + "x" * (room % width)
 
 
 def vectors_for(records: Sequence[MemoryRecord], dimension: int = DIMENSION) -> np.ndarray:
@@ -223,7 +245,7 @@ class BackendConformance:
                               "model_id": self.model_id, **params})
         proc = subprocess.run(
             [sys.executable, "-c", "from memory_vec.testing.conformance import _child_main; _child_main()"],
-            input=payload, capture_output=True, text=True, timeout=120,
+            input=payload, capture_output=True, text=True, timeout=120, check=False,
         )
         assert proc.returncode == 0, f"child process failed:\n{proc.stderr[-3000:]}"
         result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -316,6 +338,56 @@ class BackendConformance:
         assert type(got.metadata["bool"]) is bool and type(got.metadata["big"]) is int
         for key in ("key with spaces", "dotted.key", "$dollar", "quote'key\""):
             assert [r.id for r in store.scan(RecordFilter(metadata={key: "v"}))] == ["m"]
+
+    # --- engine limits ---------------------------------------------------------------------------
+    def test_records_at_the_declared_limits_round_trip(self, store: Backend) -> None:
+        # The write path rejects what exceeds ``limits`` before anything is written;
+        # this holds the declaration honest: a record exactly at each limit is stored.
+        limits = getattr(store, "limits", BackendLimits())
+        assert isinstance(limits, BackendLimits)
+        records = [make_record("ints", metadata={
+            "int_min": limits.int_min, "int_max": limits.int_max,
+            "nested": {"list": [limits.int_min, limits.int_max]}})]
+        # One level more than max_metadata_depth if the metadata dict itself counts, so the
+        # engine accepts the deepest metadata whichever way a validator counts.
+        deep: Any = "leaf"
+        for level in range(limits.max_metadata_depth):
+            deep = [deep] if level % 2 else {"d": deep}
+        records.append(make_record("deep", metadata={"deep": deep}))
+        if limits.max_text_bytes is not None:
+            records.append(make_record("text", text=_exact_bytes("text ", limits.max_text_bytes, "語")))
+        if limits.max_metadata_bytes is not None:
+            # Compact JSON, the engines' own encoding and the smallest: a validator that
+            # counts ", " separators lets through less than this.
+            overhead = len(json.dumps({"pad": ""}, separators=(",", ":")))
+            metadata = {"pad": _exact_bytes("", limits.max_metadata_bytes - overhead, "語")}
+            size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+            assert size == limits.max_metadata_bytes
+            records.append(make_record("meta", metadata=metadata))
+        long_id = ""
+        if limits.max_id_bytes is not None:
+            # 4-byte characters: 1024 bytes are also the 256 characters the library allows.
+            long_id = _exact_bytes("", limits.max_id_bytes, "🙂")
+            records.append(make_record(long_id, user_id=_exact_bytes("", limits.max_id_bytes, "👤"),
+                                       session_id=_exact_bytes("", limits.max_id_bytes, "💬"),
+                                       superseded_by=long_id, source_ids=[long_id]))
+            records.append(make_record("agent-rec", user_id="u8", visibility="agent",
+                                       agent_id=_exact_bytes("", limits.max_id_bytes, "🤖")))
+        self.put(store, records)
+        got = {r.id: r for r in store.get([r.id for r in records])}
+        assert got == {r.id: r for r in records}
+        assert type(got["ints"].metadata["int_max"]) is int and type(got["ints"].metadata["int_min"]) is int
+        for key in ("int_min", "int_max"):
+            value = getattr(limits, key)
+            assert [r.id for r in store.scan(RecordFilter(metadata={key: value}))] == ["ints"]
+        if long_id:
+            [owner] = [r for r in records if r.id == long_id]
+            where = RecordFilter(user_id=owner.user_id, session_id=owner.session_id)
+            assert [r.id for r in store.scan(where)] == [long_id]
+            assert [h.record.id for h in store.query(self.vec(long_id), k=3, where=where)] == [long_id]
+            shared = RecordFilter(user_id="u9", agent_id=got["agent-rec"].agent_id, include_shared=True)
+            assert [r.id for r in store.scan(shared)] == ["agent-rec"]
+            assert store.delete(ids=[long_id]) == 1
 
     # --- deletes --------------------------------------------------------------------------------
     def test_delete_by_ids_returns_count(self, store: Backend) -> None:
@@ -566,7 +638,7 @@ class BackendConformance:
                     records = [make_record(f"t{t}-{batch}-{i}", user_id=f"user{t % 3}", seq=i) for i in range(4)]
                     records.append(make_record(f"common-{batch}", user_id="common"))
                     self.put(store, records)
-            except BaseException as exc:  # surfaced in the main thread below
+            except BaseException as exc:  # noqa: BLE001 - any failure of a thread is surfaced in the main thread below
                 errors.append(exc)
 
         threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
@@ -606,15 +678,18 @@ class BackendConformance:
         assert len(ids) == len(set(ids)) == 4 * 40 + 5
 
     def test_async_twins(self, store: Backend) -> None:
+        assert isinstance(store, AsyncTwins), "a backend has the a-prefixed twins (BaseBackend provides them)"
+        twins = store
+
         async def run() -> None:
             records = [make_record("x1"), make_record("x2", user_id="u2")]
-            await store.aupsert(records, vectors_for(records, self.dimension))  # type: ignore[attr-defined]
-            hits = await store.aquery(self.vec("x1"), k=2, where=RecordFilter(user_id="u1"))  # type: ignore[attr-defined]
+            await twins.aupsert(records, vectors_for(records, self.dimension))
+            hits = await twins.aquery(self.vec("x1"), k=2, where=RecordFilter(user_id="u1"))
             assert [h.record.id for h in hits] == ["x1"]
-            assert await store.acount() == 2  # type: ignore[attr-defined]
-            assert [r.id for r in await store.aget(["x2"])] == ["x2"]  # type: ignore[attr-defined]
-            assert len(await store.ascan(EVERYTHING)) == 2  # type: ignore[attr-defined]
-            assert await store.adelete(ids=["x1"]) == 1  # type: ignore[attr-defined]
+            assert await twins.acount() == 2
+            assert [r.id for r in await twins.aget(["x2"])] == ["x2"]
+            assert len(await twins.ascan(EVERYTHING)) == 2
+            assert await twins.adelete(ids=["x1"]) == 1
 
         asyncio.run(run())
 
@@ -670,8 +745,6 @@ def _child_main() -> None:
     except StoreLockedError as exc:
         result.update(error=type(exc).__name__, message=str(exc))
     finally:
-        try:
+        with contextlib.suppress(MemoryVecError):
             backend.close()
-        except MemoryVecError:
-            pass
     print(json.dumps(result))

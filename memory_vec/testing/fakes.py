@@ -30,14 +30,15 @@ class DeterministicHashEmbedder(BaseEmbedder):
 
     def __init__(self, dimension: int = 64) -> None:
         self._dimension = dimension
+        self._size = dimension  # the same, typed int (BaseEmbedder's may be None before a probe)
         self.model_id = f"hash-{dimension}"
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
-        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        out = np.zeros((len(texts), self._size), dtype=np.float32)
         for row, text in enumerate(texts):
             for token in _TOKEN.findall(text.lower()):
                 h = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
-                out[row, h % self._dimension] += 1.0 if (h >> 32) & 1 else -1.0
+                out[row, h % self._size] += 1.0 if (h >> 32) & 1 else -1.0
             if not out[row].any():
                 out[row, 0] = 1.0
         return out

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig
-from memory_vec.backends import create_backend
+from memory_vec.backends import Backend, create_backend
 from memory_vec.backends.chroma import ChromaBackend
 from memory_vec.errors import ConfigError, SchemaMismatchError
 from memory_vec.testing.conformance import BackendConformance, make_record
@@ -33,10 +33,12 @@ class TestChromaEmbedded(BackendConformance):
         store.close()
         shutil.rmtree(tmp_path / "chroma", ignore_errors=True)
 
-    def reopen(self, backend: ChromaBackend) -> ChromaBackend:  # type: ignore[override]
+    def reopen(self, backend: Backend) -> Backend:
+        assert isinstance(backend, ChromaBackend)
         return ChromaBackend(path=backend.path, collection=backend.collection_name)
 
-    def subprocess_code(self, backend: ChromaBackend) -> str:  # type: ignore[override]
+    def subprocess_code(self, backend: Backend) -> str:
+        assert isinstance(backend, ChromaBackend)
         return textwrap.dedent(f"""
             from memory_vec.backends.chroma import ChromaBackend
             backend = ChromaBackend(path={backend.path!r}, collection={backend.collection_name!r})
@@ -63,9 +65,11 @@ def test_unknown_backend_option_names_the_allowed_ones(tmp_path: Path) -> None:
 
 def test_foreign_collection_is_a_schema_mismatch(tmp_path: Path) -> None:
     import chromadb
+    from chromadb.api.client import Client
     from chromadb.config import Settings
 
     client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=Settings(anonymized_telemetry=False))
+    assert isinstance(client, Client)  # what close() is declared on
     client.create_collection("foreign", embedding_function=None)
     client.close()
     backend = ChromaBackend(path=tmp_path / "chroma", collection="foreign")

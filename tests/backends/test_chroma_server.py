@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig
-from memory_vec.backends import create_backend
+from memory_vec.backends import Backend, create_backend
 from memory_vec.backends.chroma import ChromaBackend
 from memory_vec.backends.guard import GuardedBackend
 from memory_vec.errors import BackendUnavailableError
@@ -37,10 +37,12 @@ class TestChromaServer(BackendConformance):
         cleanup.close()
         store.close()
 
-    def reopen(self, backend: ChromaBackend) -> ChromaBackend:  # type: ignore[override]
+    def reopen(self, backend: Backend) -> Backend:
+        assert isinstance(backend, ChromaBackend)
         return ChromaBackend(url=backend.url, collection=backend.collection_name)
 
-    def subprocess_code(self, backend: ChromaBackend) -> str:  # type: ignore[override]
+    def subprocess_code(self, backend: Backend) -> str:
+        assert isinstance(backend, ChromaBackend)
         return textwrap.dedent(f"""
             from memory_vec.backends.chroma import ChromaBackend
             backend = ChromaBackend(url={backend.url!r}, collection={backend.collection_name!r})
@@ -63,5 +65,5 @@ def test_config_with_url_builds_a_guarded_server_backend(chroma_server: Service)
 
 def test_unreachable_server_is_backend_unavailable() -> None:
     backend = ChromaBackend(url=f"http://127.0.0.1:{free_port()}", collection="nowhere")
-    with pytest.raises(BackendUnavailableError, match="unreachable.*Check that it is running"):
+    with pytest.raises(BackendUnavailableError, match=r"unreachable.*Check that it is running"):
         backend.open(dimension=4, model_id="m4")

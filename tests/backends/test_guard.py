@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ def test_slow_call_times_out() -> None:
     guarded = GuardedBackend(FlakyNetwork([1.0]), timeout=0.1, retries=0)
     guarded.open(dimension=4, model_id="m")
     started = time.monotonic()
-    with pytest.raises(BackendTimeoutError, match="count took longer than 0.1 s"):
+    with pytest.raises(BackendTimeoutError, match=r"count took longer than 0\.1 s"):
         guarded.count()
     assert time.monotonic() - started < 0.5
     guarded.close()
@@ -105,3 +106,14 @@ def test_extras_pass_through() -> None:
     assert guarded.model_id == "m" and guarded.name == "memory"
     guarded.drop()
     assert guarded.count() == 0
+
+
+def test_limits_are_the_wrapped_backends(tmp_path: Path) -> None:
+    from memory_vec.backends.chroma import ChromaBackend
+    from memory_vec.backends.milvus import MilvusBackend
+
+    milvus = MilvusBackend(str(tmp_path / "milvus.db"))  # nothing is contacted before open()
+    for inner in (InMemoryBackend(), ChromaBackend(path=tmp_path / "chroma"), milvus):
+        guarded = GuardedBackend(inner, timeout=1.0)
+        assert guarded.limits is inner.limits
+    assert GuardedBackend(milvus, timeout=1.0).limits.max_text_bytes == 65535

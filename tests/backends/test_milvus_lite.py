@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from memory_vec.backends import Backend
+from memory_vec.backends._milvus_rows import request_batches, to_row
 from memory_vec.backends.milvus import MilvusBackend
-from memory_vec.testing.conformance import BackendConformance
+from memory_vec.testing.conformance import BackendConformance, make_record
 
 pytestmark = pytest.mark.integration
 
@@ -27,16 +31,19 @@ class TestMilvusLite(BackendConformance):
         b.close()
         shutil.rmtree(path, ignore_errors=True)
 
-    def reopen(self, backend: MilvusBackend) -> MilvusBackend:  # type: ignore[override]
+    def reopen(self, backend: Backend) -> Backend:
+        assert isinstance(backend, MilvusBackend)
         return MilvusBackend(backend.uri, collection=backend.collection)
 
-    def subprocess_code(self, backend: MilvusBackend) -> str:  # type: ignore[override]
+    def subprocess_code(self, backend: Backend) -> str:
+        assert isinstance(backend, MilvusBackend)
         return (
             "from memory_vec.backends.milvus import MilvusBackend\n"
             f"backend = MilvusBackend({backend.uri!r}, collection={backend.collection!r})\n"
         )
 
-    def seal(self, backend: MilvusBackend) -> None:  # type: ignore[override]
+    def seal(self, backend: Backend) -> None:
+        assert isinstance(backend, MilvusBackend)
         backend.flush()
 
 
@@ -61,3 +68,14 @@ def test_consistency_level_is_taken_from_backend_options(tmp_path: Path) -> None
                           backend_options={"consistency_level": "Strong", "exact_fallback_limit": 0})
     backend = MilvusBackend.from_config(config)
     assert (backend._consistency, backend._exact_limit) == ("Strong", 0)
+
+
+def test_upserts_of_records_at_the_limits_are_split_below_the_servers_request_size() -> None:
+    # A 2.3.5 server refused one request of 600 such rows (79 MB > 64 MiB).
+    big = make_record("x", text="語" * 21845, metadata={"pad": "語" * 21842})
+    rows = [to_row(big.copy(id=f"b{i}"), np.ones(384, dtype=np.float32)) for i in range(600)]
+    batches = list(request_batches(rows, 1000))
+    assert sum(len(b) for b in batches) == 600 and len(batches) > 1
+    assert all(len(json.dumps(b, ensure_ascii=False).encode()) < 64 << 20 for b in batches)
+    small = [to_row(make_record(f"s{i}"), np.ones(8, dtype=np.float32)) for i in range(2500)]
+    assert [len(b) for b in request_batches(small, 1000)] == [1000, 1000, 500]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_vec.backends.base import RecordFilter
+from memory_vec.backends.base import Backend, RecordFilter
 from memory_vec.backends.milvus import MilvusBackend
 from memory_vec.testing.conformance import BackendConformance
 from tests._services import Service
@@ -47,10 +47,12 @@ class TestMilvusLiteServer(BackendConformance):
         finally:
             cleaner.close()
 
-    def reopen(self, backend: MilvusBackend) -> MilvusBackend:  # type: ignore[override]
+    def reopen(self, backend: Backend) -> Backend:
+        assert isinstance(backend, MilvusBackend)
         return MilvusBackend(backend.uri, collection=backend.collection)
 
-    def subprocess_code(self, backend: MilvusBackend) -> str:  # type: ignore[override]
+    def subprocess_code(self, backend: Backend) -> str:
+        assert isinstance(backend, MilvusBackend)
         return (
             "from memory_vec.backends.milvus import MilvusBackend\n"
             f"backend = MilvusBackend({backend.uri!r}, collection={backend.collection!r})\n"

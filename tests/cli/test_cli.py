@@ -248,3 +248,29 @@ def test_demo_subprocess(tmp_path: Path) -> None:
     texts = {r["text"]: r["valid_to"] is None for r in json.loads(proc.stdout)["records"]}
     assert texts["Our travel budget is 5000 euros for the whole trip."] is False  # kept, superseded
     assert texts["Update: the travel budget is now 8000 euros."] is True
+
+
+def test_dead_letters_list_retry_drop(core: MemoryCore, config_file: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+    import time
+
+    from memory_vec.records import MemoryRecord
+    from memory_vec.state.base import DeadLetter
+
+    cfg = ["--config", str(config_file)]
+    code, text, _ = run(capsys, "dead-letters", *cfg)
+    assert code == 0 and "(no dead letters)" in text
+    records = [MemoryRecord(id=f"dl{i}", text=f"refused note {i}", role="user", user_id="alice", session_id="s1",
+                            timestamp=time.time()) for i in range(2)]
+    vector = [float(x) for x in core.embedder.embed_documents(["refused note"])[0]]
+    core.store.state.add_dead_letters([DeadLetter(r.id, r.user_id, r.session_id, "BackendError: refused",
+                                                  time.time(), dataclasses.asdict(r), vector) for r in records])
+    code, data, _ = run(capsys, "dead-letters", "list", *cfg, "--json")
+    assert code == 0 and [d["record_id"] for d in data["dead_letters"]] == ["dl0", "dl1"]
+    code, data, _ = run(capsys, "dead-letters", "retry", *cfg, "--id", "dl0", "--json")
+    assert code == 0 and data == {"stored": ["dl0"], "failed": {}}
+    assert core.get("dl0").text == "refused note 0"
+    code, text, _ = run(capsys, "dead-letters", "drop", *cfg)
+    assert code == 0 and "dropped 1" in text
+    assert core.dead_letters() == []

@@ -1,0 +1,91 @@
+"""Read every row of a Milvus collection that matches a filter, page by page.
+
+Rows are read by id (in chunks) or with our own primary-key cursor:
+pymilvus' ``query_iterator`` pastes the last id into its next filter
+unescaped, which breaks on hostile ids. With ``iterator=True`` both engines
+return each page in id order. The pushed-down expression may select a
+superset (see :mod:`._milvus_expr`), so every row is re-checked with
+``RecordFilter.matches``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..records import MemoryRecord
+from . import _milvus_consistency as consistency
+from ._milvus_errors import Translate
+from ._milvus_expr import filter_expression, literal
+from ._milvus_rows import chunks, from_row
+from ._milvus_schema import OUTPUT
+from .base import RecordFilter
+
+__all__ = ["RowReader"]
+
+
+@dataclass(frozen=True)
+class RowReader:
+    """Reads of one collection through one client, at one consistency level.
+
+    Args:
+        client: an open ``MilvusClient``.
+        collection: the collection's name.
+        level: the reads' consistency level.
+        timeout: seconds per call.
+        batch: rows per request.
+        is_server: a server (True) or Milvus Lite (False).
+        translate: makes the context manager that translates driver errors.
+    """
+
+    client: Any
+    collection: str
+    level: str
+    timeout: float
+    batch: int
+    is_server: bool
+    translate: Callable[[str], Translate]
+
+    def records(self, where: RecordFilter, ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
+        """The records that match ``where`` (and are among ``ids`` when given)."""
+        for record, _row in self.matching(where, ids, OUTPUT):
+            yield record
+
+    def matching(self, where: RecordFilter, ids: Sequence[str] | None, fields: list[str], *,
+                 with_vectors: bool = False) -> Iterator[tuple[MemoryRecord, dict[str, Any]]]:
+        """Each matching record with its raw row (``fields``, plus ``vector`` on request)."""
+        if with_vectors:
+            fields = [*fields, "vector"]
+        rows = self.rows_by_ids(ids, fields, where=where) if ids is not None else self._by_cursor(where, fields)
+        for row in rows:
+            record = from_row(row)
+            if where.matches(record):
+                yield record, row
+
+    def rows_by_ids(self, ids: Sequence[str], fields: list[str], *, where: RecordFilter | None = None,
+                    action: str = "query") -> Iterator[dict[str, Any]]:
+        """The raw rows (``fields``) of ``ids`` that the pushed-down ``where`` selects, unchecked."""
+        for chunk in chunks(list(dict.fromkeys(ids)), self.batch):
+            expr = filter_expression(where, chunk)
+            with self.translate(action):
+                rows = self.client.query(self.collection, filter=expr, output_fields=fields,
+                                         consistency_level=self.level, timeout=self.timeout)
+            yield from rows
+
+    def _by_cursor(self, where: RecordFilter, fields: list[str]) -> Iterator[dict[str, Any]]:
+        page_ts = consistency.scan_page_options(self.client, self.collection, self.level, is_server=self.is_server,
+                                                timeout=self.timeout, translate=self.translate)
+        expr = filter_expression(where)
+        last: str | None = None
+        while True:
+            parts = [f"({expr})"] if expr else []
+            parts.append(f"id > {literal(last)}" if last is not None else 'id != ""')
+            with self.translate("scan"):
+                rows = self.client.query(self.collection, filter=" and ".join(parts), limit=self.batch,
+                                         output_fields=fields, consistency_level=self.level, iterator="True",
+                                         timeout=self.timeout, **page_ts)
+            yield from rows
+            if len(rows) < self.batch:
+                return
+            last = max(row["id"] for row in rows)

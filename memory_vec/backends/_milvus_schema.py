@@ -1,0 +1,113 @@
+"""The Milvus collection memory-vec writes: its fields, creating it, checking it, loading it.
+
+Collection properties record the schema version, the embedding model and
+the dimension; :func:`verify` refuses a collection made by something else
+or for another model. Changing a field here changes the on-disk schema:
+existing collections must keep opening, so bump ``SCHEMA_VERSION`` instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import BackendError, EmbeddingModelMismatchError, SchemaMismatchError
+from ._milvus_errors import Translate
+
+__all__ = ["ID_BYTES", "OUTPUT", "SCALARS", "SCHEMA_VERSION", "TEXT_BYTES", "create", "load", "verify"]
+
+SCHEMA_VERSION = "1"
+_PROP_MODEL, _PROP_DIM, _PROP_SCHEMA = "memvec.model_id", "memvec.dimension", "memvec.schema_version"
+ID_BYTES = 1024  # 256 characters (MAX_ID_LENGTH) of up to 4 UTF-8 bytes
+TEXT_BYTES = 65535
+SCALARS = ("id", "owner", "user_id", "session_id", "agent_id", "role", "kind", "visibility", "timestamp",
+           "seq", "importance", "superseded", "valid_to", "superseded_by", "archived", "pinned", "expire_at",
+           "subject", "text", "metadata", "attrs")
+OUTPUT = list(SCALARS)
+
+
+def create(client: Any, collection: str, *, dimension: int, model_id: str, partition_key: bool,
+           num_partitions: int, index_type: str, index_params: dict[str, Any], timeout: float) -> None:
+    """Create the collection with its vector index (the caller translates driver errors)."""
+    from pymilvus import DataType, MilvusClient  # type: ignore[import-untyped]
+
+    pk = partition_key
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
+                                        description=f"memory-vec records ({model_id}, {dimension}-d)")
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_BYTES)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
+    schema.add_field("owner", DataType.VARCHAR, max_length=ID_BYTES, is_partition_key=pk)
+    for name in ("user_id", "session_id", "agent_id", "superseded_by", "subject"):
+        schema.add_field(name, DataType.VARCHAR, max_length=ID_BYTES)
+    for name in ("role", "kind", "visibility"):
+        schema.add_field(name, DataType.VARCHAR, max_length=64)
+    for name in ("timestamp", "importance", "valid_to", "expire_at"):
+        schema.add_field(name, DataType.DOUBLE)
+    schema.add_field("seq", DataType.INT64)
+    for name in ("superseded", "archived", "pinned"):
+        schema.add_field(name, DataType.BOOL)
+    schema.add_field("text", DataType.VARCHAR, max_length=TEXT_BYTES)
+    schema.add_field("metadata", DataType.JSON)
+    schema.add_field("attrs", DataType.JSON)  # exact nullable fields, source ids, recall stats
+    index = client.prepare_index_params()
+    index.add_index("vector", index_type=index_type, metric_type="COSINE", params=index_params)
+    extra: dict[str, Any] = {"num_partitions": num_partitions} if pk else {}
+    client.create_collection(
+        collection, schema=schema, index_params=index, consistency_level="Session",
+        properties={_PROP_MODEL: model_id, _PROP_DIM: str(dimension), _PROP_SCHEMA: SCHEMA_VERSION},
+        timeout=timeout, **extra,
+    )
+
+
+def verify(info: dict[str, Any], *, collection: str, uri: str, dimension: int, model_id: str) -> None:
+    """Raise unless ``info`` (``describe_collection``) is memory-vec's schema for this embedder.
+
+    Raises:
+        SchemaMismatchError: another schema version, or fields missing.
+        EmbeddingModelMismatchError: another model or dimension.
+    """
+    props = info.get("properties") or {}
+    fields = {f["name"]: f for f in info.get("fields", [])}
+    missing = [name for name in (*SCALARS, "vector") if name not in fields]
+    if props.get(_PROP_SCHEMA) != SCHEMA_VERSION or missing:
+        raise SchemaMismatchError(
+            f"Milvus collection {collection!r} at {uri} was not created by memory-vec schema "
+            f"version {SCHEMA_VERSION} (found version {props.get(_PROP_SCHEMA)!r}, missing fields "
+            f"{missing}). Use another collection name (MemoryConfig.collection) or drop this one."
+        )
+    stored_dim = int(fields["vector"].get("params", {}).get("dim", props.get(_PROP_DIM, 0)))
+    stored_model = props.get(_PROP_MODEL)
+    if (stored_model, stored_dim) != (model_id, dimension):
+        raise EmbeddingModelMismatchError(
+            f"Milvus collection {collection!r} holds vectors of {stored_model!r} (dimension "
+            f"{stored_dim}); it was opened with {model_id!r} (dimension {dimension}). Use the same "
+            "embedding model, another collection name, or re-embed the collection."
+        )
+
+
+def load(client: Any, collection: str, *, index_type: str, index_params: dict[str, Any], timeout: float,
+         translate: Callable[[str], Translate]) -> None:
+    """Load the collection for search, waiting for (or making) its vector index.
+
+    Another process may have created the collection a moment ago and not
+    yet its index (MilvusClient creates, then indexes, then loads): wait
+    for the index, and create it if its creator died in between.
+    """
+    deadline = time.monotonic() + max(timeout, 30.0)
+    while True:
+        try:
+            with translate("load the collection"):
+                client.load_collection(collection, timeout=timeout)
+            return
+        except BackendError as exc:
+            if "index not found" not in str(exc).lower() or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
+        # The creator's index request may win the race (and ours fail): loading again tells.
+        with contextlib.suppress(Exception):
+            if not client.list_indexes(collection, timeout=timeout):
+                index = client.prepare_index_params()
+                index.add_index("vector", index_type=index_type, metric_type="COSINE", params=index_params)
+                client.create_index(collection, index, timeout=timeout)
