@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
+
+import numpy as np
 
 from .backends.base import BackendLimits
 from .errors import (
     ContentTooLargeError,
+    EmbeddingError,
     InvalidContentError,
     InvalidIdError,
     InvalidInputError,
@@ -175,6 +179,23 @@ def check_k(k: Any) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
         raise InvalidInputError(f"k must be an int between 1 and 1000, got {k!r}")
     return k
+
+
+def check_vectors(vectors: Any, *, count: int, dimension: int | None, ids: Sequence[str]) -> None:
+    """One finite vector per record, of the collection's dimension (a broken
+    model's NaN or a wrong-sized vector is refused here, not by the engine)."""
+    shape = getattr(vectors, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] != count:
+        raise EmbeddingError(f"expected {count} vector(s) as a 2-d array, got shape {shape}")
+    if dimension is not None and shape[1] != dimension:
+        raise EmbeddingError(
+            f"vectors have dimension {shape[1]}, the collection holds dimension {dimension}: "
+            "the embedder changed (use memory-vec reembed) or returned a wrong-sized vector"
+        )
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        bad = [ids[i] for i in np.flatnonzero(~finite)[:5]]
+        raise EmbeddingError(f"the embedder returned a non-finite vector (NaN or infinity) for record(s) {bad}")
 
 
 def _utf8_len(text: str) -> int:

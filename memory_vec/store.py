@@ -173,12 +173,17 @@ class Store:
             self.state.close()
 
     # --- the validation hook --------------------------------------------------------
-    def validate(self, records: Sequence[MemoryRecord]) -> None:
+    def validate(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
         """Every record of every write path passes here before anything is
-        queued: the library's rules and this backend's hard limits."""
+        queued: the library's rules, this backend's hard limits, and (when
+        given) one finite vector per record of the collection's dimension."""
         limits = self.limits
         for record in records:
             v.check_record(record, limits)
+        if vectors is not None:
+            dimension = self._opened[0] if self._opened is not None else None
+            v.check_vectors(vectors, count=len(records), dimension=dimension,
+                            ids=[r.id for r in records])
 
     # --- dead letters ---------------------------------------------------------------
     def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:

@@ -120,6 +120,7 @@ class WritePath:
         plain_vectors = vectors.copy()
         plain_vectors[plain_needed] = all_vectors[n : n + n_plain]
         trace.timings["embed"] = time.perf_counter() - t0
+        e.store.validate(drafts, vectors)  # a broken model's vector is refused before anything is written
         # 4. append to the working state (the write-ahead log)
         seqs = e.state.append(
             scope.user_id, scope.session_id,

@@ -69,7 +69,7 @@ class RecordWriter:
         backend: Backend,
         settings: WriterSettings | None = None,
         *,
-        validate: Callable[[Sequence[MemoryRecord]], None] | None = None,
+        validate: Callable[[Sequence[MemoryRecord], np.ndarray | None], None] | None = None,
         dead_letters: StateStore | None = None,
         on_stored: Callable[[Sequence[MemoryRecord]], None] | None = None,
     ) -> None:
@@ -106,7 +106,7 @@ class RecordWriter:
                 records (the rest are stored; refused ones are dead letters).
         """
         if self._validate is not None:
-            self._validate(records)
+            self._validate(records, np.asarray(vectors))
         with self._lock:
             for record, vector in zip(records, vectors):
                 self._pending[record.id] = (record, np.asarray(vector, dtype=np.float32))
@@ -115,7 +115,7 @@ class RecordWriter:
     def update(self, records: Sequence[MemoryRecord]) -> bool:
         """Change fields of stored records (vectors unchanged)."""
         if self._validate is not None:
-            self._validate(records)
+            self._validate(records, None)
         with self._lock:
             for record in records:
                 held = self._pending.get(record.id)

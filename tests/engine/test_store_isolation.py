@@ -63,14 +63,15 @@ def test_a_refused_record_is_dead_lettered_and_blocks_nobody(backend: str, tmp_p
     core = MemoryCore(config, embedder=embedder)
     canary = MemoryCore(config.model_copy(update={"user_id": "canary"}), embedder=embedder)
     assert canary.store is core.store
-    if backend == "milvus":
-        # Milvus refuses integers beyond int64 in JSON; switch the library's
-        # checks off so that only the real engine can refuse the record.
-        import memory_vec._validate as checks
+    # Switch the library's checks off, so that only the real engine can refuse
+    # the record: Milvus refuses integers beyond int64 in JSON, Chroma a NaN
+    # vector. The writer's isolation is what is tested here.
+    import memory_vec._validate as checks
 
-        monkeypatch.setattr(checks, "INT_MAX", 2**80)
-        monkeypatch.setattr(core.store, "validate", lambda records: None)
-        monkeypatch.setattr(core.store.writer, "_validate", None)
+    monkeypatch.setattr(checks, "INT_MAX", 2**80)
+    monkeypatch.setattr(core.store, "validate", lambda records, vectors=None: None)
+    monkeypatch.setattr(core.store.writer, "_validate", None)
+    if backend == "milvus":
         bad: dict[str, Any] = {"content": "a huge number", "metadata": {"n": 2**70}}
     else:
         bad = {"content": "POISON pill"}

@@ -111,3 +111,23 @@ def test_import_never_takes_over_another_users_record(make_core: Any) -> None:
     with pytest.raises(InvalidInputError, match="another user"):
         mallory.import_memories(data)
     assert victim.get(kept.id).text == "the victim's note"
+
+
+def test_a_broken_models_vector_is_refused_before_anything_is_written(make_core: Any) -> None:
+    import numpy as np
+
+    from memory_vec import EmbeddingError
+    from memory_vec.testing import DeterministicHashEmbedder
+
+    class NaNModel(DeterministicHashEmbedder):
+        def embed_documents(self, texts: Any) -> Any:
+            vectors = super().embed_documents(texts)
+            vectors[:] = np.nan
+            return vectors
+
+    core = make_core(embedder=NaNModel(dimension=256))
+    with pytest.raises(EmbeddingError, match="non-finite"):
+        core.add_message("user", "hello")
+    with pytest.raises(EmbeddingError, match="non-finite"):
+        core.remember("a fact")
+    _untouched(core)
