@@ -12,10 +12,7 @@ from memory_vec import ChatMessage, MemoryContext, MessageInput
 from memory_vec.errors import InvalidRoleError
 from memory_vec.state import StateMessage
 
-__all__ = ["SUMMARY_HEADER", "context_messages", "history_text", "text_of", "to_core", "to_langchain"]
-
-# Same wording as MemoryContext.render_history(), for the message form.
-SUMMARY_HEADER = "Summary of earlier conversation:"
+__all__ = ["context_messages", "history_text", "text_of", "to_core", "to_langchain"]
 
 _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 _CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
@@ -66,19 +63,16 @@ def to_langchain(message: ChatMessage | StateMessage) -> AIMessage | HumanMessag
 
 
 def context_messages(ctx: MemoryContext, *, fold_relevant: bool) -> list[BaseMessage]:
-    """Summary (as a system message) and recent turns as messages.
+    """The summary (a system message) and the recent turns as messages.
 
-    With ``fold_relevant`` the relevant-memories block joins the system message.
+    Each turn stays its own message, so no stored line reads as a turn of
+    another role. With ``fold_relevant`` the relevant-memories block (data,
+    delimited) joins the system message.
     """
-    system_parts = []
-    if fold_relevant and ctx.render():
-        system_parts.append(ctx.render())
-    if ctx.summary:
-        system_parts.append(f"{SUMMARY_HEADER}\n{ctx.summary}")
-    messages: list[BaseMessage] = []
-    if system_parts:
-        messages.append(SystemMessage(content="\n\n".join(system_parts)))
-    messages.extend(to_langchain(m) for m in ctx.recent)
+    system_parts = [ctx.render() if fold_relevant else "", ctx.render_summary()]
+    system = "\n\n".join(p for p in system_parts if p)
+    messages: list[BaseMessage] = [SystemMessage(content=system)] if system else []
+    messages.extend(to_langchain(m) for m in ctx.history_messages())
     return messages
 
 

@@ -99,8 +99,11 @@ class VectorSummaryMemory(BaseChatMemory):
       into the history instead. ``ConversationChain`` compares its prompt
       with ``memory_variables`` itself and refuses a mismatch.
 
-    History turns are labelled ``user:`` / ``assistant:``; :data:`PROMPT`
-    labels the current turn the same way.
+    History turns are labelled ``user:`` / ``assistant:`` (a turn's further
+    lines indented, so stored text cannot start another turn); :data:`PROMPT`
+    labels the current turn the same way. With ``return_messages=True`` each
+    turn is its own message. The summary and the recalled memories are
+    delimited blocks of data (``<summary>``, ``<memories>``).
 
     Setup, with ``ConversationChain`` and the package's :data:`PROMPT`::
 

@@ -22,7 +22,7 @@ from memory_vec import MemoryConfig, MemoryContext, MemoryCore, MessageInput
 from memory_vec.embeddings.models import LangChainEmbedder
 from memory_vec.errors import InvalidInputError
 
-from ._convert import SUMMARY_HEADER, to_core, to_langchain
+from ._convert import to_core, to_langchain
 from ._llm import as_prompt_callable
 
 __all__ = ["VectorSummaryMiddleware"]
@@ -34,9 +34,11 @@ class VectorSummaryMiddleware(AgentMiddleware):
     """Rolling summary and recalled memories for ``create_agent``.
 
     On every model call (``wrap_model_call``) the summary and the memories
-    recalled for the current user message are added to the system message,
-    and the turns before the current one are replaced by the core's recent
-    turns, which fit ``config.max_token_limit``. The current turn (the user
+    recalled for the current user message are added after the system message's
+    own text, each as a delimited block of data (``<summary>``, ``<memories>``)
+    headed by a note that it is not instructions. The turns before the current
+    one are replaced by the core's recent turns, as messages, which fit
+    ``config.max_token_limit``. The current turn (the user
     message and any tool calls with their results) is passed whole, so a
     tool call is never separated from its result. Nothing of this is written
     into the thread's state.
@@ -130,9 +132,9 @@ class VectorSummaryMiddleware(AgentMiddleware):
 
     @staticmethod
     def _with_memory(request: ModelRequest, ctx: MemoryContext, start: int) -> ModelRequest:
-        block = "\n\n".join(
-            p for p in (f"{SUMMARY_HEADER}\n{ctx.summary}" if ctx.summary else "", ctx.render()) if p
-        )
+        # Both parts are rendered as data: delimited, headed by a note that
+        # they are not instructions, so recalled text never reads as the app's own.
+        block = "\n\n".join(p for p in (ctx.render_summary(), ctx.render()) if p)
         system = request.system_message
         if block:
             if system is None:
@@ -145,7 +147,7 @@ class VectorSummaryMiddleware(AgentMiddleware):
         if ctx.summary or ctx.recent:
             # The core holds this thread's earlier turns: send its budgeted
             # view of them instead of the thread's full history.
-            recent: list[AnyMessage] = [to_langchain(m) for m in ctx.recent]
+            recent: list[AnyMessage] = [to_langchain(m) for m in ctx.history_messages()]
             messages = recent + messages[start:]
         return request.override(system_message=system, messages=messages)
 

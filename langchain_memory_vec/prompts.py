@@ -2,8 +2,11 @@
 
 Turn labels: the history is the core's rendering
 (:meth:`memory_vec.MemoryContext.render_history`), which labels turns with
-their roles, ``user:`` and ``assistant:``. :data:`PROMPT` labels the current
-turn the same way, so the model sees one conversation, not two styles.
+their roles, ``user:`` and ``assistant:``, and indents a turn's further lines
+so that no stored line reads as another turn. :data:`PROMPT` labels the
+current turn the same way, so the model sees one conversation, not two styles.
+``{relevant_memories}`` is the core's ``<memories>`` block, headed by a note
+that its entries are data, not instructions.
 """
 
 from __future__ import annotations

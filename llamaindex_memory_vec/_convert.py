@@ -23,6 +23,7 @@ from llama_index.core.base.llms.types import (
 
 from memory_vec import ChatMessage as CoreMessage
 from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
+from memory_vec.render import BLOCK_TAGS, escape_tags
 
 __all__ = [
     "Translated",
@@ -48,8 +49,6 @@ _ROLES: dict[str, str] = {
     MessageRole.TOOL.value: "tool",
     MessageRole.FUNCTION.value: "tool",
 }
-
-SUMMARY_HEADER = "Summary of earlier conversation:"
 
 
 @dataclass
@@ -168,16 +167,16 @@ def last_user_text(messages: Sequence[ChatMessage] | None) -> str | None:
     return None
 
 
-def context_text(ctx: MemoryContext, *, with_recent: bool = False) -> str:
+def context_text(ctx: MemoryContext, *, with_recent: bool = False, tags: Sequence[str] = ()) -> str:
     """The summary (and, when asked, the core's recent turns) plus the
-    relevant-memories block, as one prompt text ("" when all are empty)."""
-    parts: list[str] = []
-    if with_recent:
-        history = ctx.render_history()
-        if history:
-            parts.append(history)
-    elif ctx.summary:
-        parts.append(f"{SUMMARY_HEADER}\n{ctx.summary}")
-    if ctx.render():
-        parts.append(ctx.render())
-    return "\n\n".join(parts)
+    relevant-memories block, as one prompt text ("" when all are empty).
+
+    All of it is the core's rendering of stored text as data; ``tags`` names
+    further delimiters around the text (a ``Memory`` block's own tag), which
+    stored text must not close either.
+    """
+    head = ctx.render_history() if with_recent else ctx.render_summary()
+    text = "\n\n".join(p for p in (head, ctx.render()) if p)
+    # The core's own tags are escaped inside its blocks already (and delimit them here).
+    extra = tuple(t for t in tags if t.lower() not in BLOCK_TAGS)
+    return escape_tags(text, extra) if extra else text

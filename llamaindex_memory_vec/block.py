@@ -32,6 +32,9 @@ class VectorSummaryMemoryBlock(BaseMemoryBlock[str]):
     * the stored memories relevant to the current input (the last user
       message), from this and the user's other sessions.
 
+    Stored text is rendered as data: turns as ``role: text`` with further
+    lines indented (no stored line reads as another turn), the summary and
+    the memories in delimited blocks, and the block's own tag escaped inside.
     Each part stays within the core's token budgets. The scope (user and
     session) is the core's config, so use one block (or one core) per
     conversation.
@@ -90,7 +93,8 @@ class VectorSummaryMemoryBlock(BaseMemoryBlock[str]):
         message in ``messages``; none when there is no user message).
         """
         ctx = await self.core.abuild_context(last_user_text(messages))
-        return context_text(ctx, with_recent=True)
+        # Memory wraps the text in <name>...</name>: stored text must not close that either.
+        return context_text(ctx, with_recent=True, tags=(self.name,))
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Store the flushed messages: one vector each, in one embedding call.

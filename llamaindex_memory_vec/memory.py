@@ -174,19 +174,20 @@ class VectorSummaryMemory(BaseMemory):
 
     @staticmethod
     def _history(ctx: MemoryContext) -> list[ChatMessage]:
-        head = context_text(ctx)
-        history = [from_core(m) for m in ctx.recent]
+        head = context_text(ctx)  # summary and memories, each a delimited block of data
+        history = [from_core(m) for m in ctx.history_messages()]  # each turn its own message
         return [ChatMessage(role=MessageRole.SYSTEM, content=head), *history] if head else history
 
     def get(self, input: str | ChatMessage | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The chat history to send to the LLM.
 
         A system message with the summary and the memories relevant to
-        ``input`` (default: the last user message of the session), then the
-        recent messages, each part within the core's token budget. Stored
-        vectors are only read (one recall query). Extra keyword arguments
-        that chat engines pass (``initial_token_count``) are accepted and
-        not used: the budget is ``config.max_token_limit``.
+        ``input`` (default: the last user message of the session), each a
+        delimited block of data, then the recent messages, each part within
+        the core's token budget. Stored vectors are only read (one recall
+        query). Extra keyword arguments that chat engines pass
+        (``initial_token_count``) are accepted and not used: the budget is
+        ``config.max_token_limit``.
         """
         query = self._explicit_query(input)
         if input is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from .render import clean_text, render_summary, render_turn
 from .trace import TurnTrace
 
 __all__ = [
@@ -193,16 +194,38 @@ class MemoryContext:
     trace: TurnTrace | None = None
 
     def render(self) -> str:
-        """The relevant-memories block as prompt text ("" when empty)."""
+        """The relevant-memories block as prompt text ("" when empty).
+
+        A header saying the entries are data, then ``<memories>``, one entry
+        per memory (``- [2024-05-08 · speaker] text``, further lines indented
+        under it), then ``</memories>``; stored text cannot add an entry or
+        close the block.
+        """
         return self.relevant_text
 
+    def render_summary(self) -> str:
+        """The summary as a block of data: a header, then the summary indented
+        between ``<summary>`` and ``</summary>`` ("" when there is none)."""
+        return render_summary(self.summary)
+
     def render_history(self) -> str:
-        """Summary and recent turns as plain text, oldest first."""
-        parts: list[str] = []
-        if self.summary:
-            parts.append(f"Summary of earlier conversation:\n{self.summary}")
-        parts.extend(f"{m.role}: {m.content}" for m in self.recent)
+        """Summary and recent turns as plain text, oldest first.
+
+        Each turn is ``role: text`` with its further lines indented, so no
+        stored line reads as a turn of another role. Where the framework
+        takes messages, use :meth:`history_messages` instead.
+        """
+        parts = [render_summary(self.summary)] if self.summary.strip() else []
+        parts.extend(render_turn(m.role, m.content) for m in self.recent)
         return "\n".join(parts)
+
+    def history_messages(self) -> list[ChatMessage]:
+        """The recent turns as messages (role and content), oldest first.
+
+        Content keeps its lines (code blocks matter) without control
+        characters; the summary is :meth:`render_summary`.
+        """
+        return [replace(m, content=clean_text(m.content)) for m in self.recent]
 
 
 @dataclass
