@@ -237,3 +237,8 @@ class ForgetReceipt:
     records_deleted: int
     sessions_cleared: int
     remaining_after_scan: int
+    #: The store's files hold no copy of the forgotten records (False on a
+    #: server, or a backend without purge: see ``disk_notes``).
+    disk_purged: bool = True
+    #: What the purge did, and what remains with how to remove it.
+    disk_notes: tuple[str, ...] = ()

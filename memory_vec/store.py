@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _validate as v
 from .backends import create_backend
-from .backends.base import Backend, BackendLimits
+from .backends.base import Backend, BackendLimits, PurgeReport
 from .config import MemoryConfig
 from .errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError
 from .keywords import KeywordIndex
@@ -154,14 +154,19 @@ class Store:
     def flush(self) -> None:
         self.writer.flush()
 
-    def purge(self) -> None:
+    def purge(self) -> PurgeReport:
         """After a forget: no trace of deleted data in this store's files, where
         the engine allows (the state store's log; the backend's, see
-        ``Backend.purge``)."""
+        ``BaseBackend.purge``). Returns the backend's report."""
         self.state.purge()
         purge = getattr(self.backend, "purge", None)
-        if callable(purge):
-            purge()
+        if not callable(purge):  # a Backend protocol object without the optional purge
+            note = f"{self.backend.name}: the backend has no purge; deleted records may remain in its files"
+            return PurgeReport(False, 0, (note,))
+        report = purge()
+        if isinstance(report, PurgeReport):
+            return report
+        return PurgeReport(False, 0, (f"{self.backend.name}: purge() gave no report ({report!r})",))
 
     def close(self) -> None:
         """Flush pending writes and close the backend and the state store."""

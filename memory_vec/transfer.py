@@ -123,10 +123,13 @@ class Transfer:
         e.store.drop_dead_letters(letters)
         e.doc_cache.clear()
         e.query_cache.clear()
-        e.store.purge()
-        remaining = e.backend.count(where) + len(e.writer.pending_records(where))
+        # The backend's check of its files counts too: deleted records still found there remain.
+        report = e.store.purge()
+        remaining = report.residue
+        remaining += e.backend.count(where) + len(e.writer.pending_records(where))
         remaining += sum(1 for s in sessions if e.state.load(user_id, s).messages)
-        return ForgetReceipt(user_id, session_id, deleted, cleared, remaining)
+        return ForgetReceipt(user_id, session_id, deleted, cleared, remaining,
+                             disk_purged=report.purged, disk_notes=tuple(report.notes))
 
 
 def _record_from_dict(d: Any) -> MemoryRecord:

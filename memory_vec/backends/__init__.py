@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .base import Backend, BaseBackend, RecordFilter, ScoredRecord
+from .base import Backend, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 from .memory import InMemoryBackend
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ __all__ = [
     "Backend",
     "BaseBackend",
     "InMemoryBackend",
+    "PurgeReport",
     "RecordFilter",
     "ScoredRecord",
     "create_backend",

@@ -16,7 +16,8 @@ from typing import Any
 from ..errors import BackendError, EmbeddingModelMismatchError, SchemaMismatchError
 from ._milvus_errors import Translate
 
-__all__ = ["ID_BYTES", "OUTPUT", "SCALARS", "SCHEMA_VERSION", "TEXT_BYTES", "create", "load", "verify"]
+__all__ = ["ID_BYTES", "OUTPUT", "SCALARS", "SCHEMA_VERSION", "TEXT_BYTES", "create", "create_like", "load",
+           "verify"]
 
 SCHEMA_VERSION = "1"
 _PROP_MODEL, _PROP_DIM, _PROP_SCHEMA = "memvec.model_id", "memvec.dimension", "memvec.schema_version"
@@ -59,6 +60,15 @@ def create(client: Any, collection: str, *, dimension: int, model_id: str, parti
         properties={_PROP_MODEL: model_id, _PROP_DIM: str(dimension), _PROP_SCHEMA: SCHEMA_VERSION},
         timeout=timeout, **extra,
     )
+
+
+def create_like(client: Any, collection: str, info: dict[str, Any], *, num_partitions: int, index_type: str,
+                index_params: dict[str, Any], timeout: float) -> None:
+    """Create ``collection`` with the schema of the one ``info`` (``describe_collection``) describes."""
+    props = info.get("properties") or {}
+    pk = any(f.get("is_partition_key") for f in info.get("fields", []))
+    create(client, collection, dimension=int(props[_PROP_DIM]), model_id=str(props[_PROP_MODEL]), partition_key=pk,
+           num_partitions=num_partitions, index_type=index_type, index_params=index_params, timeout=timeout)
 
 
 def verify(info: dict[str, Any], *, collection: str, uri: str, dimension: int, model_id: str) -> None:

@@ -23,7 +23,7 @@ from ..records import MemoryRecord
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Backend", "BackendLimits", "BaseBackend", "MetadataValue", "RecordFilter", "ScoredRecord"]
+__all__ = ["Backend", "BackendLimits", "BaseBackend", "MetadataValue", "PurgeReport", "RecordFilter", "ScoredRecord"]
 
 MetadataValue = str | int | float | bool
 T = TypeVar("T")
@@ -132,6 +132,25 @@ class ScoredRecord:
     similarity: float
 
 
+@dataclass(frozen=True)
+class PurgeReport:
+    """What a backend's ``purge()`` did to its files after deletes.
+
+    Attributes:
+        purged: the engine's files this process controls hold no copy of a
+            deleted record any more. False where the library cannot reach
+            them (a server's disk: see ``notes``) or the engine has no purge.
+        residue: copies of deleted records the backend's own check still
+            found in its files after the purge (0 when clean; counted only
+            where the backend can look).
+        notes: what was done, and what remains with how to remove it.
+    """
+
+    purged: bool
+    residue: int = 0
+    notes: tuple[str, ...] = ()
+
+
 @runtime_checkable
 class Backend(Protocol):
     name: str
@@ -198,6 +217,17 @@ class BaseBackend:
     def close(self) -> None:
         """Release the client; the data stays."""
         raise NotImplementedError
+
+    # --- optional -----------------------------------------------------------------------------
+    def purge(self) -> PurgeReport:
+        """After deletes (``forget``): remove what the engine still keeps of deleted
+        records in its files (logs, free pages, old data files).
+
+        The default does nothing and says so; a backend whose engine keeps
+        deleted data on disk overrides it.
+        """
+        note = f"{self.name}: this backend has no purge; deleted records may remain in the engine's files"
+        return PurgeReport(False, 0, (note,))
 
     # --- async twins -------------------------------------------------------------------------
     async def _in_thread(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

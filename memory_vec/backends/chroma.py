@@ -23,15 +23,21 @@ of a silently diverging or corrupted store. Use a Chroma server
 Chroma never embeds anything here: vectors are always passed in, and the
 collection is created without an embedding function, so nothing downloads.
 
+Forget: Chroma keeps deleted records' text in its write-ahead log and in
+freed pages of ``chroma.sqlite3``; :meth:`ChromaBackend.purge` removes it
+from an embedded store (see :mod:`._chroma_purge`). A server's files are out
+of reach: stop the server and purge its directory the same way.
+
 Private modules: :mod:`._chroma_rows` (record <-> row), :mod:`._chroma_filters`
 (``where`` dicts), :mod:`._chroma_query` (vector queries), :mod:`._chroma_collection`
-(client, schema check),
+(client, schema check), :mod:`._chroma_purge` (deleted records out of the files),
 :mod:`._chroma_lock` (the embedded store's lock), :mod:`._chroma_errors`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -41,20 +47,21 @@ import numpy as np
 
 from ..errors import BackendError, ConfigError, EmbeddingModelMismatchError, InvalidInputError
 from ..records import MemoryRecord
-from . import _chroma_lock
+from . import _chroma_lock, _chroma_purge
 from ._chroma_collection import HNSW_KEYS, SCHEMA_VERSION, check_compatible, connect, get_or_create
 from ._chroma_collection import import_chromadb as import_chromadb
 from ._chroma_errors import Translate, is_not_found
 from ._chroma_filters import NothingMatches, owner_wheres, where_clause
 from ._chroma_query import query_where, score_ids
 from ._chroma_rows import clear_stale_keys, decode, encode, zip_page
-from .base import BackendLimits, BaseBackend, RecordFilter, ScoredRecord
+from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
 
 __all__ = ["SCHEMA_VERSION", "ChromaBackend"]
 
+log = logging.getLogger("memory_vec")
 _OPTIONS = ("headers", "tenant", "database", "hnsw", "ssl")
 _PAGE = 5000  # rows per get() page when scanning
 
@@ -149,6 +156,14 @@ class ChromaBackend(BaseBackend):
             collection = get_or_create(self._client, self.collection_name, dimension, model_id, self.hnsw)
             self._collection = collection
             check_compatible(collection, self.collection_name, self.url or self.path, dimension, model_id)
+            if self.path is not None:
+                # Reading makes Chroma (re)write a new vector index now, with unused capacity
+                # from uninitialised memory: zero that (see _chroma_purge).
+                collection.count()
+                try:
+                    _chroma_purge.scrub_index(self.path, str(collection.id))
+                except BackendError as exc:  # the store works without it; purge() tries again
+                    log.warning("memory-vec: could not zero the unused vector-index capacity: %s", exc)
             self._dimension, self._model_id, self._verified = dimension, model_id, True
 
     def reset(self, *, dimension: int, model_id: str) -> None:
@@ -186,6 +201,27 @@ class ChromaBackend(BaseBackend):
             if self.path is not None and client is not None:
                 _chroma_lock.release(self.path)
 
+    def purge(self) -> PurgeReport:
+        """After deletes: remove deleted records' text from the embedded store's files.
+
+        Removes their entries from Chroma's write-ahead log, merges the
+        full-text index and vacuums ``chroma.sqlite3`` (see :mod:`._chroma_purge`);
+        the cost grows with the file (VACUUM rewrites it). Needs no ``open()``,
+        so an operator can purge a Chroma server's directory with the server
+        stopped: ``ChromaBackend(path=DIR, collection=NAME).purge()``. For a
+        server (``url``) nothing is done here: the report says what it keeps.
+        """
+        if self.path is None:
+            return PurgeReport(False, 0, ((
+                f"chroma server {self.url}: deleted records stay in the server's write-ahead log and free pages "
+                "(chroma.sqlite3 under its --path) until its vector index checkpoints; to remove them, stop the "
+                "server and run ChromaBackend(path=DIR, collection=...).purge() on its directory"),))
+        with self._lock, self._translated("purge deleted records"):
+            self._connect()
+            collection = self._collection or self._client.get_collection(self.collection_name,
+                                                                         embedding_function=None)
+            return _chroma_purge.purge(self.path, str(collection.id))
+
     @property
     def model_id(self) -> str | None:
         return self._model_id
@@ -206,7 +242,7 @@ class ChromaBackend(BaseBackend):
                 f"(model {self._model_id!r})"
             )
         encoded = [encode(r) for r in records]  # encoding errors surface before anything is written
-        with self._translated("write records"):
+        with self._lock, self._translated("write records"):
             for start in range(0, len(records), self._max_batch):
                 end = start + self._max_batch
                 ids = [r.id for r in records[start:end]]
@@ -218,7 +254,7 @@ class ChromaBackend(BaseBackend):
         if not records:
             return
         collection = self._writable()
-        with self._translated("update records"):
+        with self._lock, self._translated("update records"):
             for start in range(0, len(records), self._max_batch):
                 chunk = list(records[start:start + self._max_batch])
                 present = set(collection.get(ids=[r.id for r in chunk], include=[])["ids"])
@@ -233,7 +269,7 @@ class ChromaBackend(BaseBackend):
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         collection = self._readable()
-        with self._translated("delete records"):
+        with self._lock, self._translated("delete records"):
             doomed = [row_id for row_id, _, _ in self._rows(collection, where, ids, include=[])]
             for start in range(0, len(doomed), self._max_batch):
                 collection.delete(ids=doomed[start:start + self._max_batch])

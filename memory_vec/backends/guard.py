@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import BackendTimeoutError, BackendUnavailableError
 from ..records import MemoryRecord
-from .base import Backend, BackendLimits, BaseBackend, RecordFilter, ScoredRecord
+from .base import Backend, BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 __all__ = ["GuardedBackend"]
 
@@ -123,6 +123,16 @@ class GuardedBackend(BaseBackend):
         if not isinstance(inner, _Resettable):
             raise AttributeError(f"{type(inner).__name__!r} object has no attribute 'reset'")
         inner.reset(dimension=dimension, model_id=model_id)
+
+    def purge(self) -> PurgeReport:
+        """Forward ``purge`` (used by ``forget``) without a timeout: it may rewrite a large store."""
+        purge = getattr(self.inner, "purge", None)
+        if not callable(purge):  # a plain Backend protocol object: the default report
+            return super().purge()
+        report = purge()
+        if isinstance(report, PurgeReport):
+            return report
+        return PurgeReport(False, 0, (f"{self.name}: purge() gave no report ({report!r})",))
 
     def close(self) -> None:
         with self._pool_lock:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import EmbeddingModelMismatchError, InvalidInputError
 from ..records import MemoryRecord
-from .base import BaseBackend, RecordFilter, ScoredRecord
+from .base import BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 __all__ = ["InMemoryBackend"]
 
@@ -106,6 +106,16 @@ class InMemoryBackend(BaseBackend):
 
     def close(self) -> None:
         """Nothing to release; the data stays for other cores in this process."""
+
+    def purge(self) -> PurgeReport:
+        """Free what deleted records left in memory: emptied partitions, and the
+        vectors of removed rows past each partition's end. Nothing is on disk."""
+        with self._lock:
+            for key in [k for k, part in self._parts.items() if not len(part)]:
+                del self._parts[key]
+            for part in self._parts.values():
+                part.vectors[len(part):] = 0.0
+        return PurgeReport(True, 0, ("memory: in process memory only, no files",))
 
     def drop(self) -> None:
         with self._lock:

@@ -20,10 +20,15 @@ Filtered search completeness: when a filtered approximate search comes back
 short, :meth:`MilvusBackend.query` scores the matching rows exactly (see
 :mod:`._milvus_search`).
 
+Forget: Milvus Lite keeps deleted rows in its data files; :meth:`MilvusBackend.purge`
+rewrites the collection without them (see :mod:`._milvus_rewrite`, also for
+what a crash does). A server keeps them until its compaction and garbage
+collection: the report says so.
+
 Private modules: :mod:`._milvus_schema` (fields, create, verify, load),
 :mod:`._milvus_rows` (record <-> row), :mod:`._milvus_expr` (filters),
 :mod:`._milvus_scan` (paged reads), :mod:`._milvus_search` (search, exact fallback),
-:mod:`._milvus_consistency`, :mod:`._milvus_lock`
+:mod:`._milvus_consistency`, :mod:`._milvus_rewrite` (purge), :mod:`._milvus_lock`
 (the Lite path's lock), :mod:`._milvus_errors`.
 """
 
@@ -44,11 +49,12 @@ from . import _milvus_schema
 from ._milvus_errors import Translate, require_pymilvus
 from ._milvus_expr import filter_expression
 from ._milvus_lock import LiteLock
+from ._milvus_rewrite import ReadGate, recover, rewrite
 from ._milvus_rows import chunks, request_batches, to_row
 from ._milvus_scan import RowReader
 from ._milvus_schema import SCHEMA_VERSION
 from ._milvus_search import search
-from .base import BackendLimits, BaseBackend, RecordFilter, ScoredRecord
+from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
@@ -147,6 +153,8 @@ class MilvusBackend(BaseBackend):
         self._mutex = threading.RLock()
         self._pk_enabled = False
         self._barrier_after_delete = False
+        self._gate = ReadGate()  # reads wait while purge() swaps the collection
+        self._dirty = True  # rows may have been deleted since the last purge (unknown before it)
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> MilvusBackend:
@@ -174,6 +182,9 @@ class MilvusBackend(BaseBackend):
         """
         with self._mutex:
             client = self._connect()
+            if not self.is_server:
+                recover(client, self.collection, data_dir=self._data_dir(), timeout=self._timeout,
+                        translate=self._translate)
             with self._translate("open the collection"):
                 before_2_4 = consistency.server_before_2_4(client, is_server=self.is_server, timeout=self._timeout)
                 exists = client.has_collection(self.collection, timeout=self._timeout)
@@ -228,6 +239,41 @@ class MilvusBackend(BaseBackend):
             with self._translate("flush"):
                 client.flush(self.collection, timeout=self._timeout)
 
+    def purge(self) -> PurgeReport:
+        """After deletes: rewrite a Milvus Lite collection without its deleted rows.
+
+        Copies the remaining rows to a new collection that replaces the old
+        one (see :mod:`._milvus_rewrite`): the time grows with the rows that
+        remain; writes and reads wait meanwhile. Skipped when nothing was
+        deleted since the last purge of this instance. Needs no ``open()``:
+        ``MilvusBackend("/path/x.db", collection=NAME).purge()`` purges a
+        stopped ``milvus-lite server``'s data directory (a path ending in .db).
+        For a server, nothing is done here: the report says what it keeps.
+        """
+        if self.is_server:
+            return PurgeReport(False, 0, ((
+                f"milvus server {self.uri}: deleted rows stay in the server's files (a Milvus server: until "
+                "compaction and garbage collection, and in its message queue until retention ends; a milvus-lite "
+                "server: until its stopped data directory is purged; see the README)"),))
+        with self._mutex, self._gate.exclusive():
+            if not self._dirty:
+                return PurgeReport(True, 0, ("milvus-lite: nothing deleted since the last purge",))
+            client = self._connect()
+            result = rewrite(client, self.collection, data_dir=self._data_dir(), batch=self._batch,
+                             timeout=self._timeout, num_partitions=self._num_partitions,
+                             index_type=self._index_type, index_params=self._index_params,
+                             translate=self._translate)
+            self._dirty = False
+            if self._dimension is not None:
+                self._read_one(client, "Strong")
+        notes = [f"milvus-lite: collection rewritten without its deleted rows ({result.rows} rows copied)"]
+        notes += [f"milvus-lite: could not remove {folder}" for folder in result.leftovers]
+        return PurgeReport(not result.leftovers, len(result.leftovers), tuple(notes))
+
+    def _data_dir(self) -> str | None:
+        """Milvus Lite's directory of the default database (where collection folders are)."""
+        return None if self.is_server or self._db_name else os.path.abspath(self.uri)
+
     @property
     def model_id(self) -> str | None:
         return self._model_id
@@ -278,6 +324,7 @@ class MilvusBackend(BaseBackend):
             latest = {r.id: i for i, r in enumerate(records)}
             rows = [to_row(records[i], vectors[i]) for i in latest.values()]
             moved = self._moved_ids(client, rows) if self._pk_enabled else []
+            self._dirty = self._dirty or bool(moved)  # a moved row leaves its old copy in the files
             self._write(client, rows, moved)
             if not self.is_server and len(rows) >= self._batch:
                 # Milvus Lite searches unflushed rows by rebuilding a memtable
@@ -298,6 +345,7 @@ class MilvusBackend(BaseBackend):
             rows = [to_row(latest[i], np.asarray(stored[i]["vector"], dtype=np.float32))
                     for i in latest if i in stored]
             moved = [r["id"] for r in rows if self._pk_enabled and stored[r["id"]]["owner"] != r["owner"]]
+            self._dirty = self._dirty or bool(moved)
             self._write(client, rows, moved)
 
     def _moved_ids(self, client: Any, rows: list[dict[str, Any]]) -> list[str]:
@@ -322,6 +370,7 @@ class MilvusBackend(BaseBackend):
                 raise InvalidInputError("delete() needs ids, where, or both (refusing to delete everything)")
             # Resolve the exact rows first: engines differ in what delete() reports.
             doomed = [r.id for r in self._iter_rows(client, where or _EVERYTHING, ids)]
+            self._dirty = self._dirty or bool(doomed)
             for chunk in chunks(doomed, self._batch):
                 with self._translate(f"delete {len(chunk)} records"):
                     client.delete(self.collection, filter=filter_expression(None, chunk), timeout=self._timeout)
@@ -334,21 +383,24 @@ class MilvusBackend(BaseBackend):
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._mutex:
             client = self._ready()
-        return search(self._reader(client), q, k, where, search_params=self._search_params,
-                      exact_limit=self._exact_limit)
+        with self._gate.reading():  # never wait for the mutex inside the gate: purge holds both
+            return search(self._reader(client), q, k, where, search_params=self._search_params,
+                          exact_limit=self._exact_limit)
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         with self._mutex:
             client = self._ready()
         if not ids:
             return []
-        by_id = {r.id: r for r in self._iter_rows(client, where or _EVERYTHING, ids)}
+        with self._gate.reading():
+            by_id = {r.id: r for r in self._iter_rows(client, where or _EVERYTHING, ids)}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         with self._mutex:
             client = self._ready()
-        out = list(self._iter_rows(client, where, None))
+        with self._gate.reading():
+            out = list(self._iter_rows(client, where, None))
         out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
         return out if limit is None else out[:limit]
 
@@ -357,9 +409,10 @@ class MilvusBackend(BaseBackend):
             client = self._ready()
         where = where or _EVERYTHING
         if any(not isinstance(v, str) for v in where.metadata.values()):
-            return sum(1 for _ in self._iter_rows(client, where, None))  # needs the client-side check
+            with self._gate.reading():
+                return sum(1 for _ in self._iter_rows(client, where, None))  # needs the client-side check
         expr = filter_expression(where)
-        with self._translate("count"):
+        with self._gate.reading(), self._translate("count"):
             rows = client.query(self.collection, filter=expr, output_fields=["count(*)"],
                                 consistency_level=self._consistency, timeout=self._timeout)
         return int(rows[0]["count(*)"]) if rows else 0

@@ -20,6 +20,10 @@ visibility) with bound parameters, numpy scores them (cosine: vectors are
 stored at length 1), and :meth:`RecordFilter.matches` decides the rest on the
 decoded records, best score first, until ``k`` are found.
 
+Forget: deletes overwrite the freed space (``secure_delete``) and
+:meth:`SQLiteBackend.purge` checkpoints and truncates the write-ahead log,
+which holds the old page versions.
+
 Concurrency: WAL journal and one ``BEGIN IMMEDIATE`` transaction per write,
 so threads (one connection behind a lock per instance) and processes on one
 machine may write to one file; a write waits up to ``timeout`` seconds for
@@ -48,7 +52,7 @@ from ..errors import (
     SchemaMismatchError,
 )
 from ..records import MemoryRecord
-from .base import BackendLimits, BaseBackend, RecordFilter, ScoredRecord
+from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
@@ -210,6 +214,28 @@ class SQLiteBackend(BaseBackend):
                 with contextlib.suppress(sqlite3.Error):  # closing is best effort; commits are done
                     conn.close()
 
+    def purge(self) -> PurgeReport:
+        """After deletes: no copy of a deleted record stays in the file.
+
+        Deletes already overwrite what they free (``secure_delete``); the
+        write-ahead log still holds the pages as they were, until a
+        checkpoint copies the current ones into the file and truncates it.
+        A connection of another process that is reading at that moment keeps
+        the log from being truncated: the report says so (``residue`` 1); call
+        ``purge()`` again once it has finished.
+        """
+        with self._lock:
+            self._connect()
+            with self._translated("checkpoint the write-ahead log"):
+                busy, _, _ = self._opened().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        wal = self.path + "-wal"
+        left = os.path.getsize(wal) if os.path.exists(wal) else 0
+        if busy or left:
+            note = (f"sqlite: another connection was reading {self.path}; its write-ahead log ({left} bytes) "
+                    "still holds old pages: call purge() again")
+            return PurgeReport(False, 1, (note,))
+        return PurgeReport(True, 0, ("sqlite: deleted rows overwritten, write-ahead log checkpointed and truncated",))
+
     @property
     def model_id(self) -> str | None:
         return self._model_id
@@ -338,6 +364,7 @@ class SQLiteBackend(BaseBackend):
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")  # an acknowledged write survives a power cut
+                conn.execute("PRAGMA secure_delete=ON")  # a deleted row's bytes are overwritten, not just freed
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version not in (0, SCHEMA_VERSION):
                     raise SchemaMismatchError(
