@@ -11,11 +11,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .owners import EN_PERSON, OTHER, ZH_PERSON, detect_owner, qualify, subject_holder
+
 __all__ = [
     "SentenceSignals",
     "analyze",
+    "distinct_subjects",
     "extract_values",
     "is_chinese",
+    "mentions_subject",
+    "owned_subject",
+    "preference",
+    "proper_names",
     "split_sentences",
     "subject_key",
     "subject_value",
@@ -69,11 +76,13 @@ _TRANSIENT = re.compile(
     re.IGNORECASE,
 )
 
-# "X is/was (now) Y", "X changed to Y", "X: Y"; Chinese "X调整到Y", "X是Y", "X改为Y".
+# "X is/was (now) Y", "X changed to Y", "X leaves at Y"; Chinese "X调整到Y", "X是Y", "X改为Y",
+# "X 7点起飞" / "X 9月26日截止" (a thing and the time of its event).
 _SUBJECT_EN = re.compile(
-    r"(?:^|\b)(?:the\s+|my\s+|our\s+)?(?P<subject>[a-z][a-z'’ \-]{1,40}?)\s+"
+    r"(?:^|\b)(?:the\s+|my\s+|our\s+)?(?P<subject>[a-z][a-z'’ \-]{1,40}?)\s+(?:now\s+|still\s+)?"
     r"(?:is|was|are|were|will be|has been|have been|changed to|changes to|moved to|set to|increased to|decreased to"
-    r"|raised to|lowered to)\s+(?:now\s+|still\s+|actually\s+)?(?P<value>.+)",
+    r"|raised to|lowered to|leaves at|departs at|takes off at|lands at|arrives at|starts at|begins at|ends at)"
+    r"\s+(?:now\s+|still\s+|actually\s+)?(?P<value>.+)",
     re.IGNORECASE,
 )
 _SUBJECT_ZH = re.compile(
@@ -81,20 +90,34 @@ _SUBJECT_ZH = re.compile(
     r"(?:调整到|调整为|改成|改为|改到|换成|换到|推迟到|提前到|涨到|降到|变成|提高到|降低到|增加到|减少到|定为|定在|设为|是|为|叫)"
     r"(?P<value>.+)"
 )
-# Profile statements without "is": where the user lives or works, under one subject each.
+_EVENT_ZH = re.compile(
+    r"(?P<subject>[\u4e00-\u9fffA-Za-z]{1,12}?)"
+    r"(?P<value>(?:\d{1,4}年)?\d{1,2}月\d{1,2}[日号]|\d{1,2}[:：]\d{2}|\d{1,2}点(?:半|\d{1,2}分?)?|周[一二三四五六日天])"
+    r"(?:准时|左右)?(?:截止|起飞|出发|开始|结束|到期|举行|降落|到达|开会|见面)"
+)
+_CAP = r"(?P<value>(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b)[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*)"
+_ADV_EN = r"(?:(?:now|still|no longer|don't|do not|also|just|already)\s+)?"
+# Profile statements without "is", under one subject each: where someone
+# lives or works, how old they are. The owner qualifies the key later.
 _ZH_ADV = r"(?:现在|已经不|已经|目前|一直|也|还|不|刚|最近|上个月)?"
 _PROFILE = (
-    (re.compile(r"\bI(?:'ve| have)?\s+(?:(?:now|still|no longer|don't|do not)\s+)?"
-                r"(?:live|living|moved|relocated)\s+(?:in|to)\s+(?P<value>[A-Z][\w-]*(?:\s[A-Z][\w-]*)*)"),
+    (re.compile(r"\bI(?:'ve| have)?\s+" + _ADV_EN + r"(?:live|living|moved|relocated)\s+(?:in|to)\s+" + _CAP),
      "residence"),
-    (re.compile(r"\bI(?:'m| am)?\s+(?:(?:now|still|no longer|don't|do not)\s+)?(?:work(?:ing)?\s+(?:at|for)|joined)"
-                r"\s+(?P<value>[A-Z][\w&.-]*(?:\s[A-Z][\w&.-]*)*)"), "employer"),
-    (re.compile(r"(?:^|[，,])我" + _ZH_ADV
+    (re.compile(rf"\b{EN_PERSON}\s+" + _ADV_EN
+                + r"(?:lives|live|lived|has moved|have moved|moved|relocated)\s+(?:in|to)\s+" + _CAP), "residence"),
+    (re.compile(r"\bI(?:'m| am)?\s+" + _ADV_EN + r"(?:work(?:ing)?\s+(?:at|for)|joined)\s+" + _CAP), "employer"),
+    (re.compile(rf"(?:\b{EN_PERSON}\s+{_ADV_EN}joined|\b(?:works|worked|is working|has worked)\s+(?:at|for))\s+"
+                + _CAP), "employer"),
+    (re.compile(rf"\b(?:I(?:'m|’m| am)|{EN_PERSON}\s+(?:is|was))\s+(?:now\s+|already\s+)?(?P<value>\d{{1,3}})"
+                r"\s+years?\s+old|\b(?:I|" + EN_PERSON + r")\s+(?:just\s+)?turned\s+(?P<value2>\d{1,3})\b"), "age"),
+    (re.compile(rf"(?:^|[，,])(?:{ZH_PERSON}|我)" + _ZH_ADV
                 + r"(?:住在|搬到了?|搬去了?)(?P<value>[\u4e00-\u9fff]{1,8}?)(?=了|[，。,.！]|$)"),
      "住址"),
-    (re.compile(r"(?:^|[，,])(?:我" + _ZH_ADV
-                + r"|现在)在(?P<value>(?!一)[\u4e00-\u9fffA-Za-z]{1,10}?)(?:工作|上班)"),
-     "工作单位"),  # not "在一家公司工作": no value
+    (re.compile(rf"(?:^|[，,])(?:(?:{ZH_PERSON}|我)" + _ZH_ADV
+                + r"|现在)在(?P<value>(?!一)(?:(?!考虑|是否|打算|准备|想要|想找|找|要)[\u4e00-\u9fffA-Za-z]){1,10}?)"
+                  r"(?:工作|上班)"),
+     "工作单位"),  # not "在一家公司工作" nor "在考虑找一份新工作": no value
+    (re.compile(rf"(?:^|[，,])(?:{ZH_PERSON}|我)(?:今年|现在|已经|刚|才|也)*(?P<value>\d{{1,3}})岁"), "年龄"),
 )
 _STOP_SUBJECT = {"it", "this", "that", "there", "he", "she", "they", "what", "which", "who", "i", "you", "we",
                  "这", "那", "它", "我", "你", "他", "她",
@@ -158,14 +181,13 @@ def _normalize_subject(raw: str) -> str | None:
     return subject
 
 
-def subject_key(sentence: str) -> str | None:
-    """The subject a sentence sets a value for ("budget"), or None."""
+def _raw_subject(sentence: str) -> str | None:
     text = _LEAD_IN.sub("", sentence.strip())
     for pattern, subject in _PROFILE:
         if pattern.search(text):
             return subject
     if is_chinese(text):
-        m = _SUBJECT_ZH.search(text)
+        m = _SUBJECT_ZH.search(text) or _EVENT_ZH.search(text)
         if m:
             subject = re.sub(r"^(?:我的|我们的|我们|你的|这个|那个|我)?(?:现在|目前|已经|最近)?", "",
                              m.group("subject"))
@@ -178,16 +200,136 @@ def subject_key(sentence: str) -> str | None:
     return _normalize_subject(m.group("subject"))
 
 
+def owned_subject(sentence: str, *, context: str | None = None) -> tuple[str, str | None]:
+    """(owner, owner-qualified subject key) of a sentence.
+
+    The owner is the possessor named in the subject itself ("my colleague's
+    budget is …"), else the sentence's holder (:func:`~memory_vec.owners.detect_owner`;
+    ``context``: the person named earlier in the message, for pronouns).
+    """
+    raw = _raw_subject(sentence)
+    holder = subject_holder(raw) if raw else None
+    if holder == OTHER:  # "her budget": whose, the sentence and its context tell
+        holder = None
+    owner = holder or detect_owner(sentence, context=context)
+    return owner, qualify(raw, owner)
+
+
+def subject_key(sentence: str) -> str | None:
+    """The subject a sentence sets a value for ("budget"), qualified by its
+    owner when it is someone else's ("colleague/budget"), or None."""
+    return owned_subject(sentence)[1]
+
+
+_SUBJECT_FILLER = {"the", "a", "an", "of", "for", "to", "my", "our", "your", "its", "his", "her", "their", "s", "name"}
+_SUBJECT_FILLER_ZH = set("的我们你他她它这那个")
+
+
+def _subject_words(subject: str) -> set[str]:
+    if is_chinese(subject):
+        return set(subject) - _SUBJECT_FILLER_ZH - {"/"}
+    return {w for w in re.split(r"[\s'’\-/]+", subject) if w and w not in _SUBJECT_FILLER}
+
+
+def distinct_subjects(a: str, b: str) -> bool:
+    """Each subject has a word the other lacks: two different things
+    ("thesis deadline" / "project deadline")."""
+    wa, wb = _subject_words(a), _subject_words(b)
+    return bool(wa - wb) and bool(wb - wa)
+
+
+def _subject_head(subject: str) -> str | None:
+    """The attribute's head word: "budget" in "travel budget" or "colleague/budget", "预算" in "婚礼的预算"."""
+    attribute = subject.rsplit("/", 1)[-1]
+    if is_chinese(attribute):
+        attribute = attribute.rsplit("的", 1)[-1]
+        return attribute[-2:] or None
+    words = [w for w in re.split(r"[\s'’\-]+", attribute) if w and w not in _SUBJECT_FILLER]
+    return words[-1] if words else None
+
+
+def mentions_subject(text: str, subject: str, own_subject: str | None) -> bool:
+    """The text speaks of the subject ("Got it, a budget of 5000" of "travel
+    budget") without setting another one (``own_subject``, its own key:
+    "the wedding budget is …")."""
+    head = _subject_head(subject)
+    if not head:
+        return False
+    if own_subject and distinct_subjects(own_subject, subject):
+        return False
+    if is_chinese(head):
+        return head in text
+    return re.search(rf"\b{re.escape(head)}\b", text, re.IGNORECASE) is not None
+
+
 def subject_value(sentence: str) -> str | None:
     """The value a sentence sets for its subject ("green tea" in "my favorite
     drink is now green tea"), normalized; None without a subject."""
     text = _LEAD_IN.sub("", sentence.strip())
     m = next((found for pattern, _ in _PROFILE if (found := pattern.search(text))), None)
-    m = m or (_SUBJECT_ZH if is_chinese(text) else _SUBJECT_EN).search(text)
+    if m is None and is_chinese(text):
+        m = _SUBJECT_ZH.search(text) or _EVENT_ZH.search(text)
+    m = m or _SUBJECT_EN.search(text)
     if not m:
         return None
-    value = re.sub(r"[\s,.!?;:，。！？；：、了啦呢]+", " ", m.group("value").lower()).strip()
+    raw = m.group("value") or (m.groupdict().get("value2") or "")
+    value = re.sub(r"[\s,.!?;:，。！？；：、了啦呢]+", " ", raw.lower()).strip()
     return value or None
+
+
+# A stated liking or dislike and its object: "I love sushi", "I don't like sushi (anymore)",
+# "我很喜欢吃火锅", "我不吃火锅了". Plain "eat/drink/吃/喝" is a preference only when negated
+# ("I don't eat meat"); "I ate sushi" is an event.
+# The liker is a person ("I", "we", "my wife", "Anna", "我", "我老婆", "张敏"), not
+# "many people enjoy chess" (an assistant's small talk).
+_PREF_EN = re.compile(
+    rf"(?:\b(?:i|i'm|i’m|i am|we|we're|we are|you|he|she|they|he's|she's)|(?-i:{EN_PERSON})(?:'s|’s)?)\s+"
+    r"(?:(?:really|still|now|also|actually|just|totally|do|does|truly|absolutely)\s+)*"
+    r"(?P<neg>(?:don't|do not|doesn't|does not|didn't|no longer|never|not|can't|cannot|won't|stopped|quit)\s+"
+    r"(?:really\s+|even\s+|much\s+)?)?"
+    r"(?P<verb>like|likes|liking|love|loves|enjoy|enjoys|prefer|prefers|into|adore|adores|hate|hates|dislike"
+    r"|dislikes|stand|eat|eats|eating|drink|drinks|drinking)\s+(?P<obj>[a-z][a-z \-]{1,30}?)"
+    r"(?=\s+(?:anymore|any more|now|either|at all|these days|lately|much|so much|very much)\b|\s*[.,!;]|\s*$)",
+    re.IGNORECASE,
+)
+_PREF_ZH = re.compile(
+    rf"(?:我们|我|咱们|他们|她们|他|她|{ZH_PERSON})(?:现在|其实|一直|也|还|真的|已经|以后|从小|最近|本来)*"
+    r"(?P<neg>不再|已经不|再也不|不太|不是很|不怎么|没那么|不)?(?:很|最|非常|比较|太|特别|真的|也|还|都)?"
+    r"(?P<verb>喜欢|爱|讨厌|受不了|吃|喝)(?:吃|喝)?(?P<obj>[\u4e00-\u9fff]{1,6}?)(?=了|吗|啦|呢|[。，！,.!]|$)"
+)
+_PREF_NEGATIVE_VERBS = {"hate", "hates", "dislike", "dislikes", "讨厌", "受不了"}
+_PREF_PLAIN_VERBS = {"eat", "eats", "eating", "drink", "drinks", "drinking", "stand", "吃", "喝"}
+
+
+def preference(sentence: str) -> tuple[str, bool] | None:
+    """(object, likes it) of a stated preference, or None (also for questions)."""
+    if sentence.rstrip().endswith(("?", "？")):
+        return None
+    m = (_PREF_ZH if is_chinese(sentence) else _PREF_EN).search(sentence)
+    if not m:
+        return None
+    verb = m.group("verb").lower()
+    negated = bool(m.group("neg"))
+    if verb in _PREF_PLAIN_VERBS and not negated:
+        return None
+    obj = re.sub(r"^(?:eating |drinking |to eat |to drink |the |a |an |吃|喝)", "", m.group("obj").strip().lower())
+    obj = re.sub(r"(?<=[a-z]{3})s$", "", obj)  # "burgers" / "burger"
+    if not obj:
+        return None
+    return obj, negated == (verb in _PREF_NEGATIVE_VERBS)
+
+
+_CALENDAR = re.compile(r"^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)", re.I)
+
+
+def proper_names(text: str) -> set[str]:
+    """Capitalised names that are not calendar words ("Tokyo", "Anna", not "May")."""
+    names = set()
+    for name in _NAME.findall(text):
+        words = [w for w in name.lower().split() if w not in _NOT_NAMES]
+        if words and not _CALENDAR.match(words[0]):
+            names.add(" ".join(words))
+    return names
 
 
 def extract_values(text: str) -> set[str]:
@@ -205,7 +347,7 @@ def extract_values(text: str) -> set[str]:
 
 def analyze(sentence: str) -> SentenceSignals:
     return SentenceSignals(
-        preference=bool(_PREFERENCE.search(sentence)),
+        preference=bool(_PREFERENCE.search(sentence)) or preference(sentence) is not None,
         constraint=bool(_CONSTRAINT.search(sentence)),
         decision=bool(_DECISION.search(sentence)),
         task=bool(_TASK.search(sentence)),

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .errors import SummaryRejectedError
-from .facts import analyze, extract_values, is_chinese, split_sentences
+from .facts import analyze, extract_values, is_chinese, mentions_subject, preference, split_sentences
+from .owners import owner_of
 from .state.base import StateMessage
 from .tokens import TokenCounter
 
@@ -209,33 +210,48 @@ class _Line:
 
 
 def _newest_value_wins(lines: list[_Line]) -> list[_Line]:
-    """Drop older lines about a subject a newer line sets to another value.
+    """Drop older lines that a newer line about the same person overrides.
 
-    An older line goes when it has the same subject key, or when it names the
-    subject and carries different numbers/names (an echo such as "ok, budget
-    5000" of a value that has since changed).
+    An older line goes when it has the same (owner-qualified) subject key,
+    when it speaks of the subject with other numbers/names (an echo such as
+    "[assistant] Got it, a budget of 5000 euros." of a value that has since
+    changed), or when it states the opposite liking of the same thing
+    ("I like olives" after "I don't like olives"). A line about another
+    person ("my colleague's budget is 3000") never overrides the user's.
     """
+    owners = {line.order: owner_of(line.subject, _body(line.text)) for line in lines}
     latest: dict[str, _Line] = {}
+    liked: dict[str, _Line] = {}
+    prefs = {line.order: preference(_body(line.text)) for line in lines}
     for line in lines:
         if line.subject:
             latest[line.subject] = line
+        pref = prefs[line.order]
+        if pref:
+            liked[f"{owners[line.order]}/{pref[0]}"] = line
     kept = []
     for line in lines:
-        superseded = False
+        body, owner, pref = _body(line.text), owners[line.order], prefs[line.order]
+        newer_pref = liked.get(f"{owner}/{pref[0]}") if pref else None
+        superseded = newer_pref is not None and newer_pref.order > line.order
         for subject, newest in latest.items():
+            if superseded:
+                break
             if newest.order <= line.order:
                 continue
             if line.subject == subject:
                 superseded = True
-            elif subject in line.text.lower():
-                old_values = extract_values(line.text)
-                if old_values and not old_values <= extract_values(newest.text):
-                    superseded = True
-            if superseded:
-                break
+            elif owner == owners[newest.order] and mentions_subject(body, subject, line.subject):
+                old_values = extract_values(body)
+                superseded = bool(old_values) and not old_values <= extract_values(newest.text)
         if not superseded:
             kept.append(line)
     return kept
+
+
+def _body(text: str) -> str:
+    """A summary line without its "[role] " prefix."""
+    return text.split("] ", 1)[-1] if text.startswith("[") else text
 
 
 class ExtractiveSummarizer:

@@ -43,6 +43,10 @@ Usage::
     HF_HUB_OFFLINE=1 python benchmarks/conflict/run.py \\
         --memorybank ../shared/data/memorybank --locomo ../shared/data/locomo/locomo_dev.json
 
+``--suite extended`` adds look-alike families about other people's
+attributes and negated preferences (``owner_families.py``) to the same
+conversations; its JSON goes to ``<out>/conflict_extended.json``.
+
 Embeddings are memoized on disk (``<out>/conflict_embcache_*.npz``: the same
 model's vectors, computed once) so the modes and reruns do not re-embed.
 """
@@ -203,7 +207,9 @@ def make_core(mode: str, embedder: CachedEmbedder, judge: OracleJudge | None) ->
         llm=judge if mode == "rules+oracle-judge" else None,
     )
     if mode == "baseline":
-        core.resolver = AlwaysAdd(threshold=core.resolver.threshold)
+        # Harness only: the engine's resolver has no public setter (it is not a
+        # user-facing knob), so the baseline swaps it on the engine.
+        core._engine.resolver = AlwaysAdd(threshold=core.resolver.threshold)
     return core
 
 
@@ -384,7 +390,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines: list[str] = []
     for lang, modes in result["suite"].items():
         first = next(iter(modes.values()))
-        lines += [f"#### {lang}: {result['params']['conversations']} conversations, {first['updates']} updates, "
+        lines += [f"#### {lang} ({result['params'].get('suite', 'current')} suite): "
+                  f"{result['params']['conversations']} conversations, {first['updates']} updates, "
                   f"{first['controls']} controls", "",
                   "| mode | stale@5 ↓ | stale-value@5 ↓ | current@5 ↑ | applied ↑ | false overwrites ↓ (rate) "
                   "| by source | controls damaged ↓ | control@5 ↑ | judge calls |",
@@ -423,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--controls", type=int, default=6, help="control facts per conversation")
     parser.add_argument("--filler-pairs", type=int, default=30, help="MemoryBank query/response pairs per conversation")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--suite", choices=("current", "extended"), default="current",
+                        help="extended: also other people's attributes and negated preferences (owner_families.py)")
+    parser.add_argument("--owner-updates", type=int, default=10,
+                        help="with --suite extended: owner/negation slots per conversation (max 10)")
     parser.add_argument("--locomo", default=None, help="locomo_dev.json: also measure LoCoMo recall@10 on vs off")
     parser.add_argument("--out", default=str(HERE.parent / "out"), help="directory for conflict.json and the cache")
     parser.add_argument("--embedder", default="multilingual-e5-small")
@@ -440,13 +451,15 @@ def main(argv: list[str] | None = None) -> int:
     for lang in args.lang or ["en", "cn"]:
         convs = S.build_suite(Path(args.memorybank) / f"memory_bank_{lang}.json", lang,
                               conversations=args.conversations, updates=args.updates, controls=args.controls,
-                              filler_pairs=args.filler_pairs, seed=args.seed)
+                              filler_pairs=args.filler_pairs, seed=args.seed, suite=args.suite,
+                              owner_updates=args.owner_updates)
         embedder.warm(suite_texts(convs), lang)
         result["suite"][lang] = run_suite(lang, convs, embedder, modes)
     if args.locomo:
         result["locomo"] = run_locomo(args.locomo, embedder, [m for m in ("baseline", "messages", "rules") if m in modes])
     result["fresh_embeddings"] = embedder.fresh
-    (out_dir / "conflict.json").write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    name = "conflict.json" if args.suite == "current" else f"conflict_{args.suite}.json"
+    (out_dir / name).write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
     print(markdown(result))
     return 0
 

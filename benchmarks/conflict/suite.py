@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,8 +74,9 @@ class Family:
     update: tuple[str, ...]
     question: str
     control: tuple[str, ...]
-    control_question: str
+    control_question: str | tuple[str, ...]  # a tuple: one question per control template
     value_key: tuple[str, str] = ("old", "new")  # which picked fields are the old/new values
+    control_span: tuple[float, float] = (0.0, 1.0)  # where the control may go, as a share of the conversation
 
 
 def _two(rng: random.Random, pool: list[str]) -> tuple[str, str, str]:
@@ -412,7 +413,10 @@ def _fmt(template: str, values: dict[str, str]) -> str:
 def build_conversation(
     conv_id: str, lang: str, filler: list[tuple[str, str]], filler_user: str, rng: random.Random,
     *, updates: int, controls: int, filler_pairs: int,
+    extra: Sequence[Family] = (), extra_rng: random.Random | None = None,
 ) -> Conversation:
+    """``extra`` families (each with its control) are planted with ``extra_rng``,
+    so the rest of the conversation is the same with or without them."""
     families = rng.sample(FAMILIES[lang], min(updates, len(FAMILIES[lang])))
     conv = Conversation(conv_id, lang, filler_user)
     start = rng.randrange(0, max(1, len(filler) - filler_pairs))
@@ -447,9 +451,31 @@ def build_conversation(
             t_control = rng.uniform(0.0, 1.0) * span
             events.append((t_control, Turn("user", control, "control", cslot, 0)))
             conv.questions.append(Question(
-                cslot, _fmt(fam.control_question, values), control, (), current_value=values["cval"],
+                cslot, _fmt(str(fam.control_question), values), control, (), current_value=values["cval"],
                 stale_value="", family=fam.name, control=True,
             ))
+    xr = extra_rng or random.Random(conv_id)
+    for fam in extra:
+        slot = f"{conv_id}/{fam.name}"
+        values = fam.pick(xr)
+        plant = _fmt(xr.choice(fam.plant), values)
+        update = _fmt(xr.choice(fam.update), values)
+        events.append((xr.uniform(0.0, 0.45) * span, Turn("user", plant, "plant", slot, 0)))
+        events.append((xr.uniform(0.55, 1.0) * span, Turn("user", update, "update", slot, 1)))
+        conv.questions.append(Question(
+            slot, _fmt(fam.question, values), update, (plant,),
+            current_value="" if values["new"] == values["old"] else values["new"],
+            stale_value="" if values["old"] in update else values["old"], family=fam.name,
+        ))
+        ci = xr.randrange(len(fam.control))
+        control = _fmt(fam.control[ci], values)
+        cq = fam.control_question if isinstance(fam.control_question, str) else fam.control_question[ci]
+        events.append((xr.uniform(*fam.control_span) * span,
+                       Turn("user", control, "control", f"{conv_id}/control:{fam.name}", 0)))
+        conv.questions.append(Question(
+            f"{conv_id}/control:{fam.name}", _fmt(cq, values), control, (), current_value=values["cval"],
+            stale_value="", family=fam.name, control=True,
+        ))
     events.sort(key=lambda e: e[0])
     for _, turn in events:
         conv.turns.append(turn)
@@ -461,18 +487,32 @@ def build_conversation(
 
 def build_suite(
     filler_path: str | Path, lang: str, *, conversations: int = 20, updates: int = 12, controls: int = 6,
-    filler_pairs: int = 30, filler_users: int = 8, seed: int = 0,
+    filler_pairs: int = 30, filler_users: int = 8, seed: int = 0, suite: str = "current", owner_updates: int = 10,
 ) -> list[Conversation]:
     """``conversations`` conversations of ``filler_pairs`` MemoryBank pairs each,
-    with ``updates`` updated slots and ``controls`` control facts planted."""
+    with ``updates`` updated slots and ``controls`` control facts planted.
+
+    ``suite="extended"`` adds, to the same conversations, ``owner_updates``
+    slots from :mod:`owner_families` (other people's attributes, negated
+    preferences), each with its look-alike control."""
+    if suite not in ("current", "extended"):
+        raise ValueError(f"suite: got {suite!r}, expected 'current' or 'extended'")
     rng = random.Random(f"{seed}-{lang}")
     filler = load_filler(filler_path)
     users = sorted(filler)[:filler_users]  # fewer distinct filler texts: cheaper to embed on a CPU
-    return [
-        build_conversation(f"{lang}-{i:02d}", lang, filler[users[i % len(users)]], users[i % len(users)], rng,
-                           updates=updates, controls=controls, filler_pairs=filler_pairs)
-        for i in range(conversations)
-    ]
+    extra_families: list[Family] = []
+    if suite == "extended":
+        from owner_families import OWNER_FAMILIES  # imports this module: load it only when asked
+
+        extra_families = OWNER_FAMILIES[lang]
+    convs = []
+    for i in range(conversations):
+        xr = random.Random(f"{seed}-{lang}-{i}-owners")
+        extra = xr.sample(extra_families, min(owner_updates, len(extra_families))) if extra_families else []
+        convs.append(build_conversation(
+            f"{lang}-{i:02d}", lang, filler[users[i % len(users)]], users[i % len(users)], rng,
+            updates=updates, controls=controls, filler_pairs=filler_pairs, extra=extra, extra_rng=xr))
+    return convs
 
 
 def turn_metadata(conv: Conversation, index: int, turn: Turn) -> dict[str, Any]:

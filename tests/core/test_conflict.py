@@ -185,3 +185,178 @@ def test_assistant_echo_of_the_old_value_is_superseded_too(make_core) -> None:  
     hits = texts(core.recall("what is the budget", k=10))
     assert not any("5000" in t for t in hits) and any("8000" in t for t in hits)
     assert "Green tea it is." in texts(core.recall("green tea", k=10))  # other replies untouched
+
+
+# --------------------------------------------------------------------------- whose fact it is (issue 14.6)
+def _decide(new_text: str, old_text: str, similarity: float = 0.95) -> ConflictAction:
+    """What the rules do with ``new_text`` against one existing fact (as the
+    rule extractor would have stored it), at a high similarity."""
+    from memory_vec.facts import subject_key
+
+    fact = RuleExtractor().extract("user", new_text)[0]
+    old = ExistingFact("old", old_text, subject_key(old_text), similarity)
+    return ConflictResolver(threshold=0.9).decide(fact, [old]).action
+
+
+OTHER_OWNER_PAIRS = [
+    # (the user's fact, another person's look-alike)
+    ("Actually the budget is now 8000 dollars.", "My colleague's budget is 3000 dollars."),
+    ("I am 36 years old.", "My wife is 34 years old."),
+    ("I'm 36 years old now.", "My mom just turned 61."),
+    ("My flight to Tokyo leaves at 9:15.", "My husband's flight to Tokyo leaves at 11:15."),
+    ("My address is 12 Oak Street.", "Anna's address is 40 Pine Road."),
+    ("预算调整到8000元了。", "我同事的预算是3000元。"),
+    ("我今年35岁。", "我妈今年60岁。"),
+    ("我去东京的航班8点起飞。", "我老婆去东京的航班10点起飞。"),
+    ("我家的地址是人民路12号。", "李强家的地址是中山路40号。"),
+]
+
+
+@pytest.mark.parametrize(("own", "other"), OTHER_OWNER_PAIRS)
+def test_another_persons_fact_never_supersedes_the_users_nor_the_reverse(own: str, other: str) -> None:
+    assert _decide(other, own) is ConflictAction.ADD
+    assert _decide(own, other) is ConflictAction.ADD
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("My colleague's budget is 3000 dollars.", "My colleague's budget is now 4000 dollars."),
+    ("My wife's flight to Tokyo leaves at 9:15.", "My wife's flight to Tokyo now leaves at 11:15."),
+    ("我同事的预算是3000元。", "我同事的预算调整到4000元了。"),
+    ("我妈去东京的航班8点起飞。", "我妈去东京的航班改到10点起飞了。"),
+])
+def test_the_same_persons_fact_still_updates(old: str, new: str) -> None:
+    assert _decide(new, old) is ConflictAction.UPDATE
+
+
+def test_subject_keys_are_owner_qualified() -> None:
+    ex = RuleExtractor()
+    fact = ex.extract("user", "My colleague's budget is 3000 dollars.")[0]
+    assert (fact.owner, fact.subject) == ("colleague", "colleague/budget")
+    fact = ex.extract("user", "My coworker is planning a trip. Her budget is 900 dollars.")[-1]
+    assert (fact.owner, fact.subject) == ("colleague", "colleague/budget")  # the pronoun's antecedent
+    assert ex.extract("user", "我同事的预算是3000元。")[0].subject == "同事/预算"
+    assert ex.extract("user", "我老婆的预算是3000元。")[0].subject == "妻子/预算"
+    own = ex.extract("user", "The budget is now 8000 dollars.")[0]
+    assert (own.owner, own.subject) == ("user", "budget")  # the user's keys are unchanged
+    sister = ex.extract("user", "Sorry, I got that wrong, my sister's name is Grace.")[0]
+    assert (sister.owner, sister.subject) == ("sister", "sister")
+
+
+def test_other_persons_fact_does_not_hide_the_users_value_in_recall(make_core) -> None:  # type: ignore[no-untyped-def]
+    # The hashing embedder is not semantic: a low threshold stands in for the
+    # cosine >= 0.9 a real embedder gives such look-alikes.
+    core = make_core(conflict_threshold=0.2)
+    core.add_message("user", "My budget is 5000 dollars.")
+    core.add_message("user", "Actually my budget is now 8000 dollars.")
+    result = core.add_message("user", "My colleague's budget is 3000 dollars.")
+    assert result.event is WriteEvent.ADDED and result.superseded_ids == []
+    hits = texts(core.recall("what is my budget", k=10))
+    assert any("8000" in t for t in hits) and any("3000" in t for t in hits)
+    zh = make_core(user_id="u2", conflict_threshold=0.2)
+    zh.add_message("user", "我今年35岁。")
+    assert zh.add_message("user", "我妈今年60岁。").superseded_ids == []
+    assert any("35岁" in t for t in texts(zh.recall("我多大", k=10)))
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I like sushi.", "I don't like sushi."),
+    ("I love olives.", "I no longer like olives."),
+    ("I don't like olives.", "I like olives now."),
+    ("I hate cilantro.", "Actually I love cilantro these days."),
+    ("我喜欢吃火锅。", "我不喜欢吃火锅。"),
+    ("我不喜欢吃苦瓜。", "我现在喜欢吃苦瓜了。"),
+])
+def test_negated_preference_supersedes_and_back(old: str, new: str) -> None:
+    assert _decide(new, old, similarity=0.5) in (ConflictAction.UPDATE, ConflictAction.DELETE)
+
+
+def test_preference_of_another_person_is_not_negated_by_the_user() -> None:
+    assert _decide("I don't like sushi.", "My wife loves sushi.") is ConflictAction.ADD
+    assert _decide("我不喜欢吃火锅。", "我老婆很喜欢吃火锅。") is ConflictAction.ADD
+    assert _decide("I like sushi.", "I like ramen.") is ConflictAction.ADD  # two likings
+
+
+def test_dont_like_after_like_leaves_one_current(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    first = core.add_message("user", "I like sushi.")
+    second = core.add_message("user", "I don't like sushi.")
+    assert second.event is WriteEvent.UPDATED and set(first.fact_ids) <= set(second.superseded_ids)
+    assert texts(core.recall("do I like sushi", k=10)).count("I like sushi.") == 0
+
+
+def test_llm_extractor_asks_and_parses_the_owner() -> None:
+    answer = json.dumps([
+        {"fact": "The user's wife is 34 years old.", "owner": "the user's wife", "subject": "age"},
+        {"fact": "The user is 36 years old.", "owner": "User", "subject": "age"},
+        {"fact": "Anna's budget is 200 dollars.", "subject": "budget"},  # owner missing: read from the text
+        {"fact": "My mom's flight leaves at 9.", "owner": None, "subject": "mom/flight"},
+        {"fact": "我同事的预算是3000元。", "owner": "我同事", "subject": "预算"},
+    ])
+    llm = ScriptedLLM([answer])
+    facts = LLMExtractor(llm).extract("user", "…")
+    assert [(f.owner, f.subject) for f in facts] == [
+        ("wife", "wife/age"), ("user", "age"), ("anna", "anna/budget"), ("mother", "mother/flight"),
+        ("同事", "同事/预算")]
+    assert '"owner"' in llm.prompts[0]
+    resolver = ConflictResolver(threshold=0.9)
+    old = ExistingFact("x", facts[1].text, facts[1].subject, 0.97)
+    assert resolver.decide(facts[0], [old]).action is ConflictAction.ADD
+
+
+def test_patch_summary_drops_the_old_value_and_its_echo_but_not_other_peoples() -> None:
+    from memory_vec.conflict import patch_summary
+
+    summary = "\n".join([
+        "- [user] Our travel budget is 5000 euros for the whole trip.",
+        "- [assistant] Got it, a budget of 5000 euros.",
+        "- [user] My colleague's budget is 5000 euros too.",
+        "- [user] The wedding budget is 5000 euros.",
+    ])
+    patched = patch_summary(summary, subject="travel budget",
+                            old_texts=["Our travel budget is 5000 euros for the whole trip."],
+                            new_text="Update: the travel budget is now 8000 euros.")
+    assert "Got it" not in patched and "whole trip" not in patched and "8000" in patched
+    assert "colleague's budget is 5000" in patched and "wedding budget is 5000" in patched
+    zh = patch_summary("- [user] 我们这次旅行的预算是5000元。\n- [assistant] 好的，预算5000元。\n- [user] 我同事的预算是5000元。",
+                       subject="预算", old_texts=["我们这次旅行的预算是5000元。"], new_text="更新一下：预算调整到8000元。")
+    assert "好的" not in zh and "旅行的预算是5000" not in zh and "我同事的预算是5000元" in zh
+    likes = patch_summary("- [user] I like olives.\n- [user] My wife likes olives.", subject=None,
+                          old_texts=["I like olives."], new_text="I don't like olives.")
+    assert "I like olives." not in likes and "My wife likes olives." in likes
+
+
+def test_extractive_summary_drops_the_assistants_echo_of_an_old_value() -> None:
+    from memory_vec.state.base import StateMessage
+    from memory_vec.summary import ExtractiveSummarizer
+    from memory_vec.tokens import get_token_counter
+
+    turns = [("user", "Our travel budget is 5000 euros for the whole trip."),
+             ("assistant", "Got it, a budget of 5000 euros."),
+             ("user", "My colleague's budget is 3000 euros."),
+             ("user", "I like olives."),
+             ("user", "Update: the travel budget is now 8000 euros."),
+             ("user", "I don't like olives.")]
+    msgs = [StateMessage(i + 1, f"m{i}", role, text, 0.0, 10) for i, (role, text) in enumerate(turns)]
+    out = ExtractiveSummarizer(counter=get_token_counter()).summarize("", msgs, max_tokens=400)
+    assert "5000" not in out and "8000" in out and "colleague's budget is 3000" in out
+    assert "I like olives" not in out and "I don't like olives" in out
+
+
+@pytest.mark.parametrize(("plant", "echo", "update"), [
+    ("Our travel budget is 5000 euros for the whole trip.", "Got it, a budget of 5000 euros.",
+     "Update: the travel budget is now 8000 euros."),
+    ("我们这次旅行的预算是5000元。", "好的，预算5000元。", "更新一下：预算调整到8000元。"),
+])
+def test_running_summary_drops_the_old_value_and_the_assistants_echo(make_core, plant, echo, update) -> None:  # type: ignore[no-untyped-def]
+    """The demo's case: the summary must not keep serving the old budget after the update."""
+    core = make_core(max_token_limit=220, summary_max_tokens=120, keep_recent_turns=2)
+    core.add_messages([("user", plant), ("assistant", echo)])
+    for i in range(14):
+        core.add_messages([("user", f"What do you think about topic number {i}?"),
+                           ("assistant", f"Topic number {i} is a great topic.")])
+    assert "5000" in core.working_state().summary
+    core.add_messages([("user", update), ("assistant", "OK.")])
+    for i in range(14):
+        core.add_messages([("user", f"Tell me more about subject {i}."), ("assistant", f"Subject {i} is deep.")])
+    summary = core.working_state().summary
+    assert "5000" not in summary and "8000" in summary
