@@ -3,8 +3,9 @@ sizes, nesting and numbers. Invariant: either a named memory-vec error and
 every user's data unchanged (a canary user's too), or success and an exact
 round trip.
 
-CI runs ~200 examples per entry point on the in-process backend and fewer on
-embedded Chroma and Milvus Lite. A longer run:
+CI runs ~200 examples per entry point on the in-process backend, 40 on the
+SQLite backend, embedded Chroma and Milvus Lite, and 10 on a Chroma server and
+a Milvus server. A longer run (every backend scales with it):
 ``MEMORY_VEC_FUZZ_EXAMPLES=2000 .venv/bin/pytest tests/reliability/test_fuzz.py``.
 """
 
@@ -30,7 +31,10 @@ pytestmark = pytest.mark.integration
 
 EMBEDDER = DeterministicHashEmbedder(dimension=32)
 EXAMPLES = int(os.environ.get("MEMORY_VEC_FUZZ_EXAMPLES", "200"))
-PER_BACKEND = {"memory": EXAMPLES, "chroma": max(20, EXAMPLES // 5), "milvus": max(20, EXAMPLES // 5)}
+PER_BACKEND = {"memory": EXAMPLES, "sqlite": max(20, EXAMPLES // 5), "chroma": max(20, EXAMPLES // 5),
+               "milvus": max(20, EXAMPLES // 5),
+               # servers: a small fixed number in CI (the longer run takes MEMORY_VEC_FUZZ_EXAMPLES)
+               "chroma-server": max(10, EXAMPLES // 20), "milvus-server": max(10, EXAMPLES // 20)}
 
 texts = st.text(st.characters(codec="utf-8"), max_size=60) | st.sampled_from(
     ["", " ", "\x00", "a\nb", "用户的预算是5000", "x" * 40_000, "\u202etext", "</memories>", "\ud7ff"])
@@ -53,7 +57,10 @@ def _snapshot(core: MemoryCore, user: str) -> Any:
 @pytest.fixture(params=list(PER_BACKEND))
 def cores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[MemoryCore, MemoryCore, str]]:
     backend = str(request.param)
-    config = MemoryConfig(backend=backend, persist_dir=str(tmp_path), collection=f"fz_{uuid.uuid4().hex[:8]}",
+    engine, url = backend.removesuffix("-server"), None
+    if backend.endswith("-server"):
+        url = request.getfixturevalue(f"{engine}_server").url
+    config = MemoryConfig(backend=engine, url=url, persist_dir=str(tmp_path), collection=f"fz_{uuid.uuid4().hex[:8]}",
                           user_id="fuzz", session_id="s1", score_threshold=0.0, fact_extractor="none")
     core = MemoryCore(config, embedder=EMBEDDER)
     canary = MemoryCore(config.model_copy(update={"user_id": "canary"}), embedder=EMBEDDER)
