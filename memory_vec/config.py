@@ -80,6 +80,13 @@ class MemoryConfig(BaseModel):
     )
     embedding_device: str = Field("cpu", description="Torch device for sentence-transformers models.")
     embedding_batch_size: int = Field(32, ge=1, description="Texts per embedding batch.")
+    embedding_cache_size: int = Field(
+        4096, ge=0,
+        description="Vectors of recent texts a core keeps (~1.6 KB each), so a turn reuses its recall query's "
+        "vector and the previous exchange's. A miss re-embeds the previous exchange: on a server whose other "
+        "users' turns cycle the cache between two turns of one user, a turn costs ~1.7x instead of ~1.1x the "
+        "embedding floor (benchmarks/RESULTS.md, 'Turn at the embedding floor').",
+    )
     tokenizer: str = Field(
         "cl100k_base", description="tiktoken encoding ('cl100k_base', 'o200k_base') or an OpenAI model name."
     )
@@ -122,10 +129,33 @@ class MemoryConfig(BaseModel):
     )
     contextual_embedding: bool = Field(
         True,
-        description="Embed each stored message together with the message before it in its session (its last "
-        "500 characters), so a reply is found by what it answers; queries stay plain. Costs a longer text per "
-        "stored message and a second, plain embedding of user messages (the likely next query). "
-        "LoCoMo dev: dense recall@10 0.399 -> 0.686 (benchmarks/RESULTS.md).",
+        description="Make each stored message's vector represent the messages next to it in its session "
+        "(contextual_method says how), so a reply is found by what it answers; queries stay plain. "
+        "LoCoMo dev: dense recall@10 0.399 -> 0.686 ('text' method; benchmarks/RESULTS.md).",
+    )
+    contextual_method: Literal["pair", "text", "vector"] = Field(
+        "pair",
+        description="How contextual_embedding builds stored vectors. 'pair': a user message and the assistant "
+        "reply right after it share one vector: that of the two texts joined, plus contextual_weight times the "
+        "previous pair's (renormalized); a turn embeds one text besides its recall query. 'text': each message "
+        "embeds the end of the previous message + itself (every message embedded twice; the earlier default). "
+        "'vector': normalize(contextual_weight * v(previous) + v(message)) of plain vectors. Recorded with the "
+        "model id. A store made by an earlier memory-vec ('text') is used as it was made while the policy is left "
+        "at its defaults, with a warning naming `memory-vec reembed`, which migrates it; a policy set explicitly "
+        "refuses another policy's store. LoCoMo dev recall@10 and turn cost per method: benchmarks/RESULTS.md, "
+        "'Turn at the embedding floor'.",
+    )
+    contextual_chars: int | None = Field(
+        None, ge=0, le=100_000,
+        description="Characters of the end of the message before embedded as context: by 'text' before each "
+        "message, by 'pair' before each pair. None: 500 for 'text', 0 for 'pair' (measured: 200 adds recall "
+        "for ~30% more embedding per turn). Recorded with the model id, like contextual_method.",
+    )
+    contextual_weight: float = Field(
+        1.0, ge=0, le=4,
+        description="Weight of the vector before in a stored vector: 'pair' adds this times the previous pair's "
+        "(or message's) vector to the pair's own, 'vector' this times the previous message's plain vector; "
+        "renormalized. 0 turns the mixing off. Recorded with the model id, like contextual_method.",
     )
     bm25_context_weight: float = Field(
         0.5, ge=0, le=1,
@@ -299,8 +329,17 @@ class MemoryConfig(BaseModel):
         return cls(**data)
 
     def with_overrides(self, **changes: Any) -> MemoryConfig:
-        """A validated copy with some fields changed."""
-        return MemoryConfig(**{**self.model_dump(), **changes})
+        """A validated copy with some fields changed (fields left at their
+        defaults stay unset, see :attr:`chose_vector_policy`)."""
+        return MemoryConfig(**{**self.model_dump(include=set(self.model_fields_set)), **changes})
+
+    @property
+    def chose_vector_policy(self) -> bool:
+        """Whether the stored-vector policy was set, not left at its defaults:
+        only then is a store made with another policy refused rather than used
+        as it was made (an upgrade keeps existing stores working)."""
+        return bool(self.model_fields_set & {"contextual_embedding", "contextual_method", "contextual_chars",
+                                             "contextual_weight"})
 
     @property
     def embedded(self) -> bool:

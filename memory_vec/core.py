@@ -115,7 +115,6 @@ class MemoryCore:
             threshold = float(getattr(embedder, "conflict_threshold", 0.8))
         self._owns_store = backend is not None or state_store is not None
         store = build_store(cfg, backend=backend, state=state_store) if self._owns_store else open_store(cfg)
-        store.open(dimension=embedder.dimension, model_id=embedder.model_id)
         self._engine = engine = Engine(
             cfg, store=store, embedder=embedder, counter=counter, summarizer=summarizer, extractor=extractor,
             resolver=ConflictResolver(threshold=threshold, judge=llm if cfg.conflict_judge else None),

@@ -1,61 +1,220 @@
-"""What text a stored vector embeds: one policy for every path that stores
+"""How a stored vector is made: one policy for every path that stores
 vectors (new messages, healing, import, re-embedding).
 
-With ``contextual_embedding`` a message's vector embeds the message together
-with the one before it in its session (its last 500 characters), so a short
-reply ("Yes, five years ago!") is found by what it answers. The record's
-text is never changed; only what its vector represents.
+With ``contextual_embedding`` a message's vector also represents the
+messages around it in its session, so a short reply ("Yes, five years ago!")
+is found by what it answers. Three methods (``contextual_method``), with
+``c`` = ``contextual_chars`` and ``w`` = ``contextual_weight``:
+
+* ``"pair"`` (default): a user message and the assistant reply right after
+  it are one *unit* and share one vector: ``normalize(v(unit) + w *
+  v(previous unit))``, where ``v(unit)`` embeds the unit's texts joined by
+  newlines (after the last ``c`` characters of the message before it, when
+  ``c`` > 0). Any other message is a unit of its own; a user message without
+  its reply (yet) keeps its plain vector, and is stored again with the
+  pair's vector when the reply comes in a later call. A turn embeds one text
+  (the pair) besides its recall query: the previous unit's vector was
+  embedded the turn before, and the user message's plain vector (for its
+  facts) is the recall query's.
+* ``"text"``: each message embeds ``previous[-c:] + "\\n" + message``, so every
+  message is embedded a second time as context (the earlier default, ``c``
+  = 500).
+* ``"vector"``: ``normalize(w * v(previous) + v(message))`` of plain vectors.
+
+Facts and summaries embed their text. The record's text is never changed;
+only what its vector represents. A stored vector is a function of the
+session's messages, not of how they were batched into calls, so importing
+or re-embedding a store gives the vectors its writes gave. A collection
+records the policy next to the model id (:meth:`EmbedTextPolicy.space_id`)
+and never holds vectors of two policies: a store made by another policy
+needs ``memory-vec reembed`` (:mod:`memory_vec.maintenance`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from itertools import pairwise
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
+from .embeddings.base import normalize_rows
 from .records import MemoryRecord
 
-__all__ = ["EmbedTextPolicy"]
+if TYPE_CHECKING:
+    from .config import MemoryConfig
+
+__all__ = ["POLICY_SEPARATOR", "EmbedTextPolicy", "VectorPlan"]
+
+#: Separates the model id from the policy tag in the id a collection records.
+POLICY_SEPARATOR = "#"
+#: Context characters of the text method before the policy was recorded.
+LEGACY_TEXT_CHARS = 500
+
+Turn = tuple[str, str]  # (role, text) of one message
+
+
+@dataclass(frozen=True)
+class VectorPlan:
+    """The texts to embed for some stored vectors, and how to combine them.
+
+    Stored vector ``i`` is the vector of ``texts[own[i]]``, plus ``weight``
+    times the vector of ``texts[context[i]]`` (renormalized) when
+    ``context[i]`` is not None. ``texts`` holds each text once.
+    """
+
+    texts: tuple[str, ...]
+    own: tuple[int, ...]
+    context: tuple[int | None, ...]
+    weight: float = 0.0
+
+    def vectors(self, embedded: np.ndarray) -> np.ndarray:
+        """Stored vectors from the vectors of ``texts`` (same order)."""
+        embedded = np.asarray(embedded, dtype=np.float32)
+        if not self.own:
+            return np.zeros((0, embedded.shape[1] if embedded.ndim == 2 else 0), dtype=np.float32)
+        out: np.ndarray = embedded[list(self.own)].copy()
+        mixed = [i for i, c in enumerate(self.context) if c is not None]
+        if mixed:
+            ctx = [c for c in self.context if c is not None]
+            out[mixed] = normalize_rows(out[mixed] + self.weight * embedded[ctx])
+        return out
+
+
+@dataclass
+class _PlanBuilder:
+    weight: float
+    index: dict[str, int] = field(default_factory=dict)
+    own: list[int] = field(default_factory=list)
+    context: list[int | None] = field(default_factory=list)
+
+    def add(self, text: str, mixed_with: str | None = None) -> None:
+        self.context.append(None if mixed_with is None else self.index.setdefault(mixed_with, len(self.index)))
+        self.own.append(self.index.setdefault(text, len(self.index)))
+
+    def plan(self) -> VectorPlan:
+        return VectorPlan(tuple(self.index), tuple(self.own), tuple(self.context), self.weight)
 
 
 @dataclass(frozen=True)
 class EmbedTextPolicy:
-    """Example:
-    >>> EmbedTextPolicy(contextual=True).for_messages("Where do you live?", ["In Paris."])
-    ['Where do you live?\\nIn Paris.']
+    """What each stored vector is (see the module docs).
+
+    Example:
+    >>> turns = [("user", "Hi"), ("assistant", "Hello!"), ("user", "Where do you live?"), ("assistant", "Paris.")]
+    >>> plan = EmbedTextPolicy(method="pair", weight=1.0).plan_window(turns, targets=[2, 3])
+    >>> plan.texts, plan.own, plan.context
+    (('Hi\\nHello!', 'Where do you live?\\nParis.'), (1, 1), (0, 0))
+    >>> EmbedTextPolicy(method="text", chars=500).plan_window(turns[:2], [1]).texts
+    ('Hi\\nHello!',)
     """
 
     contextual: bool = True
-    context_chars: int = 500
+    method: Literal["pair", "text", "vector"] = "pair"
+    chars: int = 0
+    weight: float = 1.0
 
-    def for_messages(self, previous: str | None, contents: Sequence[str]) -> list[str]:
-        """Texts for consecutive new messages of one session; ``previous`` is
-        the session's message before the first of them (None at the start)."""
-        if not self.contextual:
-            return list(contents)
-        out = []
-        for content in contents:
-            out.append(content if previous is None else f"{previous[-self.context_chars:]}\n{content}")
-            previous = content
-        return out
+    @classmethod
+    def from_config(cls, config: MemoryConfig) -> EmbedTextPolicy:
+        chars = config.contextual_chars
+        if chars is None:
+            chars = LEGACY_TEXT_CHARS if config.contextual_method == "text" else 0
+        return cls(contextual=config.contextual_embedding, method=config.contextual_method, chars=chars,
+                   weight=config.contextual_weight)
 
-    def for_records(self, records: Sequence[MemoryRecord], known: Sequence[MemoryRecord] = ()) -> list[str]:
-        """Texts for stored records (import, re-embedding): a message's
-        predecessor is the message with the next lower ``seq`` in its session
-        among ``records`` and ``known``; facts and summaries embed their text."""
+    @classmethod
+    def earlier_default(cls) -> EmbedTextPolicy:
+        """The policy of stores made before the policy was recorded."""
+        return cls(method="text", chars=LEGACY_TEXT_CHARS)
+
+    # --- identity ---------------------------------------------------------------
+    @property
+    def tag(self) -> str:
+        """What a collection records next to the model id. Empty for plain
+        vectors and for the text method with 500 characters, which stores
+        made before the tag existed hold."""
+        if not self.contextual or (self.method == "text" and self.chars == LEGACY_TEXT_CHARS):
+            return ""
+        if self.method == "vector":
+            return f"vector:w{self.weight:g}"
+        return f"text:c{self.chars}" if self.method == "text" else f"pair:c{self.chars}:w{self.weight:g}"
+
+    def space_id(self, model_id: str) -> str:
+        """The id a collection records for vectors of ``model_id`` under this policy."""
+        return f"{model_id}{POLICY_SEPARATOR}{self.tag}" if self.tag else model_id
+
+    # --- the rule ---------------------------------------------------------------
+    def _recipe(self, turns: Sequence[Turn], i: int) -> tuple[str, str | None]:
+        """(text to embed, text whose vector is mixed in) for message ``i``."""
+        text = turns[i][1]
+        before = turns[i - 1][1] if i > 0 else None
         if not self.contextual:
-            return [r.text for r in records]
-        by_session: dict[tuple[str, str], list[MemoryRecord]] = {}
-        for r in [*known, *records]:
+            return text, None
+        if self.method == "vector":
+            return text, before
+        if self.method == "text":
+            return self._with_context(turns, i, text), None
+        unit = self._unit(turns, i)
+        if unit is None:
+            return text, None  # a user message without its reply (yet): plain
+        own = self._unit_text(turns, *unit)
+        if not self.weight or unit[0] == 0:
+            return own, None
+        previous = self._unit(turns, unit[0] - 1)
+        return own, (turns[unit[0] - 1][1] if previous is None else self._unit_text(turns, *previous))
+
+    @staticmethod
+    def _unit(turns: Sequence[Turn], i: int) -> tuple[int, int] | None:
+        """The messages that share message ``i``'s vector under the pair method."""
+        role = turns[i][0]
+        if role == "user":
+            return (i, i + 1) if i + 1 < len(turns) and turns[i + 1][0] == "assistant" else None
+        if role == "assistant" and i > 0 and turns[i - 1][0] == "user":
+            return i - 1, i
+        return i, i
+
+    def _unit_text(self, turns: Sequence[Turn], first: int, last: int) -> str:
+        return self._with_context(turns, first, "\n".join(text for _, text in turns[first:last + 1]))
+
+    def _with_context(self, turns: Sequence[Turn], first: int, body: str) -> str:
+        if first == 0 or not self.chars:
+            return body
+        return f"{turns[first - 1][1][-self.chars:]}\n{body}"
+
+    def completes_pair(self, previous: Sequence[Turn], new: Sequence[Turn]) -> bool:
+        """Whether storing ``new`` after ``previous`` changes the stored
+        vector of ``previous[-1]``: a user message whose reply comes now."""
+        return (self.contextual and self.method == "pair" and bool(previous) and bool(new)
+                and previous[-1][0] == "user" and new[0][0] == "assistant")
+
+    # --- plans ------------------------------------------------------------------
+    def plan_window(self, turns: Sequence[Turn], targets: Sequence[int]) -> VectorPlan:
+        """Stored vectors of ``turns[t]`` for each target; ``turns`` are
+        consecutive messages of one session, including the neighbours the
+        rule reads (up to four messages before a target and one after)."""
+        builder = _PlanBuilder(self.weight)
+        for i in targets:
+            builder.add(*self._recipe(turns, i))
+        return builder.plan()
+
+    def plan_records(self, records: Sequence[MemoryRecord], known: Sequence[MemoryRecord] = ()) -> VectorPlan:
+        """Stored records (import, re-embedding): a message's neighbours are
+        the messages next to it by ``seq`` in its session among ``records``
+        and ``known``; facts and summaries embed their text."""
+        sessions: dict[tuple[str, str], list[MemoryRecord]] = {}
+        for r in {r.id: r for r in [*known, *records]}.values():
             if r.kind == "message":
-                by_session.setdefault((r.user_id, r.session_id), []).append(r)
-        previous: dict[str, str] = {}
-        for turns in by_session.values():
-            turns.sort(key=lambda r: (r.seq, r.timestamp))
-            for before, after in pairwise(turns):
-                if after.seq != before.seq:
-                    previous[after.id] = before.text
-        return [
-            self.for_messages(previous.get(r.id), [r.text])[0] if r.kind == "message" else r.text
-            for r in records
-        ]
+                sessions.setdefault((r.user_id, r.session_id), []).append(r)
+        where: dict[str, tuple[list[Turn], int]] = {}
+        for members in sessions.values():
+            members.sort(key=lambda r: (r.seq, r.timestamp))
+            turns = [(r.role, r.text) for r in members]
+            for i, r in enumerate(members):
+                where[r.id] = (turns, i)
+        builder = _PlanBuilder(self.weight)
+        for r in records:
+            if r.kind == "message":
+                builder.add(*self._recipe(*where[r.id]))
+            else:
+                builder.add(r.text)
+        return builder.plan()

@@ -10,6 +10,8 @@ its :class:`~memory_vec.store.Store`.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -20,8 +22,9 @@ import numpy as np
 from .backends.base import Backend
 from .config import MemoryConfig
 from .conflict import ConflictResolver, FactExtractor
-from .embed_text import EmbedTextPolicy
+from .embed_text import POLICY_SEPARATOR, EmbedTextPolicy, VectorPlan
 from .embeddings import Embedder
+from .errors import EmbeddingModelMismatchError
 from .facts import analyze
 from .privacy import Redactor
 from .records import MemoryRecord
@@ -35,26 +38,42 @@ from .writer import RecordWriter
 
 __all__ = ["Engine", "VectorCache"]
 
+log = logging.getLogger("memory_vec")
+
 
 class VectorCache:
-    """Vectors of texts seen in the last turns, so one text embeds once."""
+    """Vectors of texts seen in the last turns, so one text embeds once.
 
-    def __init__(self, size: int = 64) -> None:
-        self._data: OrderedDict[str, np.ndarray] = OrderedDict()
+    Keyed by a 128-bit digest of the text, so it stays true whatever other
+    processes write, and its size is bounded in bytes (~1.6 KB per 384-d
+    entry, whatever the texts' length); cleared when the model changes. A
+    turn's stored vectors are built from vectors found here (the user message
+    the last recall embedded, the previous exchange); a miss costs one more
+    text in the turn's one embedding call, never a wrong vector.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._data: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
     def get(self, text: str) -> np.ndarray | None:
+        key = self._key(text)
         with self._lock:
-            vec = self._data.get(text)
+            vec = self._data.get(key)
             if vec is not None:
-                self._data.move_to_end(text)
+                self._data.move_to_end(key)
             return vec
 
     def put(self, text: str, vector: np.ndarray) -> None:
+        key = self._key(text)
         with self._lock:
-            self._data[text] = vector
-            self._data.move_to_end(text)
+            self._data[key] = vector
+            self._data.move_to_end(key)
             while len(self._data) > self._size:
                 self._data.popitem(last=False)
 
@@ -86,10 +105,11 @@ class Engine:
         self.extractor = extractor
         self.resolver = resolver
         self.redactor = redactor
-        self.embed_text = EmbedTextPolicy(contextual=config.contextual_embedding)
+        self.embed_text = EmbedTextPolicy.from_config(config)
         self.traces = TraceSlot()
-        self.doc_cache = VectorCache()
-        self.query_cache = VectorCache()
+        self.doc_cache = VectorCache(config.embedding_cache_size)
+        self.query_cache = VectorCache(config.embedding_cache_size)
+        self.open_store()
 
     # --- the store's parts ----------------------------------------------------------
     @property
@@ -114,17 +134,69 @@ class Engine:
         return trace
 
     # --- embedding ------------------------------------------------------------------
+    def open_store(self) -> None:
+        """Open the store for this embedder's vectors under this policy (the
+        collection records both; another one raises a mismatch naming the fix).
+
+        A store made by an earlier memory-vec (the ``"text"`` method, recorded
+        as the bare model id) keeps working when the config leaves the policy
+        at its defaults: it is opened with the policy it was made with, and a
+        warning names the migration (``memory-vec reembed``)."""
+        space = self.embed_text.space_id(self.embedder.model_id)
+        try:
+            self.store.open(dimension=int(self.embedder.dimension), model_id=space)
+        except EmbeddingModelMismatchError as exc:
+            if POLICY_SEPARATOR not in str(exc):  # neither side is a tagged policy: a plain model mismatch
+                raise
+            if self._open_with_earlier_policy():
+                return
+            raise EmbeddingModelMismatchError(
+                f"{exc} (The part after {POLICY_SEPARATOR!r} is the stored-vector policy: contextual_method="
+                f"{self.config.contextual_method!r}, contextual_chars / contextual_weight. A collection of the "
+                "same model made by another policy, e.g. by an earlier memory-vec (contextual_method='text', "
+                "contextual_chars=500), is migrated in place by `memory-vec reembed --model "
+                f"{self.config.embedding_model}` with these settings, or opened as it is with the settings it "
+                "was made with.)"
+            ) from exc
+
+    def _open_with_earlier_policy(self) -> bool:
+        if self.config.chose_vector_policy or not self.embed_text.contextual:
+            return False
+        earlier = EmbedTextPolicy.earlier_default()
+        try:
+            self.store.open(dimension=int(self.embedder.dimension), model_id=earlier.space_id(self.embedder.model_id))
+        except EmbeddingModelMismatchError:
+            return False
+        self.embed_text = earlier
+        log.warning(
+            "memory-vec: collection %r was made by an earlier memory-vec (stored vectors of the 'text' method); "
+            "it is used as it is. `memory-vec reembed --model %s` migrates it to the current default ('pair'), "
+            "whose turns embed about a third less (benchmarks/RESULTS.md, 'Turn at the embedding floor').",
+            self.store.collection, self.config.embedding_model,
+        )
+        return True
+
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        vectors: list[np.ndarray | None] = [self.doc_cache.get(t) for t in texts]
-        missing = [i for i, vec in enumerate(vectors) if vec is None]
-        if missing:
-            fresh = self.embedder.embed_documents([texts[i] for i in missing])
-            for i, vec in zip(missing, fresh):
-                vectors[i] = vec
-                self.doc_cache.put(texts[i], vec)
+        """Vectors of ``texts``: cached ones reused, each missing text embedded
+        once, all missing texts in one embedder call."""
         if not texts:
             return np.zeros((0, int(self.embedder.dimension)), dtype=np.float32)
-        return np.stack([vec for vec in vectors if vec is not None])
+        found: dict[str, np.ndarray] = {}
+        missing: dict[str, None] = {}
+        for text in texts:
+            if text in found or text in missing:
+                continue
+            vec = self.doc_cache.get(text)
+            if vec is None:
+                missing[text] = None
+            else:
+                found[text] = vec
+        if missing:
+            fresh = self.embedder.embed_documents(list(missing))
+            for text, vec in zip(missing, fresh):
+                found[text] = vec
+                self.doc_cache.put(text, vec)
+        return np.stack([found[t] for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
         if self.embedder.symmetric:
@@ -136,11 +208,20 @@ class Engine:
             self.query_cache.put(text, cached)
         return cached
 
+    def stored_vectors(self, plan: VectorPlan) -> np.ndarray:
+        """The stored vectors a plan of the policy describes."""
+        return plan.vectors(self.embed_documents(plan.texts))
+
+    def record_vectors(self, records: Sequence[MemoryRecord], known: Sequence[MemoryRecord] = ()) -> np.ndarray:
+        """Stored vectors of records (import), by the one policy."""
+        return self.stored_vectors(self.embed_text.plan_records(records, known))
+
     def switch_embedder(self, embedder: Embedder) -> None:
         """Use another model from now on (after ``reembed``); caches go."""
         self.embedder = embedder
         self.doc_cache.clear()
         self.query_cache.clear()
+        self.open_store()
 
     # --- records --------------------------------------------------------------------
     def redact(self, text: str) -> str:

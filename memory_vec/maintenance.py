@@ -1,9 +1,12 @@
 """Maintenance operations on a stored collection.
 
 ``reembed`` rebuilds every vector of a collection from the stored texts with
-a new embedder, for a model upgrade. Afterwards the collection records the
-new model id and dimension, so the embedding-model guard accepts the new
-embedder (and refuses the old one).
+a new embedder (a model upgrade) or with the same one under another
+stored-vector policy (``contextual_method`` / ``contextual_chars`` /
+``contextual_weight``, e.g. a store made with the earlier default, the
+``"text"`` method, moving to ``"pair"``). Afterwards the collection records
+the new model id, policy and dimension, so the embedding-model guard accepts
+the new embedder and policy (and refuses the old ones).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class ReembedResult:
     records: int
     model_id: str
     dimension: int
+    policy: str = ""  # the stored-vector policy's tag ("" for plain or text-contextual vectors)
 
 
 def reembed(
@@ -45,7 +49,11 @@ def reembed(
     batch_size: int = 256,
     progress: bool = True,
 ) -> ReembedResult:
-    """Re-embed every stored record (messages, facts, summaries, history) with ``new_embedder``.
+    """Re-embed every stored record (messages, facts, summaries, history) with
+    ``new_embedder``, under the config's stored-vector policy.
+
+    Also the migration after a policy change with the same model: pass the
+    embedder the store already uses (``memory-vec reembed --model <its id>``).
 
     All new vectors are computed before anything is deleted, so a failing
     embedder leaves the collection untouched. The rewrite itself (reset,
@@ -93,21 +101,23 @@ def reembed(
             f"reembed: the {backend.name!r} backend has no reset(dimension=, model_id=) method, "
             "which reembed needs to re-create the collection for the new model"
         )
+    policy = EmbedTextPolicy.from_config(config)
     dimension, model_id = int(new_embedder.dimension), new_embedder.model_id
+    space = policy.space_id(model_id)
     # A mismatch is expected: the store holds the old model's vectors; reads still work.
     with contextlib.suppress(EmbeddingModelMismatchError):
-        backend.open(dimension=dimension, model_id=model_id)
+        backend.open(dimension=dimension, model_id=space)
 
     records = backend.scan(_EVERYTHING)
-    # The same text policy as every other write path (contextual vectors).
-    texts = EmbedTextPolicy(contextual=config.contextual_embedding).for_records(records)
-    vectors = _embed_all(new_embedder, texts, batch_size, progress)
-    reset(dimension=dimension, model_id=model_id)
+    # The same policy as every other write path (contextual vectors).
+    plan = policy.plan_records(records)
+    vectors = plan.vectors(_embed_all(new_embedder, plan.texts, batch_size, progress))
+    reset(dimension=dimension, model_id=space)
     for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):
         backend.upsert(records[start:start + batch_size], vectors[start:start + batch_size])
     if core is not None:
         core.embedder = new_embedder  # also drops vectors of the old model cached by the core
-    return ReembedResult(records=len(records), model_id=model_id, dimension=dimension)
+    return ReembedResult(records=len(records), model_id=model_id, dimension=dimension, policy=policy.tag)
 
 
 def _embed_all(embedder: Embedder, texts: Sequence[str], batch_size: int, progress: bool) -> np.ndarray:

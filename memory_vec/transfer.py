@@ -77,7 +77,7 @@ class Transfer:
         except (MemoryVecError, KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"import refused, nothing written: malformed session: {exc}") from exc
         if records:
-            vectors = e.embed_documents(e.embed_text.for_records(records))
+            vectors = e.record_vectors(records)
             for i in range(0, len(records), 256):
                 e.writer.write(records[i:i + 256], vectors[i:i + 256])
             e.writer.flush()

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,21 +104,28 @@ class WritePath:
             f.text for facts in extracted for f in facts
             if not (f.transient and cfg.skip_transient) and e.extractor is not None
         ]
-        # 3. embed: messages and their facts in one call
+        # 3. embed: messages and their facts in one call; the policy says which
+        # texts, and cached vectors are reused (the user message was the last
+        # recall query, a fact is often its message's sentence)
         t0 = time.perf_counter()
         contents = [c for _, c, _, _ in checked]
-        recent = e.state.load(scope.user_id, scope.session_id).messages if cfg.contextual_embedding else []
-        stored_texts = e.embed_text.for_messages(recent[-1].content if recent else None, contents)
-        # Plain vectors where they differ and are needed: a user message is the
-        # likely next recall query (cached), and without an extractor messages
-        # are compared with each other for conflicts.
+        recent = e.state.load(scope.user_id, scope.session_id).messages[-4:] if cfg.contextual_embedding else []
+        before = [(m.role, m.content) for m in recent]
+        turns = before + [(role, c) for role, c, _, _ in checked]
+        completed = recent[-1] if e.embed_text.completes_pair(before, turns[len(before):]) else None
+        shift = int(completed is not None)  # plan rows: the completed user message, then the new ones
+        plan = e.embed_text.plan_window(turns, range(len(before) - shift, len(turns)))
+        # Plain vectors where the stored one differs: a user message is the
+        # turn's recall query (cached, or cached now for it), and without an
+        # extractor messages are compared with earlier ones by it.
         plain_needed = [i for i, (role, c, _, _) in enumerate(checked)
-                        if stored_texts[i] != c and (role == "user" or e.extractor is None)]
-        all_vectors = e.embed_documents(stored_texts + [contents[i] for i in plain_needed] + fact_texts)
-        n, n_plain = len(checked), len(plain_needed)
-        vectors, fact_vectors = all_vectors[:n], all_vectors[n + n_plain:]
-        plain_vectors = vectors.copy()
-        plain_vectors[plain_needed] = all_vectors[n : n + n_plain]
+                        if (role == "user" or e.extractor is None) and plan.texts[plan.own[i + shift]] != c]
+        k, n_plain = len(plan.texts), len(plain_needed)
+        all_vectors = e.embed_documents([*plan.texts, *(contents[i] for i in plain_needed), *fact_texts])
+        stored, fact_vectors = plan.vectors(all_vectors[:k]), all_vectors[k + n_plain:]
+        vectors = stored[shift:]
+        plain_vectors = all_vectors[list(plan.own[shift:])]  # before any mixing
+        plain_vectors[plain_needed] = all_vectors[k : k + n_plain]
         trace.timings["embed"] = time.perf_counter() - t0
         e.store.validate(drafts, vectors)  # a broken model's vector is refused before anything is written
         # 4. append to the working state (the write-ahead log)
@@ -138,6 +145,8 @@ class WritePath:
             if facts.fact_records else vectors
         durable = e.writer.write(to_write, write_vectors)
         e.written(scope.user_id, to_write)
+        if completed is not None:  # the user message's reply came in this call: it shares the pair's vector
+            durable = self._restore(scope, [completed.id], stored[:1]) and durable
         if facts.updates:
             durable = e.writer.update(facts.updates) and durable
         for subject, old_texts, new_text in facts.summary_patches:
@@ -186,25 +195,37 @@ class WritePath:
             lost = [i for i, m in enumerate(state.messages) if m.id not in present]
             if not lost:
                 return
-            texts = [
-                e.embed_text.for_messages(state.messages[i - 1].content if i else None,
-                                          [state.messages[i].content])[0]
-                for i in lost
-            ]
+            turns = [(m.role, m.content) for m in state.messages]
+            # A lost reply also changes the vector of the stored user message it answers.
+            partners = [i - 1 for i in lost if i - 1 not in lost and i > 0
+                        and e.embed_text.completes_pair(turns[i - 1:i], turns[i:i + 1])]
             records = [
                 e.message_record(scope, m.id, m.seq, m.role, m.content, m.timestamp, dict(m.metadata))
                 for m in (state.messages[i] for i in lost)
             ]
             e.store.validate(records)
-            vectors = e.embed_documents(texts)
-            e.writer.write(records, vectors)
+            vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners))
+            e.writer.write(records, vectors[:len(lost)])
             e.written(scope.user_id, records)
+            self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost):])
             log.warning("memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
                         len(records), scope.user_id, scope.session_id)
         except BackendError as exc:
             with self._healed_lock:
                 self._healed.discard(key)  # try again when the backend is back
             log.warning("memory-vec: could not check the session against the store: %s", exc)
+
+    def _restore(self, scope: Scope, ids: Sequence[str], vectors: np.ndarray) -> bool:
+        """Store records of ``scope``'s user again, unchanged, with new vectors."""
+        if not ids:
+            return True
+        e = self.e
+        where = RecordFilter(ids=tuple(ids), include_superseded=True, include_archived=True)
+        found = {r.id: r for r in e.backend.get(list(ids), where=where)}
+        found.update({r.id: r for r in e.writer.pending_records(where)})
+        current = {r.id: r for r in e.writer.overlay(list(found.values())) if r.user_id == scope.user_id}
+        rows = [i for i, rid in enumerate(ids) if rid in current]
+        return e.writer.write([current[ids[i]] for i in rows], vectors[rows]) if rows else True
 
     def forget_healed(self, user_id: str, session_id: str | None = None) -> None:
         with self._healed_lock:

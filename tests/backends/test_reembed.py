@@ -10,6 +10,7 @@ import pytest
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.backends import Backend, InMemoryBackend, RecordFilter
 from memory_vec.backends.chroma import ChromaBackend
+from memory_vec.embed_text import EmbedTextPolicy
 from memory_vec.errors import EmbeddingModelMismatchError, InvalidInputError
 from memory_vec.maintenance import reembed
 from memory_vec.records import MemoryRecord
@@ -18,6 +19,7 @@ from memory_vec.testing import DeterministicHashEmbedder
 
 EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 TEXTS = ["The budget cap is 5000 euros", "I live in Lisbon", "My dog is called Pixel", "Meeting on Friday"]
+POLICY = EmbedTextPolicy.from_config(MemoryConfig())  # the default stored-vector policy, recorded with the model id
 
 
 def _fill(backend: Backend, embedder: DeterministicHashEmbedder) -> list[MemoryRecord]:
@@ -38,11 +40,13 @@ def test_reembed_core_switches_model_and_keeps_every_record() -> None:
     assert (result.records, result.model_id, result.dimension) == (4, "hash-48", 48)
     assert core.embedder is new
     assert {r.id: r for r in backend.scan(EVERYTHING)} == {r.id: r for r in records}
-    # The new vectors follow the one text policy of every write path: a message
-    # is embedded with the one before it in its session (contextual_embedding).
-    policy_text = "The budget cap is 5000 euros\nI live in Lisbon"
-    [hit] = backend.query(new.embed_documents([policy_text])[0], k=1, where=RecordFilter(user_id="u1"))
-    assert hit.record.id == "r1" and hit.similarity > 0.999
+    # The new vectors follow the one policy of every write path (contextual_embedding).
+    plan = POLICY.plan_records(records)
+    expected = plan.vectors(new.embed_documents(plan.texts))
+    for record, vector in zip(records, expected):
+        [hit] = backend.query(vector, k=1, where=RecordFilter(ids=(record.id,), include_superseded=True))
+        assert hit.similarity > 0.999
+    assert backend.model_id == POLICY.space_id("hash-48")
     with pytest.raises(EmbeddingModelMismatchError):
         backend.open(dimension=32, model_id="hash-32")
 
@@ -62,7 +66,7 @@ def test_reembed_config_on_embedded_chroma_lets_the_new_embedder_open(tmp_path: 
     try:
         with pytest.raises(EmbeddingModelMismatchError, match=r"hash-48.*hash-32"):
             reopened.open(dimension=old.dimension, model_id=old.model_id)
-        reopened.open(dimension=new.dimension, model_id=new.model_id)
+        reopened.open(dimension=new.dimension, model_id=POLICY.space_id(new.model_id))
         assert {r.id: r for r in reopened.scan(EVERYTHING)} == {r.id: r for r in records}
         [hit] = reopened.query(new.embed_query("dog Pixel"), k=1, where=RecordFilter(user_id="u1"))
         assert hit.record.id == "r2" and hit.similarity > 0.5
@@ -84,7 +88,7 @@ def test_failing_embedder_leaves_the_store_untouched() -> None:
     broken._dimension = 48  # skip the probe call, which would fail too
     with pytest.raises(Exception, match="model crashed"):
         reembed(core, broken, progress=False)
-    assert backend.count() == 4 and backend.model_id == "hash-32" and core.embedder is old
+    assert backend.count() == 4 and backend.model_id == POLICY.space_id("hash-32") and core.embedder is old
 
 
 def test_reembed_rejects_bad_input() -> None:

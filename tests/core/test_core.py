@@ -347,10 +347,12 @@ def test_restored_message_gets_the_contextual_vector_a_normal_write_stores(make_
     from memory_vec.state.base import NewMessage
 
     backend, state = InMemoryBackend(), InMemoryStateStore()
-    core = make_core(backend=backend, state=state, contextual_embedding=True)
+    # The text method here; the default vector method: tests/core/test_stored_vectors.py.
+    core = make_core(backend=backend, state=state, contextual_embedding=True, contextual_method="text")
     core.add_message("user", "my cat is called Miso")
     state.append("u1", "s1", [NewMessage("orphan-2", "assistant", "what a lovely name", 2.0, 5)])
-    other = make_core(backend=backend, state=state, contextual_embedding=True)  # a new process, say
+    other = make_core(backend=backend, state=state, contextual_embedding=True,  # a new process, say
+                      contextual_method="text")
     other.build_context("anything")
     expected = other.embedder.embed_documents(["my cat is called Miso\nwhat a lovely name"])[0]
     [hit] = backend.query(expected, k=1, where=RecordFilter(ids=("orphan-2",)))

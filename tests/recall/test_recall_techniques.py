@@ -277,7 +277,8 @@ def test_bm25_search_cost_at_ten_thousand_messages() -> None:
 
 
 def test_contextual_embedding_stores_the_turn_with_its_predecessor(make_core, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(contextual_embedding=True, hybrid=False)
+    # The text method; the default vector method: tests/core/test_stored_vectors.py.
+    core = make_core(contextual_embedding=True, contextual_method="text", hybrid=False)
     embedded: list[str] = []
     original = core.embedder.embed_documents
     monkeypatch.setattr(core.embedder, "embed_documents", lambda texts: (embedded.extend(texts), original(texts))[1])
