@@ -147,13 +147,28 @@ def fill(core: MemoryCore, size: int, pool: Sequence[str], pool_vectors: np.ndar
     return time.perf_counter() - t0
 
 
+class SlowScriptedLLM:
+    """Stand-in for a remote LLM summarizer: answers after ``delay`` seconds of
+    waiting (network and generation; no CPU), with a short fixed summary."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay, self.calls = delay, 0
+
+    def __call__(self, prompt: str) -> str:
+        self.calls += 1
+        time.sleep(self.delay)
+        return f"- the user and the assistant talked (fold {self.calls})"
+
+
 def measure(size: int, pool: Sequence[str], pool_vectors: np.ndarray, turns: Sequence[tuple[str, str, str, str]],
-            embedder: Embedder, warmup: int, settings: dict[str, Any], cold_cache: bool = False) -> dict[str, Any]:
+            embedder: Embedder, warmup: int, settings: dict[str, Any], cold_cache: bool = False,
+            llm_delay: float | None = None) -> dict[str, Any]:
     user = "bench-user"
     config = MemoryConfig(user_id=user, session_id="warmup", backend="memory",
                           persist_dir=tempfile.mkdtemp(prefix=f"overhead-{size}-"), **settings)
     counting = CountingEmbedder(embedder)
-    core = MemoryCore(config, embedder=counting)  # type: ignore[arg-type]
+    llm = SlowScriptedLLM(llm_delay) if llm_delay is not None else None
+    core = MemoryCore(config, embedder=counting, llm=llm)  # type: ignore[arg-type]
     fill_s = fill(core, size, pool, pool_vectors, user)
     assert core.backend.count(RecordFilter(user_id=user)) == size
     fetch = max(config.candidate_pool, config.recall_k * config.candidate_multiplier)
@@ -204,6 +219,7 @@ def measure(size: int, pool: Sequence[str], pool_vectors: np.ndarray, turns: Seq
         if read is not None:
             for name, seconds in read.timings.items():
                 parts.setdefault(f"build_context.{name}", []).append(seconds * 1000)
+    core.flush()  # folds still running off the turn
     stored = core.backend.count(RecordFilter(user_id=user))
     release_stores()
     turn_ms = [r["turn_ms"] for r in rows]
@@ -218,7 +234,8 @@ def measure(size: int, pool: Sequence[str], pool_vectors: np.ndarray, turns: Seq
         "texts_per_turn_mean": statistics.fmean(r["texts"] for r in rows),
         "calls_per_turn_mean": statistics.fmean(r["calls"] for r in rows),
         "fetch_k": fetch, "settings": settings, "cold_cache": cold_cache,
-        "folds": sum(bool(r.get("folded")) for r in rows),
+        "folds": sum(bool(r.get("folded")) for r in rows), "llm_delay": llm_delay,
+        "llm_calls": llm.calls if llm is not None else None,
         "read_parts_median_ms": {k: round(statistics.median(v), 2) for k, v in parts.items()},
         "per_turn": rows,
     }
@@ -251,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--vectors-cache", default=None, help="reuse the fill pool's vectors from this .npy file")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="repeatable MemoryConfig override (JSON value), e.g. --set contextual_embedding=false")
+    parser.add_argument("--llm-delay", type=float, default=None,
+                        help="summarize with a scripted LLM that answers after this many seconds (a remote LLM's "
+                        "latency; folds need --one-session or a small max_token_limit)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
     settings = {f: json.loads(v) for f, v in (item.split("=", 1) for item in args.set)}
@@ -279,7 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rows = []
     for size in args.sizes:
-        row = measure(size, pool, pool_vectors, turns, embedder, args.warmup, settings, args.cold_cache)
+        row = measure(size, pool, pool_vectors, turns, embedder, args.warmup, settings, args.cold_cache,
+                      args.llm_delay)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "per_turn"}), file=sys.stderr)
 

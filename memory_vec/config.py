@@ -103,6 +103,13 @@ class MemoryConfig(BaseModel):
     summary_max_tokens: int = Field(
         500, ge=16, description="Budget of the summary itself (must fit inside max_token_limit)."
     )
+    summary_in_background: bool | None = Field(
+        None,
+        description="Run due folds on a background thread instead of inside the turn. None: in the background "
+        "when the summarizer is an LLM (seconds per fold), inline for the offline extractive one (milliseconds). "
+        "The turns stay in the working state until a fold commits, so nothing is lost if the process dies "
+        "first; flush() waits for pending folds.",
+    )
 
     # --- recall ------------------------------------------------------------------------
     relevant_token_limit: int = Field(500, ge=0, description="Budget of the relevant-memories slot.")

@@ -342,12 +342,15 @@ class MemoryCore:
         return self.store.drop_dead_letters(record_ids)
 
     def flush(self) -> None:
-        """Write every pending record; when it returns they are durable."""
+        """Run pending background folds and write every pending record; when it
+        returns they are durable."""
+        self._writes.folds.drain()
         self._engine.writer.flush()
 
     def close(self) -> None:
         """Flush pending writes. A shared store stays open for other cores; a
         store this core owns (backend=/state_store= given) is closed."""
+        self._writes.folds.close()
         self._upkeep.flush_reinforcement()
         if self._owns_store:
             self._engine.writer.close()

@@ -265,6 +265,7 @@ class ExtractiveSummarizer:
     """
 
     name = "extractive"
+    inline = True  # fast, offline and bounded: its folds run inside the turn
 
     def __init__(self, *, counter: TokenCounter, min_value: float = 0.35) -> None:
         self.counter = counter

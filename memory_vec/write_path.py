@@ -24,13 +24,14 @@ import numpy as np
 
 from . import _validate as v
 from .backends.base import RecordFilter
+from .background import BackgroundFolds
 from .engine import Engine
 from .errors import BackendError, InvalidInputError, SummaryRejectedError
 from .records import WriteEvent, WriteResult
 from .resolution import FactResolution
 from .scope import Scope
 from .state import NewMessage, WorkingState
-from .summary import plan_fold
+from .summary import FoldPlan, plan_fold
 from .trace import SummarizerCall, TurnTrace
 
 __all__ = ["MessageInput", "WritePath"]
@@ -76,6 +77,7 @@ class WritePath:
         self._healed_lock = threading.Lock()
         self._fold_locks: dict[tuple[str, str], threading.Lock] = {}
         self._fold_locks_guard = threading.Lock()
+        self.folds = BackgroundFolds(self._fold_off_turn)
 
     def add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
         e, cfg = self.e, self.e.config
@@ -155,8 +157,8 @@ class WritePath:
         if not durable and not e.writer.background:
             trace.degraded = True
             trace.event(f"backend write failed; {e.writer.pending_count} records pending retry")
-        # 7. fold
-        summarized = self.fold(scope, trace)
+        # 7. fold (a slow summarizer's off the turn)
+        summarized = self._fold_or_schedule(scope, trace)
         trace.emit()
         return [
             WriteResult(
@@ -239,6 +241,34 @@ class WritePath:
                 self._fold_locks = {k: lk for k, lk in self._fold_locks.items() if lk.locked()}
             return self._fold_locks.setdefault((scope.user_id, scope.session_id), threading.Lock())
 
+    def folds_off_turn(self) -> bool:
+        """Whether due folds run on the background worker: ``summary_in_background``,
+        or when unset, whenever the summarizer is not an inline one (an LLM)."""
+        setting = self.e.config.summary_in_background
+        return not getattr(self.e.summarizer, "inline", False) if setting is None else setting
+
+    def _plan(self, state: WorkingState) -> FoldPlan | None:
+        cfg = self.e.config
+        return plan_fold(
+            state.messages, summary_tokens=state.summary_tokens, folded_through=state.folded_through,
+            max_token_limit=cfg.max_token_limit, trigger_ratio=cfg.summary_trigger_ratio,
+            target_ratio=cfg.fold_target_ratio, keep_recent=cfg.keep_recent_turns,
+        )
+
+    def _fold_or_schedule(self, scope: Scope, trace: TurnTrace) -> bool:
+        if self.folds_off_turn():
+            if self._plan(self.e.state.load(scope.user_id, scope.session_id)) is None:
+                return False
+            if self.folds.schedule(scope):
+                trace.event("fold due: runs off the turn (summary_in_background)")
+                return False
+        return self.fold(scope, trace)
+
+    def _fold_off_turn(self, scope: Scope) -> None:
+        trace = TurnTrace("fold", scope.user_id, scope.session_id)
+        self.fold(scope, trace)
+        trace.emit()
+
     def fold(self, scope: Scope, trace: TurnTrace) -> bool:
         """Fold the oldest chunk into the summary when over the trigger.
 
@@ -252,11 +282,7 @@ class WritePath:
             return False  # another thread of this process is folding
         try:
             state = e.state.load(scope.user_id, scope.session_id)
-            plan = plan_fold(
-                state.messages, summary_tokens=state.summary_tokens, folded_through=state.folded_through,
-                max_token_limit=cfg.max_token_limit, trigger_ratio=cfg.summary_trigger_ratio,
-                target_ratio=cfg.fold_target_ratio, keep_recent=cfg.keep_recent_turns,
-            )
+            plan = self._plan(state)
             if plan is None:
                 return False
             t0 = time.perf_counter()

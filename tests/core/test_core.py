@@ -195,7 +195,7 @@ def test_summarizer_failure_keeps_previous_summary_and_retries(make_core) -> Non
     llm = ScriptedLLM(["- first summary", RuntimeError("LLM down"), "Error: 500", "- second summary"])
     core = MemoryCore(
         MemoryConfig(user_id="u", session_id="s", max_token_limit=120, summary_max_tokens=40, keep_recent_turns=2,
-                     score_threshold=0.0),
+                     score_threshold=0.0, summary_in_background=False),  # read each turn's summary right after it
         embedder=make_core().embedder, backend=InMemoryBackend(), state_store=InMemoryStateStore(), llm=llm,
     )
     summaries = []
@@ -216,7 +216,8 @@ def test_summarizer_failure_keeps_previous_summary_and_retries(make_core) -> Non
 def test_summary_folds_only_new_messages(make_core) -> None:  # type: ignore[no-untyped-def]
     llm = ScriptedLLM(default="- running summary")
     core = MemoryCore(
-        MemoryConfig(user_id="u", session_id="s", max_token_limit=120, summary_max_tokens=40, keep_recent_turns=2),
+        MemoryConfig(user_id="u", session_id="s", max_token_limit=120, summary_max_tokens=40, keep_recent_turns=2,
+                     summary_in_background=False),  # every fold's prompt in order (test_background_folds: off the turn)
         embedder=make_core().embedder, backend=InMemoryBackend(), state_store=InMemoryStateStore(), llm=llm,
     )
     for i in range(20):

@@ -197,6 +197,7 @@ def test_a_summary_patch_during_a_fold_is_not_lost(make_core: Any) -> None:
                          embedder=other.embedder, backend=backend, state_store=state, summarizer=PatchMidFold())
     for i in range(8):
         folding.add_message("assistant", f"filler turn number {i} about the weather and nothing else")
+    folding.flush()  # a custom summarizer folds off the turn
     summary = state.load("u1", "s1").summary
     assert PatchMidFold.calls >= 1
     assert "8000" in summary and "5000" not in summary

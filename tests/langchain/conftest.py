@@ -83,7 +83,10 @@ def core_factory(stores: tuple[InMemoryBackend, InMemoryStateStore], summary_llm
     embedder = DeterministicHashEmbedder(dimension=256)
 
     def make(*, llm: Any = summary_llm, **config: Any) -> MemoryCore:
-        settings = {"user_id": "alice", "session_id": "s1", "score_threshold": 0.0, **SMALL_BUDGET, **config}
+        # Folds inline, so a test reads the LLM's summary right after the turn
+        # (test_background_folds.py covers folds off the turn).
+        settings = {"user_id": "alice", "session_id": "s1", "score_threshold": 0.0, "summary_in_background": False,
+                    **SMALL_BUDGET, **config}
         return MemoryCore(
             MemoryConfig(**settings),
             embedder=embedder,

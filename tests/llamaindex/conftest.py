@@ -75,6 +75,7 @@ def make_memory(
         settings.setdefault("score_threshold", 0.0)
         settings.setdefault("max_token_limit", 300)
         settings.setdefault("summary_max_tokens", 100)
+        settings.setdefault("summary_in_background", False)  # read the LLM's summary right after a turn
         settings.setdefault("relevant_token_limit", 200)
         return VectorSummaryMemory.from_defaults(
             config=MemoryConfig(**settings),
@@ -102,6 +103,7 @@ def make_block(
         settings.setdefault("score_threshold", 0.0)
         settings.setdefault("max_token_limit", 300)
         settings.setdefault("summary_max_tokens", 100)
+        settings.setdefault("summary_in_background", False)  # read the LLM's summary right after a turn
         return VectorSummaryMemoryBlock.from_defaults(
             config=MemoryConfig(**settings),
             llm=summarizer_llm,
