@@ -10,10 +10,7 @@ its :class:`~memory_vec.store.Store`.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,52 +31,12 @@ from .store import Store
 from .summary import Summarizer
 from .tokens import TokenCounter
 from .trace import TraceSlot, TurnTrace
+from .vector_cache import VectorCache
 from .writer import RecordWriter
 
 __all__ = ["Engine", "VectorCache"]
 
 log = logging.getLogger("memory_vec")
-
-
-class VectorCache:
-    """Vectors of texts seen in the last turns, so one text embeds once.
-
-    Keyed by a 128-bit digest of the text, so it stays true whatever other
-    processes write, and its size is bounded in bytes (~1.6 KB per 384-d
-    entry, whatever the texts' length); cleared when the model changes. A
-    turn's stored vectors are built from vectors found here (the user message
-    the last recall embedded, the previous exchange); a miss costs one more
-    text in the turn's one embedding call, never a wrong vector.
-    """
-
-    def __init__(self, size: int = 4096) -> None:
-        self._data: OrderedDict[bytes, np.ndarray] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _key(text: str) -> bytes:
-        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-    def get(self, text: str) -> np.ndarray | None:
-        key = self._key(text)
-        with self._lock:
-            vec = self._data.get(key)
-            if vec is not None:
-                self._data.move_to_end(key)
-            return vec
-
-    def put(self, text: str, vector: np.ndarray) -> None:
-        key = self._key(text)
-        with self._lock:
-            self._data[key] = vector
-            self._data.move_to_end(key)
-            while len(self._data) > self._size:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
 
 
 class Engine:
@@ -107,8 +64,8 @@ class Engine:
         self.redactor = redactor
         self.embed_text = EmbedTextPolicy.from_config(config)
         self.traces = TraceSlot()
-        self.doc_cache = VectorCache(config.embedding_cache_size)
-        self.query_cache = VectorCache(config.embedding_cache_size)
+        # the store's: per-request cores of one process reuse each other's vectors
+        self.doc_cache, self.query_cache = store.vector_caches(config.embedding_cache_size)
         self.open_store()
 
     # --- the store's parts ----------------------------------------------------------
@@ -186,7 +143,7 @@ class Engine:
         for text in texts:
             if text in found or text in missing:
                 continue
-            vec = self.doc_cache.get(text)
+            vec = self.doc_cache.get(text, self.embedder.model_id)
             if vec is None:
                 missing[text] = None
             else:
@@ -195,17 +152,17 @@ class Engine:
             fresh = self.embedder.embed_documents(list(missing))
             for text, vec in zip(missing, fresh):
                 found[text] = vec
-                self.doc_cache.put(text, vec)
+                self.doc_cache.put(text, vec, self.embedder.model_id)
         return np.stack([found[t] for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
         if self.embedder.symmetric:
             vector: np.ndarray = self.embed_documents([text])[0]
             return vector
-        cached = self.query_cache.get(text)
+        cached = self.query_cache.get(text, self.embedder.model_id)
         if cached is None:
             cached = self.embedder.embed_query(text)
-            self.query_cache.put(text, cached)
+            self.query_cache.put(text, cached, self.embedder.model_id)
         return cached
 
     def stored_vectors(self, plan: VectorPlan) -> np.ndarray:

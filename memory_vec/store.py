@@ -33,6 +33,7 @@ from .keywords import KeywordIndex
 from .records import MemoryRecord
 from .state import StateStore, create_state_store, resolve_state_kind
 from .state.base import DeadLetter
+from .vector_cache import VectorCache
 from .writer import RecordWriter, WriterSettings
 
 __all__ = ["DeadLetterRetry", "Store", "StoreKey", "open_store", "release_stores"]
@@ -105,6 +106,15 @@ class Store:
         self._legacy_state_path = legacy_state_path
         self._opened: tuple[int, str] | None = None
         self._open_lock = threading.Lock()
+        self._vector_caches: tuple[VectorCache, VectorCache] | None = None
+
+    def vector_caches(self, size: int) -> tuple[VectorCache, VectorCache]:
+        """The (document, query) vector caches every core of this store
+        shares; the first core's ``size`` sets their bound."""
+        with self._open_lock:
+            if self._vector_caches is None:
+                self._vector_caches = (VectorCache(size), VectorCache(size))
+            return self._vector_caches
 
     @property
     def limits(self) -> BackendLimits:

@@ -235,3 +235,27 @@ def test_an_upgrade_keeps_using_a_store_made_by_the_earlier_default(
     with MemoryCore(default, embedder=emb) as core:
         assert core.backend.model_id == "hash-64#pair:c0:w1"
     release_stores()
+
+
+def test_per_request_cores_of_one_store_share_the_vector_cache(tmp_path: Path) -> None:
+    """A server building a core per request still reuses the previous
+    exchange's vector (same store, same process), and a cached vector is
+    never served for another model."""
+    emb = CountingEmbedder(64)
+    config = MemoryConfig(backend="sqlite", persist_dir=str(tmp_path), user_id="u1", session_id="s1",
+                          fact_extractor="none", score_threshold=0.0)
+    first = MemoryCore(config, embedder=emb)
+    first.build_context("Where do you live?")
+    first.add_messages([("user", "Where do you live?"), ("assistant", "In Lisbon, near the river.")])
+    second = MemoryCore(config, embedder=emb)  # the next request's core
+    emb.calls.clear()
+    second.build_context("And your work?")
+    second.add_messages([("user", "And your work?"), ("assistant", "I teach maths.")])
+    embedded = [text for call in emb.calls for text in call]
+    assert "Where do you live?\nIn Lisbon, near the river." not in embedded  # from the shared cache
+    assert embedded.count("And your work?\nI teach maths.") == 1
+    cache = second._engine.doc_cache
+    assert cache is first._engine.doc_cache
+    assert cache.get("And your work?\nI teach maths.", "hash-64") is not None
+    assert cache.get("And your work?\nI teach maths.", "other-model") is None
+    release_stores()
