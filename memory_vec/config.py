@@ -82,10 +82,11 @@ class MemoryConfig(BaseModel):
     embedding_batch_size: int = Field(32, ge=1, description="Texts per embedding batch.")
     embedding_cache_size: int = Field(
         4096, ge=0,
-        description="Vectors of recent texts a core keeps (~1.6 KB each), so a turn reuses its recall query's "
-        "vector and the previous exchange's. A miss re-embeds the previous exchange: on a server whose other "
-        "users' turns cycle the cache between two turns of one user, a turn costs ~1.7x instead of ~1.1x the "
-        "embedding floor (benchmarks/RESULTS.md, 'Turn at the embedding floor').",
+        description="Vectors of recent texts the cores of one store keep in this process (~1.6 KB each), so a "
+        "turn reuses its recall query's vector and the previous exchange's. With state='redis' they are also "
+        "shared by worker processes through Redis for 10 minutes (keyed by a digest, never the text). A miss "
+        "re-embeds the previous exchange: a turn costs ~1.7x instead of ~1.1x the embedding floor "
+        "(benchmarks/RESULTS.md, 'Turn at the embedding floor').",
     )
     tokenizer: str = Field(
         "cl100k_base", description="tiktoken encoding ('cl100k_base', 'o200k_base') or an OpenAI model name."

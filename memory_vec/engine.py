@@ -136,23 +136,17 @@ class Engine:
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts``: cached ones reused, each missing text embedded
         once, all missing texts in one embedder call."""
+        dimension = int(self.embedder.dimension)
         if not texts:
-            return np.zeros((0, int(self.embedder.dimension)), dtype=np.float32)
-        found: dict[str, np.ndarray] = {}
-        missing: dict[str, None] = {}
-        for text in texts:
-            if text in found or text in missing:
-                continue
-            vec = self.doc_cache.get(text, self.embedder.model_id)
-            if vec is None:
-                missing[text] = None
-            else:
-                found[text] = vec
+            return np.zeros((0, dimension), dtype=np.float32)
+        model = self.embedder.model_id
+        distinct = list(dict.fromkeys(texts))
+        found = {t: v for t, v in self.doc_cache.get_many(distinct, model).items() if v.shape == (dimension,)}
+        missing = [t for t in distinct if t not in found]
         if missing:
-            fresh = self.embedder.embed_documents(list(missing))
-            for text, vec in zip(missing, fresh):
-                found[text] = vec
-                self.doc_cache.put(text, vec, self.embedder.model_id)
+            fresh = dict(zip(missing, self.embedder.embed_documents(missing)))
+            found.update(fresh)
+            self.doc_cache.put_many(fresh, model)
         return np.stack([found[t] for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -160,7 +154,7 @@ class Engine:
             vector: np.ndarray = self.embed_documents([text])[0]
             return vector
         cached = self.query_cache.get(text, self.embedder.model_id)
-        if cached is None:
+        if cached is None or cached.shape != (int(self.embedder.dimension),):
             cached = self.embedder.embed_query(text)
             self.query_cache.put(text, cached, self.embedder.model_id)
         return cached

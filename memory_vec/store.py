@@ -21,6 +21,7 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from .keywords import KeywordIndex
 from .records import MemoryRecord
 from .state import StateStore, create_state_store, resolve_state_kind
 from .state.base import DeadLetter
-from .vector_cache import VectorCache
+from .vector_cache import SharedVectors, VectorCache
 from .writer import RecordWriter, WriterSettings
 
 __all__ = ["DeadLetterRetry", "Store", "StoreKey", "open_store", "release_stores"]
@@ -113,7 +114,11 @@ class Store:
         shares; the first core's ``size`` sets their bound."""
         with self._open_lock:
             if self._vector_caches is None:
-                self._vector_caches = (VectorCache(size), VectorCache(size))
+                # Redis working state: worker processes see each other's vectors too
+                shared = (cast(SharedVectors, self.state)
+                          if callable(getattr(self.state, "cached_vectors", None)) else None)
+                self._vector_caches = (VectorCache(size, shared=shared, kind="d"),
+                                       VectorCache(size, shared=shared, kind="q"))
             return self._vector_caches
 
     @property

@@ -99,7 +99,9 @@ def make_users(users: int, turns: int, run_id: str) -> list[UserScript]:
             "canary": canary,
         }
         lines = _ZH if zh else _EN
-        messages = tuple(lines[t % len(lines)].format(**values) for t in range(turns))
+        # Each user's texts are their own ("#7"), as real users' are: identical texts would be
+        # served from the shared vector cache and flatter the turn against its floor.
+        messages = tuple(f"{lines[t % len(lines)].format(**values)} #{u}" for t in range(turns))
         scripts.append(UserScript(f"lt-{run_id}-u{u:03d}", f"lt-{run_id}-s{u:03d}", canary, messages))
     return scripts
 

@@ -15,6 +15,11 @@ Per user and per collection (see :class:`~memory_vec.state.base.StateStore`):
   ``KEYWORD_LOG_LIMIT``; the last one is at position ``counter``);
 * ``memvec:<ns>:dl`` hash: record id -> dead letter JSON.
 
+Shared vector cache (:mod:`memory_vec.vector_cache`): ``memvec:<ns>:v:<kind><digest>``
+strings of float32 bytes, expiring after ``VECTOR_TTL_S``: the vectors of
+recent texts, keyed by a digest of model id and text (never the text), so a
+user whose turns go to different worker processes is not embedded twice.
+
 ``append``, ``commit_fold`` and ``keyword_changes`` are Lua scripts, so Redis
 runs each one atomically: sequence numbers come from ``next_seq`` inside the
 script, and a fold commits only if ``folded_through`` (and the summary, when
@@ -29,7 +34,7 @@ import base64
 import contextlib
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,7 +42,11 @@ from ..errors import DependencyMissingError, StateStoreError
 from ._letters import letter_from_json, letters_to_json
 from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
 
-__all__ = ["RedisStateStore"]
+__all__ = ["VECTOR_TTL_S", "RedisStateStore"]
+
+#: How long a shared vector stays: a user's next turn mostly comes within
+#: minutes; a vector costs ~1.6 KB of Redis memory (384-d) while it lives.
+VECTOR_TTL_S = 600
 
 _APPEND = """
 local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '1')
@@ -138,6 +147,8 @@ class RedisStateStore:
             url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
         )
         self._prefix = f"memvec:{_enc(namespace)}:"
+        self._bytes_client: Any = None  # vectors are bytes; the main client decodes to str
+        self._timeout = timeout
         self._append = self._client.register_script(_APPEND)
         self._fold = self._client.register_script(_COMMIT_FOLD)
         self._clear = self._client.register_script(_CLEAR)
@@ -295,6 +306,34 @@ class RedisStateStore:
         with self._errors("remove dead letters"):
             return int(self._client.hdel(self._prefix + "dl", *set(record_ids)))
 
+    # --- shared vector cache (an optimisation: errors read as misses) -------------------
+    def _vectors_client(self) -> Any:
+        if self._bytes_client is None:
+            import redis
+
+            self._bytes_client = redis.Redis.from_url(self.url, socket_timeout=self._timeout,
+                                                      socket_connect_timeout=self._timeout)
+        return self._bytes_client
+
+    def cached_vectors(self, keys: Sequence[str]) -> list[bytes | None]:
+        """Vectors cached under ``keys`` by any process (None where absent)."""
+        if not keys:
+            return []
+        try:
+            return list(self._vectors_client().mget([f"{self._prefix}v:{k}" for k in keys]))
+        except self._redis_errors:
+            return [None] * len(keys)
+
+    def cache_vectors(self, items: Mapping[str, bytes]) -> None:
+        """Cache vectors for every process, for ``VECTOR_TTL_S`` seconds."""
+        if not items:
+            return
+        with contextlib.suppress(*self._redis_errors):
+            pipe = self._vectors_client().pipeline(transaction=False)
+            for key, blob in items.items():
+                pipe.set(f"{self._prefix}v:{key}", blob, ex=VECTOR_TTL_S)
+            pipe.execute()
+
     def purge(self) -> None:
         """Nothing the client can do: Redis' own persistence (RDB snapshots,
         the AOF) keeps deleted keys until it is rewritten; an operator runs
@@ -303,6 +342,8 @@ class RedisStateStore:
     def close(self) -> None:
         with contextlib.suppress(*self._redis_errors):  # closing is best effort
             self._client.close()
+            if self._bytes_client is not None:
+                self._bytes_client.close()
 
 
 def _encode(m: StateMessage) -> str:

@@ -259,3 +259,36 @@ def test_per_request_cores_of_one_store_share_the_vector_cache(tmp_path: Path) -
     assert cache.get("And your work?\nI teach maths.", "hash-64") is not None
     assert cache.get("And your work?\nI teach maths.", "other-model") is None
     release_stores()
+
+
+class DictTier:
+    """A shared vector tier in a dict (what Redis is to many worker processes)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+        self.reads = 0
+
+    def cached_vectors(self, keys: Any) -> list[bytes | None]:
+        self.reads += 1
+        return [self.data.get(k) for k in keys]
+
+    def cache_vectors(self, items: Any) -> None:
+        self.data.update(items)
+
+
+def test_a_shared_tier_serves_what_this_process_never_embedded() -> None:
+    from memory_vec.vector_cache import VectorCache
+
+    tier = DictTier()
+    worker_a, worker_b = VectorCache(8, shared=tier), VectorCache(8, shared=tier)
+    vec = np.arange(4, dtype=np.float32)
+    worker_a.put_many({"hello": vec}, "m")
+    got = worker_b.get_many(["hello", "absent"], "m")
+    assert set(got) == {"hello"} and np.array_equal(got["hello"], vec)
+    assert worker_b.get("hello", "other-model") is None  # keyed by model too
+    assert VectorCache(8, shared=tier, kind="q").get("hello", "m") is None  # queries apart from documents
+    reads = tier.reads
+    worker_b.get("hello", "m")
+    assert tier.reads == reads  # now in worker b's own cache: no round trip
+    tier.data = {k: b"\x01\x02\x03" for k in tier.data}  # a corrupt entry reads as a miss
+    assert VectorCache(8, shared=tier).get("hello", "m") is None

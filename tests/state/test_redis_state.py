@@ -5,9 +5,13 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
+import numpy as np
 import pytest
+import redis
 
+from memory_vec.embeddings.base import normalize_rows
 from memory_vec.errors import StateStoreError
 from memory_vec.state import StateMessage
 from memory_vec.state.redis import RedisStateStore
@@ -89,3 +93,46 @@ def test_session_key_layout_is_unchanged(redis_server: Service) -> None:
 
 def _b64(value: str) -> str:
     return base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
+
+
+def test_worker_processes_share_vectors_through_redis(redis_server: Service, tmp_path: Path) -> None:
+    """A user's next turn lands on another worker process (a new Store: nothing
+    in process memory): the previous exchange's vector comes from Redis, not
+    from a second embedding, and the stored vector is the one a single
+    process stores. A corrupt shared entry costs an embedding, never a wrong
+    vector."""
+    from memory_vec import MemoryConfig, MemoryCore, release_stores
+    from memory_vec.backends import RecordFilter
+    from tests.core.test_stored_vectors import CountingEmbedder
+
+    def core(root: Path, emb: CountingEmbedder, namespace: str) -> MemoryCore:
+        return MemoryCore(MemoryConfig(backend="sqlite", persist_dir=str(root), state="redis",
+                                       redis_url=redis_url(redis_server), collection=namespace, user_id="u1",
+                                       session_id="s1", fact_extractor="none"), embedder=emb)
+
+    first_pair = "Where do you live?\nIn Lisbon, near the river."
+    turns = [("user", "Where do you live?"), ("assistant", "In Lisbon, near the river."),
+             ("user", "And your work?"), ("assistant", "I teach maths.")]
+    for run, namespace in (("shared", f"vec:{uuid.uuid4().hex}"), ("corrupt", f"vec:{uuid.uuid4().hex}")):
+        emb = CountingEmbedder(64)
+        worker_a = core(tmp_path / run, emb, namespace)
+        worker_a.add_messages(turns[:2])
+        release_stores()  # the next request goes to another worker process
+        if run == "corrupt":
+            client = redis.Redis.from_url(redis_url(redis_server))
+            ns = base64.urlsafe_b64encode(namespace.encode()).decode().rstrip("=")
+            keys = client.keys(f"memvec:{ns}:v:*")
+            assert keys and all(client.ttl(k) > 0 for k in keys)  # expiring, never kept for good
+            for key in keys:
+                client.set(key, b"junk", keepttl=True)
+        emb.calls.clear()
+        worker_b = core(tmp_path / run, emb, namespace)
+        worker_b.add_messages(turns[2:])
+        embedded = [text for call in emb.calls for text in call]
+        assert (first_pair in embedded) == (run == "corrupt")
+        # the pair's vector plus the previous pair's, as one process stores it
+        expected = normalize_rows(sum(emb.embed_documents(["And your work?\nI teach maths.", first_pair])))[0]
+        [record] = [r for r in worker_b.backend.scan(RecordFilter(user_id="u1")) if r.text == "I teach maths."]
+        [hit] = worker_b.backend.query(expected, k=1, where=RecordFilter(ids=(record.id,)))
+        assert hit.similarity == pytest.approx(1.0, abs=1e-5)
+        release_stores()
