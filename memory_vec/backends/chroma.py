@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "ChromaBackend"]
 
 log = logging.getLogger("memory_vec")
-_OPTIONS = ("headers", "tenant", "database", "hnsw", "ssl")
+_OPTIONS = ("headers", "tenant", "database", "hnsw", "ssl", "exact_limit")
 _PAGE = 5000  # rows per get() page when scanning
 
 
@@ -103,6 +103,7 @@ class ChromaBackend(BaseBackend):
         tenant: str | None = None,
         database: str | None = None,
         hnsw: dict[str, Any] | None = None,
+        exact_limit: int = 0,
     ) -> None:
         if (path is None) == (url is None):
             raise ConfigError("ChromaBackend needs exactly one of path= (embedded) or url= (server)")
@@ -116,6 +117,12 @@ class ChromaBackend(BaseBackend):
         self.tenant = tenant
         self.database = database
         self.hnsw = dict(hnsw or {})
+        # A query scope (one user's rows, the shared rows) of at most this many rows is scored
+        # exactly instead of by Chroma's filtered HNSW search (see _chroma_query).
+        if isinstance(exact_limit, bool) or not isinstance(exact_limit, int) or not 0 <= exact_limit <= 100_000:
+            raise ConfigError(f"Chroma backend option exact_limit must be an integer from 0 to 100000, "
+                              f"got {exact_limit!r}")
+        self.exact_limit = exact_limit
         # A server serialises writers itself; an embedded store is one process only.
         self.supports_multiprocess = url is not None
         self._lock = threading.RLock()
@@ -137,6 +144,8 @@ class ChromaBackend(BaseBackend):
         common: dict[str, Any] = {"collection": config.collection, "headers": options.get("headers"),
                                   "tenant": options.get("tenant"), "database": options.get("database"),
                                   "hnsw": options.get("hnsw")}
+        if "exact_limit" in options:
+            common["exact_limit"] = options["exact_limit"]
         if config.url is None:
             return cls(path=os.path.join(config.persist_dir, "chroma"), **common)
         return cls(url=config.url, **common)
@@ -286,7 +295,8 @@ class ChromaBackend(BaseBackend):
         if where.ids is not None:
             return score_ids(collection, q[0], where, max_batch=self._max_batch, translate=self._translated)[:k]
         narrows = [chroma_where] if where.user_id is None else owner_wheres(where)
-        return query_where(collection, q, k, where, narrows, translate=self._translated)
+        return query_where(collection, q, k, where, narrows, translate=self._translated,
+                           exact_limit=self.exact_limit, max_batch=self._max_batch)
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         if not ids:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig
-from memory_vec.backends import Backend, create_backend
+from memory_vec.backends import Backend, RecordFilter, create_backend
 from memory_vec.backends.chroma import ChromaBackend
 from memory_vec.errors import ConfigError, SchemaMismatchError
 from memory_vec.testing.conformance import BackendConformance, make_record
@@ -43,6 +43,38 @@ class TestChromaEmbedded(BackendConformance):
             from memory_vec.backends.chroma import ChromaBackend
             backend = ChromaBackend(path={backend.path!r}, collection={backend.collection_name!r})
         """)
+
+
+class TestChromaEmbeddedExact(TestChromaEmbedded):
+    """The same suite with small scopes scored exactly (``exact_limit``) instead of by filtered HNSW."""
+
+    @pytest.fixture
+    def backend(self, tmp_path: Path) -> Iterator[ChromaBackend]:
+        store = ChromaBackend(path=tmp_path / "chroma", collection="conformance", exact_limit=1000)
+        yield store
+        store.close()
+        shutil.rmtree(tmp_path / "chroma", ignore_errors=True)
+
+    def reopen(self, backend: Backend) -> Backend:
+        assert isinstance(backend, ChromaBackend)
+        return ChromaBackend(path=backend.path, collection=backend.collection_name, exact_limit=1000)
+
+
+def test_exact_limit_scores_a_small_scope_exactly(tmp_path: Path) -> None:
+    config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path), backend_options={"exact_limit": 3})
+    backend = create_backend(config)
+    try:
+        backend.open(dimension=4, model_id="m4")
+        vectors = np.eye(4, dtype=np.float32)
+        backend.upsert([make_record(f"a{i}", user_id="a") for i in range(3)], vectors[:3])
+        backend.upsert([make_record(f"b{i}", user_id="b") for i in range(4)], vectors)
+        for user in ("a", "b"):  # a: 3 rows, scored exactly; b: 4 > 3, filtered HNSW
+            hits = backend.query(vectors[0], k=2, where=RecordFilter(user_id=user))
+            assert [h.record.id for h in hits][:1] == [f"{user}0"] and len(hits) == 2
+            assert hits[0].similarity == pytest.approx(1.0)
+        assert getattr(backend, "inner", backend).exact_limit == 3
+    finally:
+        backend.close()
 
 
 def test_config_builds_an_embedded_store_under_persist_dir(tmp_path: Path) -> None:
@@ -78,3 +110,9 @@ def test_foreign_collection_is_a_schema_mismatch(tmp_path: Path) -> None:
             backend.open(dimension=4, model_id="m4")
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("bad", [-1, "2000", 1.5, True, 10**9])
+def test_a_bad_exact_limit_is_a_config_error(tmp_path: Path, bad: object) -> None:
+    with pytest.raises(ConfigError, match="exact_limit"):
+        create_backend(MemoryConfig(backend="chroma", persist_dir=str(tmp_path), backend_options={"exact_limit": bad}))
