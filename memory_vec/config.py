@@ -165,6 +165,22 @@ class MemoryConfig(BaseModel):
         "(or message's) vector to the pair's own, 'vector' this times the previous message's plain vector; "
         "renormalized. 0 turns the mixing off. Recorded with the model id, like contextual_method.",
     )
+    contextual_own_weight: float = Field(
+        0.0, ge=0, le=4,
+        description="'pair' only: a user message's stored vector also adds this times its own plain vector "
+        "(the turn's recall query vector, so nothing more is embedded), renormalized, so its own facts weigh "
+        "more than the reply's; the reply keeps the pair's vector. 0: the user message shares the pair's vector. "
+        "0.5 lifts MemoryBank recall@10 by 4-6 points but costs LoCoMo 2.3 cross-validated (benchmarks/RESULTS.md, "
+        "'Bursts'). Recorded with the model id, like contextual_method.",
+    )
+    contextual_lone_weight: float = Field(
+        0.5, ge=0, le=4,
+        description="'pair' only: a user message without an assistant reply right after it (a burst of user "
+        "messages, or a reply not yet given) is stored as normalize(v(itself) + this * v(unit before)) instead of "
+        "its plain vector; with contextual_chars 0 nothing more is embedded. 0 keeps it plain. Messy-chat "
+        "recall@10 0.605 -> 0.658 at 1.0 and 0.5 (benchmarks/RESULTS.md, 'Bursts'); 0.5 keeps a message's own "
+        "words ahead of its neighbour's. Recorded with the model id, like contextual_method.",
+    )
     bm25_context_weight: float = Field(
         0.5, ge=0, le=1,
         description="Share of the previous turn's BM25 score (same session) added to a turn's keyword score, "
@@ -347,7 +363,7 @@ class MemoryConfig(BaseModel):
         only then is a store made with another policy refused rather than used
         as it was made (an upgrade keeps existing stores working)."""
         return bool(self.model_fields_set & {"contextual_embedding", "contextual_method", "contextual_chars",
-                                             "contextual_weight"})
+                                             "contextual_weight", "contextual_own_weight", "contextual_lone_weight"})
 
     @property
     def embedded(self) -> bool:

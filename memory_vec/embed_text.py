@@ -10,12 +10,17 @@ is found by what it answers. Three methods (``contextual_method``), with
   it are one *unit* and share one vector: ``normalize(v(unit) + w *
   v(previous unit))``, where ``v(unit)`` embeds the unit's texts joined by
   newlines (after the last ``c`` characters of the message before it, when
-  ``c`` > 0). Any other message is a unit of its own; a user message without
-  its reply (yet) keeps its plain vector, and is stored again with the
-  pair's vector when the reply comes in a later call. A turn embeds one text
-  (the pair) besides its recall query: the previous unit's vector was
-  embedded the turn before, and the user message's plain vector (for its
-  facts) is the recall query's.
+  ``c`` > 0). Any other message is a unit of its own, mixed the same way
+  with the unit before it: a lone assistant message, and a user message
+  without its reply (a burst of short messages, or a reply still to come:
+  it is stored again with the pair's vector when the reply comes in a later
+  call; its weight is ``contextual_lone_weight``, 0 keeps it plain). A turn
+  embeds one text (the pair) besides its recall query: the previous unit's
+  vector was embedded the turn before, and the user message's plain vector
+  (for its facts) is the recall query's. ``contextual_own_weight`` = ``o``
+  (opt-in, embeds nothing more): a user message in a pair adds ``o *
+  v(itself)``, its recall query's vector, so its own words weigh more than
+  the reply's. Both are recorded in the policy's tag.
 * ``"text"``: each message embeds ``previous[-c:] + "\\n" + message``, so every
   message is embedded a second time as context (the earlier default, ``c``
   = 500).
@@ -59,14 +64,20 @@ class VectorPlan:
     """The texts to embed for some stored vectors, and how to combine them.
 
     Stored vector ``i`` is the vector of ``texts[own[i]]``, plus ``weight``
-    times the vector of ``texts[context[i]]`` (renormalized) when
-    ``context[i]`` is not None. ``texts`` holds each text once.
+    (or ``context_weights[i]`` when given) times the vector of
+    ``texts[context[i]]`` when ``context[i]`` is not None, plus
+    ``plain_weight`` times the vector of ``texts[plain[i]]`` when ``plain``
+    is given and ``plain[i]`` is not None (renormalized when anything is
+    mixed in). ``texts`` holds each text once.
     """
 
     texts: tuple[str, ...]
     own: tuple[int, ...]
     context: tuple[int | None, ...]
     weight: float = 0.0
+    plain: tuple[int | None, ...] = ()
+    plain_weight: float = 0.0
+    context_weights: tuple[float, ...] = ()
 
     def vectors(self, embedded: np.ndarray) -> np.ndarray:
         """Stored vectors from the vectors of ``texts`` (same order)."""
@@ -74,26 +85,47 @@ class VectorPlan:
         if not self.own:
             return np.zeros((0, embedded.shape[1] if embedded.ndim == 2 else 0), dtype=np.float32)
         out: np.ndarray = embedded[list(self.own)].copy()
-        mixed = [i for i, c in enumerate(self.context) if c is not None]
+        mixed: set[int] = set()
+        context_weights = self.context_weights or (self.weight,) * len(self.own)
+        plain_weights = (self.plain_weight,) * len(self.own)
+        for extra, weights in ((self.context, context_weights), (self.plain, plain_weights)):
+            pairs = [(i, c) for i, c in enumerate(extra) if c is not None]
+            if pairs:
+                rows, sources = [i for i, _ in pairs], [c for _, c in pairs]
+                scale = np.asarray([weights[i] for i in rows], dtype=np.float32)[:, None]
+                out[rows] += scale * embedded[sources]
+                mixed.update(rows)
         if mixed:
-            ctx = [c for c in self.context if c is not None]
-            out[mixed] = normalize_rows(out[mixed] + self.weight * embedded[ctx])
+            rows = sorted(mixed)
+            out[rows] = normalize_rows(out[rows])
         return out
 
 
 @dataclass
 class _PlanBuilder:
     weight: float
+    plain_weight: float = 0.0
     index: dict[str, int] = field(default_factory=dict)
     own: list[int] = field(default_factory=list)
     context: list[int | None] = field(default_factory=list)
+    plain: list[int | None] = field(default_factory=list)
+    context_weights: list[float] = field(default_factory=list)
 
-    def add(self, text: str, mixed_with: str | None = None) -> None:
-        self.context.append(None if mixed_with is None else self.index.setdefault(mixed_with, len(self.index)))
+    def _at(self, text: str | None) -> int | None:
+        return None if text is None else self.index.setdefault(text, len(self.index))
+
+    def add(self, text: str, mixed_with: str | None = None, plain: str | None = None,
+            weight: float | None = None) -> None:
+        self.context.append(self._at(mixed_with))
         self.own.append(self.index.setdefault(text, len(self.index)))
+        self.plain.append(self._at(plain))
+        self.context_weights.append(self.weight if weight is None else weight)
 
     def plan(self) -> VectorPlan:
-        return VectorPlan(tuple(self.index), tuple(self.own), tuple(self.context), self.weight)
+        plain = tuple(self.plain) if any(p is not None for p in self.plain) else ()
+        weights = tuple(self.context_weights) if any(w != self.weight for w in self.context_weights) else ()
+        return VectorPlan(tuple(self.index), tuple(self.own), tuple(self.context), self.weight,
+                          plain, self.plain_weight if plain else 0.0, weights)
 
 
 @dataclass(frozen=True)
@@ -113,6 +145,11 @@ class EmbedTextPolicy:
     method: Literal["pair", "text", "vector"] = "pair"
     chars: int = 0
     weight: float = 1.0
+    #: pair: a user message also mixes in this times its own plain vector (its recall query's).
+    own_weight: float = 0.0
+    #: pair: a user message without its reply (yet) is a unit of its own, mixed with this times the
+    #: unit before (0: plain).
+    lone_weight: float = 0.5
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> EmbedTextPolicy:
@@ -120,7 +157,8 @@ class EmbedTextPolicy:
         if chars is None:
             chars = LEGACY_TEXT_CHARS if config.contextual_method == "text" else 0
         return cls(contextual=config.contextual_embedding, method=config.contextual_method, chars=chars,
-                   weight=config.contextual_weight)
+                   weight=config.contextual_weight, own_weight=config.contextual_own_weight,
+                   lone_weight=config.contextual_lone_weight)
 
     @classmethod
     def earlier_default(cls) -> EmbedTextPolicy:
@@ -137,38 +175,50 @@ class EmbedTextPolicy:
             return ""
         if self.method == "vector":
             return f"vector:w{self.weight:g}"
-        return f"text:c{self.chars}" if self.method == "text" else f"pair:c{self.chars}:w{self.weight:g}"
+        if self.method == "text":
+            return f"text:c{self.chars}"
+        tag = f"pair:c{self.chars}:w{self.weight:g}"
+        if self.own_weight:
+            tag += f":o{self.own_weight:g}"
+        return tag + (f":u{self.lone_weight:g}" if self.lone_weight else "")
 
     def space_id(self, model_id: str) -> str:
         """The id a collection records for vectors of ``model_id`` under this policy."""
         return f"{model_id}{POLICY_SEPARATOR}{self.tag}" if self.tag else model_id
 
     # --- the rule ---------------------------------------------------------------
-    def _recipe(self, turns: Sequence[Turn], i: int) -> tuple[str, str | None]:
-        """(text to embed, text whose vector is mixed in) for message ``i``."""
+    def _recipe(self, turns: Sequence[Turn], i: int) -> tuple[str, str | None, str | None, float | None]:
+        """(text to embed, text whose vector is mixed in with ``weight`` (or
+        the fourth item), text whose vector is mixed in with ``own_weight``)
+        for message ``i``."""
         text = turns[i][1]
         before = turns[i - 1][1] if i > 0 else None
         if not self.contextual:
-            return text, None
+            return text, None, None, None
         if self.method == "vector":
-            return text, before
+            return text, before, None, None
         if self.method == "text":
-            return self._with_context(turns, i, text), None
+            return self._with_context(turns, i, text), None, None, None
         unit = self._unit(turns, i)
         if unit is None:
-            return text, None  # a user message without its reply (yet): plain
+            return text, None, None, None  # a user message without its reply (yet): plain
         own = self._unit_text(turns, *unit)
-        if not self.weight or unit[0] == 0:
-            return own, None
+        plain = text if self.own_weight and turns[i][0] == "user" and unit[1] > unit[0] else None
+        lone = turns[i][0] == "user" and unit[1] == unit[0]
+        weight = self.lone_weight if lone else self.weight
+        if not weight or unit[0] == 0:
+            return own, None, plain, None
         previous = self._unit(turns, unit[0] - 1)
-        return own, (turns[unit[0] - 1][1] if previous is None else self._unit_text(turns, *previous))
+        context = turns[unit[0] - 1][1] if previous is None else self._unit_text(turns, *previous)
+        return own, context, plain, (weight if lone else None)
 
-    @staticmethod
-    def _unit(turns: Sequence[Turn], i: int) -> tuple[int, int] | None:
+    def _unit(self, turns: Sequence[Turn], i: int) -> tuple[int, int] | None:
         """The messages that share message ``i``'s vector under the pair method."""
         role = turns[i][0]
         if role == "user":
-            return (i, i + 1) if i + 1 < len(turns) and turns[i + 1][0] == "assistant" else None
+            if i + 1 < len(turns) and turns[i + 1][0] == "assistant":
+                return i, i + 1
+            return (i, i) if self.lone_weight else None
         if role == "assistant" and i > 0 and turns[i - 1][0] == "user":
             return i - 1, i
         return i, i
@@ -192,7 +242,7 @@ class EmbedTextPolicy:
         """Stored vectors of ``turns[t]`` for each target; ``turns`` are
         consecutive messages of one session, including the neighbours the
         rule reads (up to four messages before a target and one after)."""
-        builder = _PlanBuilder(self.weight)
+        builder = _PlanBuilder(self.weight, self.own_weight)
         for i in targets:
             builder.add(*self._recipe(turns, i))
         return builder.plan()
@@ -211,7 +261,7 @@ class EmbedTextPolicy:
             turns = [(r.role, r.text) for r in members]
             for i, r in enumerate(members):
                 where[r.id] = (turns, i)
-        builder = _PlanBuilder(self.weight)
+        builder = _PlanBuilder(self.weight, self.own_weight)
         for r in records:
             if r.kind == "message":
                 builder.add(*self._recipe(*where[r.id]))

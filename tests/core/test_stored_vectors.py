@@ -58,7 +58,9 @@ def test_pair_rule_shares_one_text_between_a_user_message_and_its_reply() -> Non
     texts = [plan.texts[i] for i in plan.own]
     assert texts[1:3] == [pair, pair] and plan.texts.count(pair) == 1  # embedded once
     assert texts[0] == "Nice! What colour?"  # a session's first message: nothing before it
-    assert texts[3:] == ["Bye", "Still there?"]  # user messages without a reply: plain
+    assert texts[3:] == ["Lovely.\nBye", "Bye\nStill there?"]  # user messages without a reply: units of their own
+    plain = EmbedTextPolicy(method="pair", chars=7, weight=0.0, lone_weight=0.0).plan_window(turns, range(len(turns)))
+    assert [plain.texts[i] for i in plain.own][3:] == ["Bye", "Still there?"]  # contextual_lone_weight=0: plain
     assert EmbedTextPolicy(method="pair", chars=0).plan_window(turns, [1]).texts[-1] == "Blue, like the sea.\nLovely."
     assert policy.plan_window([("user", "a"), ("assistant", "b"), ("assistant", "more")], [2]).texts == ("b\nmore",)
     assert policy.completes_pair([("user", "q")], [("assistant", "a")])
@@ -76,6 +78,37 @@ def test_pair_rule_mixes_in_the_previous_unit() -> None:
     assert np.allclose(vectors[3], normalize_rows(np.array([[0.0, 0.5, 1.0]], dtype=np.float32))[0])
 
 
+def test_a_burst_of_user_messages_is_mixed_with_what_came_before() -> None:
+    """A user message without a reply (one of a burst) is a unit of its own:
+    its plain vector plus the unit before's, so a short "and in blue" is found
+    by its context; the texts are the ones the turn has anyway (no more to embed)."""
+    turns = [("user", "I made a bowl."), ("assistant", "Nice!"), ("user", "at the workshop"),
+             ("user", "in blue"), ("assistant", "Lovely.")]
+    plan = EmbedTextPolicy().plan_window(turns, [2, 3, 4])
+    assert plan.texts == ("I made a bowl.\nNice!", "at the workshop", "in blue\nLovely.")
+    assert plan.own == (1, 2, 2) and plan.context == (0, 1, 1)
+    assert plan.context_weights == (0.5, 1.0, 1.0)  # contextual_lone_weight for the lone one
+    own = EmbedTextPolicy(own_weight=0.5).plan_window(turns, [3, 4])  # the user message adds its own vector
+    vectors = own.vectors(np.eye(len(own.texts), dtype=np.float32))
+    expected = normalize_rows(np.array([[1.0, 1.0, 0.5], [1.0, 1.0, 0.0]], dtype=np.float32))
+    assert own.texts == ("at the workshop", "in blue\nLovely.", "in blue") and np.allclose(vectors, expected)
+
+
+def test_a_burst_embeds_nothing_more(make_core) -> None:  # type: ignore[no-untyped-def]
+    emb = CountingEmbedder()
+    core = make_core(embedder=emb, hybrid=False)
+    core.add_messages([("user", "Hi there."), ("assistant", "Hello! How are you?")])
+    for text in ("ok so", "the trip is off"):
+        core.build_context(text)
+        emb.calls.clear()
+        core.add_message("user", text)
+        assert emb.calls == []  # its own vector is the query's, the unit before it is cached
+    core.build_context("What now?")
+    emb.calls.clear()
+    core.add_messages([("user", "What now?"), ("assistant", "Let's rebook.")])
+    assert emb.calls == [["What now?\nLet's rebook."]]
+
+
 def test_text_and_vector_rules() -> None:
     turns = [("user", "Where?"), ("assistant", "Paris.")]
     assert EmbedTextPolicy(method="text", chars=3).plan_window(turns, [0, 1]).texts == ("Where?", "re?\nParis.")
@@ -89,8 +122,9 @@ def test_text_and_vector_rules() -> None:
 def test_the_policy_is_part_of_the_id_a_collection_records() -> None:
     default = EmbedTextPolicy.from_config(MemoryConfig())
     assert (default.method, default.chars, default.weight) == ("pair", 0, 1.0)
-    assert default.space_id("m") == "m#pair:c0:w1"
-    assert EmbedTextPolicy(method="pair", chars=200, weight=0.5).space_id("m") == "m#pair:c200:w0.5"
+    assert default.space_id("m") == "m#pair:c0:w1:u0.5"
+    assert EmbedTextPolicy(method="pair", chars=200, weight=0.5).space_id("m") == "m#pair:c200:w0.5:u0.5"
+    assert EmbedTextPolicy(weight=0.5, lone_weight=0, own_weight=0.5).space_id("m") == "m#pair:c0:w0.5:o0.5"
     assert EmbedTextPolicy(method="vector", weight=0.7).space_id("m") == "m#vector:w0.7"
     assert EmbedTextPolicy(method="text", chars=200).space_id("m") == "m#text:c200"
     # The policies stores held before the tag existed keep the bare model id.
@@ -117,9 +151,10 @@ def test_records_follow_the_rule_whatever_their_order() -> None:
 @pytest.mark.parametrize("split", [False, True])
 def test_a_user_message_and_its_reply_store_the_pair_vector(make_core, split: bool) -> None:  # type: ignore[no-untyped-def]
     core = make_core(hybrid=False)
-    if split:  # the reply in a later call: the user message is stored plain, then again with the pair
+    if split:  # the reply in a later call: the user message is stored as a unit of its own, then with the pair
         core.add_messages(CHAT[:2])
-        assert _similarity(core, CHAT[1][1], _embed(core, CHAT[1][1])) == pytest.approx(1.0, abs=1e-5)
+        alone = normalize_rows(_embed(core, CHAT[1][1]) + 0.5 * _embed(core, CHAT[0][1]))[0]  # lone weight 0.5
+        assert _similarity(core, CHAT[1][1], alone) == pytest.approx(1.0, abs=1e-5)
         core.add_messages(CHAT[2:3])
     else:
         core.add_messages(CHAT[:1])
@@ -188,14 +223,14 @@ def test_reembed_migrates_a_store_made_by_the_text_method(tmp_path: Path) -> Non
         assert core.backend.model_id == "hash-64"  # the earlier default records the bare model id
     release_stores()
     new = old.with_overrides(contextual_method="pair")
-    with pytest.raises(EmbeddingModelMismatchError, match=r"hash-64#pair:c0:w1.*memory-vec reembed"):
+    with pytest.raises(EmbeddingModelMismatchError, match=r"hash-64#pair:c0:w1:u0.5.*memory-vec reembed"):
         MemoryCore(new, embedder=emb)  # asked for the pair policy explicitly: refused, not mixed
     release_stores()
     result = reembed(new, emb, progress=False)
-    assert (result.records, result.model_id, result.policy) == (2, "hash-64", "pair:c0:w1")
+    assert (result.records, result.model_id, result.policy) == (2, "hash-64", "pair:c0:w1:u0.5")
     release_stores()
     with MemoryCore(new, embedder=emb) as core:
-        assert core.backend.model_id == "hash-64#pair:c0:w1"
+        assert core.backend.model_id == "hash-64#pair:c0:w1:u0.5"
         pair = emb.embed_documents(["Where do you live?\nIn Lisbon, near the river."])[0]
         for _, text in chat:
             assert _similarity(core, text, pair) == pytest.approx(1.0, abs=1e-5)
@@ -230,10 +265,10 @@ def test_an_upgrade_keeps_using_a_store_made_by_the_earlier_default(
     assert "memory-vec reembed --model multilingual-e5-small" in caplog.text
     release_stores()
     result = reembed(default, emb, progress=False)  # the migration the warning names
-    assert result.policy == "pair:c0:w1"
+    assert result.policy == "pair:c0:w1:u0.5"
     release_stores()
     with MemoryCore(default, embedder=emb) as core:
-        assert core.backend.model_id == "hash-64#pair:c0:w1"
+        assert core.backend.model_id == "hash-64#pair:c0:w1:u0.5"
     release_stores()
 
 
