@@ -285,7 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--variant", action="append", default=[], metavar="BACKEND+NAME=JSON",
                    help="also run BACKEND with these attributes set on its backend object, labelled "
                    "BACKEND+NAME, e.g. chroma+exact='{\"exact_limit\": 2000}' (repeatable): on the same "
-                   "store, as a second measured user with the same rows (before/after on identical data)")
+                   "store, as a second measured user with the same rows (before/after on identical data); "
+                   "a \"config\" key sets MemoryConfig fields of that user's core instead, e.g. "
+                   "memory+dates='{\"config\": {\"date_window_boost\": 0.03}}'")
     p.add_argument("--out", default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
     variants = {label: (label.split("+")[0], json.loads(v)) for label, v in (o.split("=", 1) for o in args.variant)}
@@ -329,13 +331,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 records, vectors = fill_data(size, args.own, args.per_user, pool, pool_vectors, twins=len(twins))
                 store = make_core(backend, size, urls, embedder)
                 inner = getattr(store.core.backend, "inner", store.core.backend)
-                store.attrs = {name: getattr(inner, name) for _, opts in twins for name in opts}
+                store.attrs = {name: getattr(inner, name) for _, opts in twins for name in opts if name != "config"}
                 fill(store, records, vectors)
                 stores.append(store)
                 print(f"{backend} {size:,}: filled in {store.fill_s:.1f}s", file=sys.stderr, flush=True)
                 for t, (label, opts) in enumerate(twins, 1):
                     twin = make_core(backend, size, urls, embedder, f"{USER}-{t}", store.persist)
-                    twin.backend, twin.attrs = label, dict(opts)
+                    twin.backend, twin.attrs = label, {k: v for k, v in opts.items() if k != "config"}
+                    for name, value in opts.get("config", {}).items():  # library settings of this twin only
+                        setattr(twin.core.config, name, value)
                     stores.append(twin)
         load = os.getloadavg()
         t0 = time.perf_counter()

@@ -259,6 +259,15 @@ def _reembed(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _backfill_dates(args: argparse.Namespace) -> int:
+    from .maintenance import backfill_dates
+
+    result = backfill_dates(_core(_config(args)), user_id=args.user, dry_run=args.dry_run)
+    _emit(args, {"checked": result.checked, "dated": result.dated, "dry_run": result.dry_run},
+          f"{'would date' if args.dry_run else 'dated'} {result.dated} of {result.checked} messages (event_date)")
+    return EXIT_OK
+
+
 def _compact(args: argparse.Namespace) -> int:
     cfg = _config(args)
     report = compact_store(_core(cfg), user_id=args.user, dry_run=args.dry_run)
@@ -330,6 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["list", "retry", "drop"], nargs="?", default="list")
     p.add_argument("--id", action="append", dest="ids", help="only this record id (repeatable)")
     p.set_defaults(func=_dead_letters)
+    p = sub.add_parser("backfill-dates", parents=[store],
+                       help="store the dates older messages refer to ('yesterday', '上周五') as event_date")
+    p.add_argument("--dry-run", action="store_true", help="count only; change nothing")
+    p.set_defaults(func=_backfill_dates)
     p = sub.add_parser("compact", parents=[store], help="merge near-duplicate facts of --user (or every user)")
     p.add_argument("--dry-run", action="store_true", help="show the merges without applying them")
     p.set_defaults(func=_compact)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import zoneinfo
 from pathlib import Path
 from typing import Any, Literal
 
@@ -203,6 +204,23 @@ class MemoryConfig(BaseModel):
         description="Added to the relevance of memories whose metadata 'speaker' the query names "
         "(whole-word match against the speakers seen in the user's memories); 0 turns it off.",
     )
+    date_window_boost: float = Field(
+        0.0, ge=0, le=1,
+        description="Added to the relevance of memories about the days a query asks for: the day/week "
+        "before or after an event it names ('the day after Caroline's interview', '搬家之后的那个周末'), or "
+        "dates it names itself ('last week', '5月7日'); those days' memories are also fetched as candidates. "
+        "0 turns it off (one more filtered vector query when a query names time; opt-in, see "
+        "benchmarks/RESULTS.md 'Dates').",
+    )
+    resolve_dates: bool = Field(
+        True,
+        description="Store the date a message refers to ('yesterday', 'last week', '上周五', '5月7日'), "
+        "resolved against its timestamp, as metadata 'event_date' (ISO 8601 day or start/end); shown in "
+        "the relevant-memories block and used by date_window_boost. A caller's own 'event_date' is kept.",
+    )
+    timezone: str = Field(
+        "UTC", description="IANA time zone in which a timestamp's calendar day is read (dates above).",
+    )
 
     keyword_cache_users: int = Field(
         1000, ge=1,
@@ -268,6 +286,15 @@ class MemoryConfig(BaseModel):
     def _check_backend(cls, value: str) -> str:
         if value not in BACKEND_NAMES:
             raise ValueError(f"unknown backend; allowed: {', '.join(BACKEND_NAMES)}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _check_timezone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError("unknown time zone; use an IANA name such as 'UTC' or 'Asia/Shanghai'") from exc
         return value
 
     @field_validator("url")

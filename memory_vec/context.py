@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .dates import DateSpan
 from .records import ChatMessage, MemoryContext, RecalledMemory, to_datetime
 from .render import clean_text, escape_tags, hang, render_summary, safe_label
 from .state.base import StateMessage
@@ -49,7 +50,11 @@ _NEIGHBOUR, _NEIGHBOUR_MORE = "  ", "      "
 def _entry(hit: RecalledMemory, text: str, indent: str, more: str) -> str:
     who = safe_label(hit.metadata.get("speaker"), fallback=safe_label(hit.role, "unknown"))
     body = escape_tags(clean_text(text)).strip()
-    return hang(f"{indent}- [{hit.timestamp:%Y-%m-%d} · {who}] ", body, more)
+    # the day the memory is about, when its words said one ("yesterday"): an
+    # answer to "when did ..." needs it, not the day it was said
+    event = DateSpan.from_iso(hit.metadata.get("event_date"))
+    about = f" · event {event.iso()}" if event is not None else ""
+    return hang(f"{indent}- [{hit.timestamp:%Y-%m-%d} · {who}{about}] ", body, more)
 
 
 def _fit(text: str, counter: TokenCounter, item_max_tokens: int) -> str:

@@ -11,7 +11,9 @@ its :class:`~memory_vec.store.Store`.
 from __future__ import annotations
 
 import logging
+import zoneinfo
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ import numpy as np
 from .backends.base import Backend
 from .config import MemoryConfig
 from .conflict import ConflictResolver, FactExtractor
+from .dates import event_span
 from .embed_text import POLICY_SEPARATOR, EmbedTextPolicy, VectorPlan
 from .embeddings import Embedder
 from .errors import EmbeddingModelMismatchError
@@ -64,6 +67,7 @@ class Engine:
         self.redactor = redactor
         self.embed_text = EmbedTextPolicy.from_config(config)
         self.traces = TraceSlot()
+        self.zone = zoneinfo.ZoneInfo(config.timezone)
         # the store's: per-request cores of one process reuse each other's vectors
         self.doc_cache, self.query_cache = store.vector_caches(config.embedding_cache_size)
         self.open_store()
@@ -188,11 +192,23 @@ class Engine:
         self, scope: Scope, record_id: str, seq: int, role: str, content: str, timestamp: float,
         metadata: dict[str, Any],
     ) -> MemoryRecord:
+        if self.config.resolve_dates and "event_date" not in metadata:
+            span = event_span(content, self.local_time(timestamp))
+            if span is not None:
+                metadata = {**metadata, "event_date": span.iso()}
         return MemoryRecord(
             id=record_id, text=content, role=role, user_id=scope.user_id, session_id=scope.session_id,
             timestamp=timestamp, kind="message", seq=seq, agent_id=self.config.agent_id,
             importance=self.importance(role, content), metadata=metadata,
         )
+
+    def local_time(self, timestamp: float) -> datetime:
+        """``timestamp`` in the configured time zone (whose calendar days dates count in);
+        in UTC at the ends of the calendar, where the zone's offset would leave it."""
+        try:
+            return datetime.fromtimestamp(timestamp, self.zone)
+        except (OverflowError, ValueError, OSError):
+            return datetime.fromtimestamp(timestamp, timezone.utc)
 
     def written(self, user_id: str, records: Sequence[MemoryRecord]) -> None:
         """Keep this process's keyword index in step with new records."""

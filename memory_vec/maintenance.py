@@ -1,5 +1,8 @@
 """Maintenance operations on a stored collection.
 
+``backfill_dates`` gives messages stored before dates were resolved (or
+under ``resolve_dates=False``) their ``event_date`` metadata.
+
 ``reembed`` rebuilds every vector of a collection from the stored texts with
 a new embedder (a model upgrade) or with the same one under another
 stored-vector policy (``contextual_method`` / ``contextual_chars`` /
@@ -12,8 +15,10 @@ the new embedder and policy (and refuses the old ones).
 from __future__ import annotations
 
 import contextlib
+import zoneinfo
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,7 +32,7 @@ if TYPE_CHECKING:
     from .core import MemoryCore
     from .embeddings.base import Embedder
 
-__all__ = ["ReembedResult", "reembed"]
+__all__ = ["BackfillResult", "ReembedResult", "backfill_dates", "reembed"]
 
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 
@@ -118,6 +123,52 @@ def reembed(
     if core is not None:
         core.embedder = new_embedder  # also drops vectors of the old model cached by the core
     return ReembedResult(records=len(records), model_id=model_id, dimension=dimension, policy=policy.tag)
+
+
+@dataclass(frozen=True)
+class BackfillResult:
+    """What ``backfill_dates`` did (or, with ``dry_run``, would do)."""
+
+    checked: int  # messages looked at
+    dated: int  # given an event_date
+    dry_run: bool = False
+
+
+def backfill_dates(core: MemoryCore, *, user_id: str | None = None, dry_run: bool = False) -> BackfillResult:
+    """Resolve the dates stored messages refer to ("yesterday", "上周五")
+    against their own timestamps, as the write path does for new ones
+    (``MemoryConfig.resolve_dates``), and store them as ``event_date``
+    metadata. Vectors and texts are unchanged; a message that already has an
+    ``event_date`` (resolved, or the caller's own) is left alone, so running
+    it twice changes nothing.
+
+    Args:
+        core: the store's core (its time zone counts the days).
+        user_id: one user's messages, or every user's (None).
+        dry_run: count only; write nothing.
+    """
+    from .dates import event_span
+
+    zone = zoneinfo.ZoneInfo(core.config.timezone)
+    core.flush()
+    where = RecordFilter(user_id=user_id, kinds=("message",), include_superseded=True, include_archived=True)
+    records = [r for r in core.backend.scan(where) if user_id is None or r.user_id == user_id]
+    changed = []
+    for record in records:
+        if "event_date" in record.metadata:
+            continue
+        try:
+            written = datetime.fromtimestamp(record.timestamp, zone)
+        except (OverflowError, ValueError, OSError):  # the zone's offset past year 9999
+            written = datetime.fromtimestamp(record.timestamp, timezone.utc)
+        span = event_span(record.text, written)
+        if span is not None:
+            changed.append(record.copy(metadata={**record.metadata, "event_date": span.iso()}))
+    if changed and not dry_run:
+        for start in range(0, len(changed), 256):
+            core.writer.update(changed[start:start + 256])
+        core.flush()
+    return BackfillResult(checked=len(records), dated=len(changed), dry_run=dry_run)
 
 
 def _embed_all(embedder: Embedder, texts: Sequence[str], batch_size: int, progress: bool) -> np.ndarray:

@@ -13,18 +13,23 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
+
+import numpy as np
 
 from . import _validate as v
 from .backends.base import RecordFilter, ScoredRecord
 from .context import assemble_context
+from .dates import DateSpan, record_span, resolve_dates
 from .engine import Engine
 from .errors import BackendError, InvalidInputError
 from .facts import is_chinese
 from .keywords import INDEXED_KINDS
 from .recall.bm25 import BM25Index, mentioned_speakers
 from .recall.ranking import Candidate, RankingPolicy, rank
-from .records import MemoryContext, RecalledMemory
+from .recall.temporal import parse_relation
+from .records import MemoryContext, MemoryRecord, RecalledMemory
 from .scope import Scope
 from .state import WorkingState
 from .trace import TurnTrace
@@ -129,6 +134,16 @@ class ReadPath:
                 for hit in e.backend.query(vector, k=len(missing), where=only):
                     found[hit.record.id] = hit
             trace.timings["bm25"] = time.perf_counter() - t0
+        days, anchor_id = None, None
+        if cfg.date_window_boost:
+            t0 = time.perf_counter()
+            try:
+                days, anchor_id = self._asked_days(query, vector, where, found, index, fetch)
+            except (OverflowError, ValueError):  # days past the calendar's ends (years 1 and 9999)
+                days, anchor_id = None, None
+            trace.timings["dates"] = time.perf_counter() - t0
+            if days is not None:
+                trace.event(f"dates asked about: {days.iso()}" + (f" (anchor {anchor_id})" if anchor_id else ""))
         t0 = time.perf_counter()
         named = mentioned_speakers(query, index.speakers) if index is not None and cfg.speaker_boost else set()
         records = e.writer.overlay([h.record for h in found.values()])
@@ -137,8 +152,10 @@ class ReadPath:
                 record,
                 found[record.id].similarity,
                 bm25=keyword.get(record.id, 0.0) if cfg.hybrid else None,
-                boost=cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named
-                else 0.0,
+                boost=(cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named
+                       else 0.0)
+                + (cfg.date_window_boost if days is not None
+                   and (record.id == anchor_id or self._about(record).overlaps(days)) else 0.0),
             )
             for record in records
             if where.matches(record)
@@ -151,6 +168,53 @@ class ReadPath:
             trace.timings["neighbors"] = time.perf_counter() - t0
         trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
         return hits
+
+    def _about(self, record: MemoryRecord) -> DateSpan:
+        return record_span(record.metadata, self.e.local_time(record.timestamp))
+
+    def _asked_days(self, query: str, vector: np.ndarray, where: RecordFilter, found: dict[str, ScoredRecord],
+                    index: BM25Index | None, fetch: int) -> tuple[DateSpan | None, str | None]:
+        """The days ``query`` asks about, if any, and the anchor event's memory;
+        the days' memories join ``found``.
+
+        "The week after <event>" counts from the event's own date. The anchor
+        is the memory that best matches the event's words (BM25) and the whole
+        question (cosine), unless the words are a date themselves; it counts
+        as asked about too (it is half of what the question relates).
+        """
+        e = self.e
+        now = e.local_time(time.time())
+        relation = parse_relation(query)
+        anchor_id = None
+        if relation is not None:
+            dated = resolve_dates(relation.anchor, now)  # "the week before August 3, 2023"
+            if dated:
+                days = relation.window(dated[0])
+            else:
+                ranked = index.search(relation.anchor, k=5) if index is not None else []
+                if not ranked:
+                    return None, None
+                anchor_id = max(ranked, key=lambda r: r[1] + (found[r[0]].similarity if r[0] in found else 0.0))[0]
+                anchor = found[anchor_id].record if anchor_id in found else next(
+                    iter(e.backend.get([anchor_id], where=dataclasses.replace(where, ids=(anchor_id,)))), None)
+                if anchor is None:
+                    return None, None
+                days = relation.window(self._about(anchor))
+        else:
+            named = resolve_dates(query, now)
+            if not named:
+                return None, None
+            days = DateSpan(min(s.start for s in named), max(s.end for s in named))
+        # Memories of those days were written up to two weeks before (plans)
+        # or after (reports) them; each is kept only if it is about them.
+        since = datetime.combine(days.start - timedelta(days=14), datetime.min.time(), e.zone).timestamp()
+        until = datetime.combine(days.end + timedelta(days=15), datetime.min.time(), e.zone).timestamp()
+        narrowed = dataclasses.replace(where, since=max(since, where.since if where.since is not None else since),
+                                       until=min(until, where.until if where.until is not None else until))
+        for hit in e.backend.query(vector, k=fetch, where=narrowed):
+            if self._about(hit.record).overlaps(days):
+                found.setdefault(hit.record.id, hit)
+        return days, anchor_id
 
     def _attach_neighbors(self, hits: list[RecalledMemory], index: BM25Index, where: RecordFilter) -> None:
         """Attach the turns around each hit (same session) as context, not hits."""

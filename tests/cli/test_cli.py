@@ -274,3 +274,19 @@ def test_dead_letters_list_retry_drop(core: MemoryCore, config_file: Path,
     code, text, _ = run(capsys, "dead-letters", "drop", *cfg)
     assert code == 0 and "dropped 1" in text
     assert core.dead_letters() == []
+
+
+def test_backfill_dates(config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    older = MemoryCore(MemoryConfig.from_yaml(config_file).with_overrides(resolve_dates=False))
+    may_8 = 1683547200.0  # 2023-05-08 12:00 UTC
+    older.add_messages([{"role": "user", "content": "I moved house yesterday", "timestamp": may_8},
+                        {"role": "assistant", "content": "Congratulations!", "timestamp": may_8}])
+    cfg = ["--config", str(config_file)]
+    code, data, _ = run(capsys, "backfill-dates", *cfg, "--dry-run", "--json")
+    assert code == 0 and data == {"checked": 2, "dated": 1, "dry_run": True}
+    code, text, _ = run(capsys, "backfill-dates", *cfg)
+    assert code == 0 and "dated 1 of 2 messages" in text
+    dated = {r.text: r.metadata for r in older.backend.scan(_all("alice")) if r.kind == "message"}
+    assert dated["I moved house yesterday"]["event_date"] == "2023-05-07"
+    code, data, _ = run(capsys, "backfill-dates", *cfg, "--json")
+    assert code == 0 and data["dated"] == 0

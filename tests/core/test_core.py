@@ -234,7 +234,8 @@ def test_render_annotates_date_and_speaker(make_core) -> None:  # type: ignore[n
     core.add_message("user", "unrelated filler", session_id="other")
     ctx = core.build_context("when did I start surfing?", session_id="fresh")
     text = ctx.render()
-    assert "- [2023-05-08 · user] I started surfing five years ago." in text
+    # the year the words refer to, resolved against the message's own date
+    assert "- [2023-05-08 · user · event 2018-01-01/2018-12-31] I started surfing five years ago." in text
     assert text.splitlines()[0].startswith("Relevant memories")
     assert ctx.tokens["relevant"] > 0 and ctx.tokens["total"] == sum(
         ctx.tokens[k] for k in ("summary", "recent", "relevant"))

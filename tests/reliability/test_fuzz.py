@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_vec import MemoryConfig, MemoryCore, MemoryVecError, release_stores
+from memory_vec.dates import DateSpan
 from memory_vec.testing import DeterministicHashEmbedder
 
 pytestmark = pytest.mark.integration
@@ -100,7 +101,10 @@ def test_add_message(cores: tuple[MemoryCore, MemoryCore, str]) -> None:
         core.flush()
         [stored] = [r for r in core.session_history() if r.id == result.id]
         assert stored.text == content and stored.role == role
-        assert stored.metadata == _plain(meta or {})
+        expected, got = _plain(meta or {}), dict(stored.metadata)
+        if "event_date" not in expected and "event_date" in got:  # the date the text refers to, resolved
+            assert DateSpan.from_iso(got.pop("event_date")) is not None
+        assert got == expected
         if isinstance(ts, datetime):
             aware = ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
             assert math.isclose(stored.timestamp, aware.timestamp(), abs_tol=1e-3)
