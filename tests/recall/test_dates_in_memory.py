@@ -97,7 +97,8 @@ def _rank(core: MemoryCore, query: str, text: str) -> int:
 def test_the_day_after_an_event_recalls_that_days_memory(make_core) -> None:  # type: ignore[no-untyped-def]
     query = "What did I buy the day after I passed my driving test?"
     answer = "Yesterday I treated myself to a guitar"  # 12 May, about 11 May
-    plain, dated = make_core(neighbor_window=0), make_core(neighbor_window=0, date_window_boost=0.3)
+    plain = make_core(neighbor_window=0, date_window_boost=0.0)
+    dated = make_core(neighbor_window=0, date_window_boost=0.3)
     for core in (plain, dated):
         _diary(core)
     assert _rank(plain, query, answer) > 1  # without dates, the purchases that share "bought" win
@@ -118,7 +119,8 @@ def test_a_date_the_question_names_and_a_week_before_a_date(make_core) -> None: 
 
 
 def test_questions_without_time_are_ranked_as_before(make_core) -> None:  # type: ignore[no-untyped-def]
-    plain, dated = make_core(neighbor_window=0), make_core(neighbor_window=0, date_window_boost=0.3)
+    plain = make_core(neighbor_window=0, date_window_boost=0.0)
+    dated = make_core(neighbor_window=0, date_window_boost=0.3)
     for core in (plain, dated):
         _diary(core)
     for query in ("what did I buy at the mall", "driving test", "我买了什么"):

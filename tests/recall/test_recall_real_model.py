@@ -44,7 +44,7 @@ def test_dates_with_real_embedder_on_embedded_chroma(tmp_path) -> None:  # type:
         return datetime(2023, 10, day, 12, tzinfo=timezone.utc).timestamp()
 
     config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path), collection="dates", user_id="mel",
-                          neighbor_window=0)
+                          neighbor_window=0, date_window_boost=0.0)
     core = MemoryCore(config)
     bike = "The next morning I picked up a second-hand bike, it's blue"
     days = [
@@ -69,7 +69,7 @@ def test_dates_with_real_embedder_on_embedded_chroma(tmp_path) -> None:  # type:
 
     questions = ["What did I buy the day after I passed my driving test?", "我通过驾照考试之后的那个周末买了什么？"]
     plain = [bike_rank(q) for q in questions]
-    core.config.date_window_boost = 0.03
+    core.config.date_window_boost = MemoryConfig().date_window_boost  # the default
     dated = [bike_rank(q) for q in questions]
     assert core.last_trace is not None and "dates" in core.last_trace.timings
     assert dated[0] <= plain[0] and dated[0] <= 1
