@@ -39,6 +39,8 @@ __all__ = ["RECALL_KINDS", "ReadPath"]
 log = logging.getLogger("memory_vec")
 
 RECALL_KINDS = INDEXED_KINDS
+#: Words added to the keyword query by feedback (RM3's usual 10).
+FEEDBACK_TERMS = 10
 
 
 class ReadPath:
@@ -128,11 +130,7 @@ class ReadPath:
         if cfg.hybrid and index is not None:
             t0 = time.perf_counter()
             keyword = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight))
-            missing = tuple(i for i in keyword if i not in found)
-            if missing:  # keyword-only candidates still need their cosine
-                only = dataclasses.replace(where, ids=missing)
-                for hit in e.backend.query(vector, k=len(missing), where=only):
-                    found[hit.record.id] = hit
+            self._add_cosines(keyword, found, vector, where)
             trace.timings["bm25"] = time.perf_counter() - t0
         days, anchor_id = None, None
         if cfg.date_window_boost:
@@ -146,28 +144,56 @@ class ReadPath:
                 trace.event(f"dates asked about: {days.iso()}" + (f" (anchor {anchor_id})" if anchor_id else ""))
         t0 = time.perf_counter()
         named = mentioned_speakers(query, index.speakers) if index is not None and cfg.speaker_boost else set()
-        records = e.writer.overlay([h.record for h in found.values()])
-        candidates = [
-            Candidate(
-                record,
-                found[record.id].similarity,
-                bm25=keyword.get(record.id, 0.0) if cfg.hybrid else None,
-                boost=(cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named
-                       else 0.0)
-                + (cfg.date_window_boost if days is not None
-                   and (record.id == anchor_id or self._about(record).overlaps(days)) else 0.0),
-            )
-            for record in records
-            if where.matches(record)
-        ]
-        hits = rank(candidates, policy=self.ranking_policy(), now=time.time(), k=k)
+
+        def ranked(keyword: dict[str, float], top: int) -> list[RecalledMemory]:
+            records = e.writer.overlay([h.record for h in found.values()])
+            candidates = [
+                Candidate(
+                    record,
+                    found[record.id].similarity,
+                    bm25=keyword.get(record.id, 0.0) if cfg.hybrid else None,
+                    boost=(cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named
+                           else 0.0)
+                    + (cfg.date_window_boost if days is not None
+                       and (record.id == anchor_id or self._about(record).overlaps(days)) else 0.0),
+                )
+                for record in records
+                if where.matches(record)
+            ]
+            return rank(candidates, policy=self.ranking_policy(), now=time.time(), k=top)
+
+        feedback = cfg.keyword_feedback if keyword and index is not None else 0
+        hits = ranked(keyword, max(k, feedback))
         trace.timings["rank"] = time.perf_counter() - t0
+        if feedback and index is not None:
+            # Pseudo-relevance feedback: the words the top hits share find
+            # the memories that use them without the question's words.
+            t0 = time.perf_counter()
+            extra = index.feedback_terms([h.id for h in hits[:feedback]], n=FEEDBACK_TERMS, exclude=query,
+                                         min_docs=cfg.keyword_feedback_min_docs)
+            if extra:
+                weights = {term: w * cfg.keyword_feedback_weight for term, w in extra.items()}
+                keyword = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight,
+                                            extra_terms=weights))
+                self._add_cosines(keyword, found, vector, where)
+                trace.event(f"keyword feedback: {len(extra)} words from the top {feedback} hits")
+            hits = ranked(keyword, k)
+            trace.timings["feedback"] = time.perf_counter() - t0
         if cfg.neighbor_window and index is not None and hits:
             t0 = time.perf_counter()
             self._attach_neighbors(hits, index, where)
             trace.timings["neighbors"] = time.perf_counter() - t0
         trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
         return hits
+
+    def _add_cosines(self, keyword: Mapping[str, float], found: dict[str, ScoredRecord], vector: np.ndarray,
+                     where: RecordFilter) -> None:
+        """Keyword-only candidates still need their cosine: one query by id."""
+        missing = tuple(i for i in keyword if i not in found)
+        if missing:
+            only = dataclasses.replace(where, ids=missing)
+            for hit in self.e.backend.query(vector, k=len(missing), where=only):
+                found[hit.record.id] = hit
 
     def _about(self, record: MemoryRecord) -> DateSpan:
         return record_span(record.metadata, self.e.local_time(record.timestamp))

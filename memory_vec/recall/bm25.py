@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -246,7 +246,8 @@ class BM25Index:
         return True
 
     # --- reads ------------------------------------------------------------------------
-    def search(self, query: str, *, k: int, context_weight: float = 0.0) -> list[tuple[str, float]]:
+    def search(self, query: str, *, k: int, context_weight: float = 0.0,
+               extra_terms: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
         """The top ``k`` (id, normalized score in [0, 1]) pairs, best first.
 
         ``context_weight`` > 0 adds that share of the previous turn's score
@@ -254,22 +255,26 @@ class BM25Index:
         reply is found by the words of the message it answers; the sum is
         divided by ``1 + context_weight`` to stay in [0, 1]. Facts neither
         give nor take context. Ties keep the newer memory first (higher
-        sequence number).
+        sequence number). ``extra_terms`` (term -> weight in (0, 1], e.g.
+        from :meth:`feedback_terms`) count beside the query's own words at
+        that weight, in the score and in its normalization.
         """
-        terms = list(dict.fromkeys(tokenize(query)))
+        weights = dict.fromkeys(tokenize(query), 1.0)
+        for term, weight in (extra_terms or {}).items():
+            weights.setdefault(term, weight)
         with self._lock:
             n = len(self._doc_len)
-            if not n or not terms:
+            if not n or not weights:
                 return []
             avgdl = max(self._total_len / n, 1e-9)
             k1, b = self.k1, self.b
             scores = np.zeros(len(self._slot_ids), dtype=np.float64)
             idf_total = 0.0
             touched = False
-            for term in terms:
+            for term, weight in weights.items():
                 posting = self._postings.get(term)
                 df = len(posting) if posting else 0
-                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                idf = weight * math.log(1.0 + (n - df + 0.5) / (df + 0.5))
                 idf_total += idf
                 if not posting:
                     continue
@@ -293,6 +298,40 @@ class BM25Index:
             order = np.lexsort((hit, -self._seq_arr[hit], -scores[hit]))[:k]
             top = [(self._slot_ids[i], float(scores[i])) for i in hit[order]]
         return [(doc_id, min(1.0, score / idf_total)) for doc_id, score in top if doc_id is not None]
+
+    def feedback_terms(self, doc_ids: Iterable[str], *, n: int, exclude: str = "",
+                       min_docs: int = 2) -> dict[str, float]:
+        """The ``n`` words that best characterize ``doc_ids`` (pseudo-relevance
+        feedback), weighted in (0, 1], the best 1.
+
+        A word's weight is its idf times its share of each document's words,
+        summed over the documents (RM3's term model with BM25's idf): words
+        that several top hits share and few other memories use. Words of
+        ``exclude`` (the query) and words in fewer than ``min_docs`` of the
+        documents are left out, so a single hit cannot steer the expansion.
+        """
+        skip = set(tokenize(exclude))
+        with self._lock:
+            count = len(self._doc_len)
+            mass: dict[str, float] = {}
+            seen_in: dict[str, int] = {}
+            for doc_id in doc_ids:
+                terms = self._doc_terms.get(doc_id)
+                if not terms:
+                    continue
+                length = self._doc_len[doc_id]
+                for term, tf in terms.items():
+                    if term in skip:
+                        continue
+                    df = len(self._postings.get(term, ()))
+                    idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+                    mass[term] = mass.get(term, 0.0) + idf * tf / length
+                    seen_in[term] = seen_in.get(term, 0) + 1
+        shared = sorted(((w, t) for t, w in mass.items() if seen_in[t] >= min_docs), reverse=True)[:n]
+        if not shared:
+            return {}
+        top = shared[0][0]
+        return {term: weight / top for weight, term in shared}
 
     def _new_slot(self, doc_id: str, length: int, seq: int) -> int:
         if self._free:

@@ -301,3 +301,53 @@ def test_contextual_embedding_stores_the_turn_with_its_predecessor(make_core, mo
     plain.add_messages([("user", "Great, I made a bowl."), ("assistant", "Nice!")])
     top = {h.text: h.similarity for h in plain.recall("pottery workshop", k=3)}
     assert {h.text: h.similarity for h in lifted}["Great, I made a bowl."] > top.get("Great, I made a bowl.", 0.0)
+
+
+# --------------------------------------------------------------------------- keyword feedback
+def test_feedback_terms_are_words_the_top_hits_share_not_the_query() -> None:
+    index = BM25Index()
+    index.add([
+        IndexedDoc("a", "Melanie signed up for a pottery class downtown", "s1", 1),
+        IndexedDoc("b", "the pottery class made Melanie calm, clay everywhere", "s2", 1),
+        IndexedDoc("c", "Melanie went camping with the kids", "s3", 1),
+        IndexedDoc("d", "we talked about the weather", "s4", 1),
+    ])
+    terms = index.feedback_terms(["a", "b", "c"], n=10, exclude="What does Melanie do?")
+    assert set(terms) == {"pottery", "class"}  # shared by two hits; 'melanie' is the query's
+    assert max(terms.values()) == 1.0 and all(0.0 < w <= 1.0 for w in terms.values())
+    assert set(index.feedback_terms(["a", "b", "c"], n=10, exclude="Melanie", min_docs=1)) >= {"camping", "clay"}
+    assert index.feedback_terms(["a"], n=10) == {}  # one hit alone cannot steer
+    assert index.feedback_terms(["missing", "d"], n=10) == {}
+
+
+def test_search_counts_extra_terms_at_their_weight() -> None:
+    index = BM25Index()
+    index.add([IndexedDoc("a", "pottery class on friday", "s1", 1), IndexedDoc("b", "clay and a kiln", "s2", 1)])
+    assert [d for d, _ in index.search("pottery", k=5)] == ["a"]
+    widened = dict(index.search("pottery", k=5, extra_terms={"kiln": 0.3}))
+    assert set(widened) == {"a", "b"} and widened["b"] < widened["a"]
+    assert all(0.0 <= s <= 1.0 for s in widened.values())
+    assert index.search("", k=5, extra_terms={"kiln": 0.5})  # feedback words alone still search
+
+
+def test_keyword_feedback_reaches_a_memory_without_the_question_words(make_core) -> None:  # type: ignore[no-untyped-def]
+    def build(feedback: int):  # type: ignore[no-untyped-def]
+        core = make_core(hybrid=True, bm25_weight=0.6, neighbor_window=0, keyword_feedback=feedback,
+                         keyword_feedback_weight=0.5)
+        core.add_messages([("user", t) for t in FILLER])
+        core.add_message("user", "My hobby: the glaze studio on Elm street", session_id="a")
+        core.add_message("user", "My hobby is glaze painting at the studio", session_id="b")
+        core.add_message("user", "Booked the glaze studio again for Sunday", session_id="c")
+        return core
+
+    query, booked = "what is my hobby", "Booked the glaze studio again for Sunday"
+    off = [h.text for h in build(0).recall(query, k=10)]
+    assert off.index(booked) > 2  # no word of the question: below the fillers' 'what' and 'is'
+    core = build(3)
+    on = [h.text for h in core.recall(query, k=10)]
+    assert on.index(booked) == 2  # 'glaze' and 'studio', shared by the two hits above it
+    assert on[:2] == off[:2]  # the hits that gave the words keep their places
+    assert "feedback" in core.last_trace.timings
+    assert any("keyword feedback" in e for e in core.last_trace.events)
+    # prefix-consistent like any recall
+    assert [h.text for h in core.recall(query, k=3)] == on[:3]
