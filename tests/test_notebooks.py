@@ -12,8 +12,10 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-# Paths that leave the repository: the evaluation data beside the checkout, or this machine's layout.
-OUTSIDE = re.compile(r"\.\./shared|shared/data|/work/|locomo_dev\.json")
+# Paths that leave the repository: any '../' that does not lead back into one of its
+# top-level directories (data beside the checkout), this machine's layout, or a LoCoMo split.
+REPO_DIRS = ("memory_vec", "langchain_memory_vec", "llamaindex_memory_vec", "benchmarks", "notebooks", "tests")
+OUTSIDE = re.compile(rf"\.\./(?!(?:{'|'.join(REPO_DIRS)})\b)|/work/|\blocomo_\w+\.json")
 
 
 def test_notebooks_read_only_the_repository() -> None:
