@@ -145,22 +145,22 @@ class ReadPath:
         t0 = time.perf_counter()
         named = mentioned_speakers(query, index.speakers) if index is not None and cfg.speaker_boost else set()
 
+        candidates: dict[str, Candidate] = {}  # built once; feedback only adds to them and rescores bm25
+
         def ranked(keyword: dict[str, float], top: int) -> list[RecalledMemory]:
-            records = e.writer.overlay([h.record for h in found.values()])
-            candidates = [
-                Candidate(
-                    record,
-                    found[record.id].similarity,
-                    bm25=keyword.get(record.id, 0.0) if cfg.hybrid else None,
-                    boost=(cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named
-                           else 0.0)
-                    + (cfg.date_window_boost if days is not None
-                       and (record.id == anchor_id or self._about(record).overlaps(days)) else 0.0),
-                )
-                for record in records
-                if where.matches(record)
-            ]
-            return rank(candidates, policy=self.ranking_policy(), now=time.time(), k=top)
+            for record in e.writer.overlay([h.record for i, h in found.items() if i not in candidates]):
+                if where.matches(record):
+                    candidates[record.id] = Candidate(
+                        record,
+                        found[record.id].similarity,
+                        boost=(cfg.speaker_boost if named
+                               and str(record.metadata.get("speaker", "")).casefold() in named else 0.0)
+                        + (cfg.date_window_boost if days is not None
+                           and (record.id == anchor_id or self._about(record).overlaps(days)) else 0.0),
+                    )
+            for c in candidates.values():
+                c.bm25 = keyword.get(c.record.id, 0.0) if cfg.hybrid else None
+            return rank(list(candidates.values()), policy=self.ranking_policy(), now=time.time(), k=top)
 
         feedback = cfg.keyword_feedback if keyword and index is not None else 0
         hits = ranked(keyword, max(k, feedback))
