@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .owners import EN_PERSON, OTHER, ZH_PERSON, detect_owner, qualify, subject_holder
 
@@ -345,7 +346,10 @@ def extract_values(text: str) -> set[str]:
     return values
 
 
+@lru_cache(maxsize=4096)
 def analyze(sentence: str) -> SentenceSignals:
+    # Cached: a message is analysed for its importance and again, sentence by
+    # sentence, by the extractor (the signals are immutable).
     return SentenceSignals(
         preference=bool(_PREFERENCE.search(sentence)) or preference(sentence) is not None,
         constraint=bool(_CONSTRAINT.search(sentence)),
