@@ -1,11 +1,14 @@
 """When a read sees which writes: the Milvus backend's consistency handling.
 
-Reads use ``"Session"`` by default: a process always reads its own writes
-(pymilvus keeps the last write timestamp per collection), and
-``MilvusBackend.open`` makes one ``"Strong"`` read (:func:`read_barrier`), so
-whatever was acknowledged before a process opened the store is visible to
-it. Writes of other processes after that become visible within the
-server's time tick.
+On a server, reads use ``"Bounded"`` by default: answered at once from what
+the server has applied, with this process's own recent writes merged in
+(:mod:`._milvus_own_writes`); ``"Session"`` (Milvus Lite's default) makes a
+read wait until the server has applied this process's last write (pymilvus
+keeps its timestamp per collection): ~290 ms after each write on a 2.3.5
+server. ``MilvusBackend.open`` makes one ``"Strong"`` read
+(:func:`read_barrier`), so whatever was acknowledged before a process opened
+the store is visible to it. Writes of other processes after that become
+visible once the server applies them (a tick, at most the Bounded bound).
 
 A 2.3 server does not return a delete's timestamp, so there a delete ends
 with one ``"Strong"`` read (:func:`barrier_after_delete`; an upsert's later
@@ -53,9 +56,9 @@ def server_before_2_4(client: Any, *, is_server: bool, timeout: float) -> bool:
 
 def barrier_after_delete(level: str, *, before_2_4: bool) -> bool:
     """Whether a delete must end with a Strong read for this process to see it (see module doc)."""
-    # 2.3 servers answer a delete without its timestamp, so a Session
-    # read would not wait for it: a Strong read after each delete does.
-    return level == "Session" and before_2_4
+    # 2.3 servers answer a delete without its timestamp, so a Session (or
+    # Bounded) read would not wait for it: a Strong read after each delete does.
+    return level != "Strong" and before_2_4
 
 
 def read_barrier(client: Any, collection: str, level: str, *, timeout: float,

@@ -21,11 +21,16 @@ from ..records import MemoryRecord
 from ._milvus_expr import SHARED_OWNER
 from ._milvus_schema import ID_BYTES, TEXT_BYTES
 
-__all__ = ["REQUEST_BYTES", "chunks", "from_row", "request_batches", "to_row"]
+__all__ = ["REQUEST_BYTES", "chunks", "from_row", "owner_of", "request_batches", "to_row"]
 
 T = TypeVar("T")
 #: Estimated bytes per upsert request, half of what a server accepts by default.
 REQUEST_BYTES = 32 << 20
+
+
+def owner_of(record: MemoryRecord) -> str:
+    """The partition-key value of ``record``'s row."""
+    return record.user_id if record.visibility == "private" else SHARED_OWNER
 
 
 def to_row(record: MemoryRecord, vector: np.ndarray) -> dict[str, Any]:
@@ -41,7 +46,7 @@ def to_row(record: MemoryRecord, vector: np.ndarray) -> dict[str, Any]:
     return {
         "id": record.id,
         "vector": vector.tolist(),
-        "owner": record.user_id if record.visibility == "private" else SHARED_OWNER,
+        "owner": owner_of(record),
         "user_id": record.user_id,
         "session_id": record.session_id,
         # Columns for filtering; the exact (nullable) values live in attrs.

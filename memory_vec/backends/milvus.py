@@ -13,8 +13,12 @@ not ``filter_params``; pymilvus' own ``get(ids=)``/``delete(ids=)`` paste
 ids into single quotes unescaped, so they are never used here) and every
 returned row is re-checked with ``RecordFilter.matches``.
 
-Consistency: reads use ``"Session"`` by default (read your own writes, and
-everything acknowledged before ``open``); see :mod:`._milvus_consistency`.
+Consistency: on a server, reads use ``"Bounded"`` by default and merge this
+process's own writes of the last ``own_writes_window`` seconds into every
+answer (:mod:`._milvus_own_writes`), so a turn reads its own writes without
+waiting ~290 ms for the server to apply them; Milvus Lite reads its own
+state at ``"Session"``. Everything acknowledged before ``open`` is visible
+(one ``"Strong"`` read); see :mod:`._milvus_consistency`.
 
 Filtered search completeness: when a filtered approximate search comes back
 short, :meth:`MilvusBackend.query` scores the matching rows exactly (see
@@ -28,8 +32,9 @@ collection: the report says so.
 Private modules: :mod:`._milvus_schema` (fields, create, verify, load),
 :mod:`._milvus_rows` (record <-> row), :mod:`._milvus_expr` (filters),
 :mod:`._milvus_scan` (paged reads), :mod:`._milvus_search` (search, exact fallback),
-:mod:`._milvus_consistency`, :mod:`._milvus_rewrite` (purge), :mod:`._milvus_lock`
-(the Lite path's lock), :mod:`._milvus_errors`.
+:mod:`._milvus_consistency`, :mod:`._milvus_own_writes` (reads that do not wait),
+:mod:`._milvus_writes` (upsert, update), :mod:`._milvus_rewrite` (purge),
+:mod:`._milvus_lock` (the Lite path's lock), :mod:`._milvus_errors`.
 """
 
 from __future__ import annotations
@@ -42,18 +47,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError, EmbeddingModelMismatchError, InvalidInputError
+from ..errors import ConfigError, InvalidInputError
 from ..records import MemoryRecord
 from . import _milvus_consistency as consistency
 from . import _milvus_schema
 from ._milvus_errors import Translate, require_pymilvus
 from ._milvus_expr import filter_expression
 from ._milvus_lock import LiteLock
+from ._milvus_own_writes import OwnWrites
 from ._milvus_rewrite import ReadGate, recover, rewrite
-from ._milvus_rows import chunks, request_batches, to_row
+from ._milvus_rows import chunks
 from ._milvus_scan import RowReader
 from ._milvus_schema import SCHEMA_VERSION
 from ._milvus_search import search
+from ._milvus_writes import MilvusWrites
 from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
@@ -64,7 +71,7 @@ __all__ = ["SCHEMA_VERSION", "MilvusBackend"]
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 
 
-class MilvusBackend(BaseBackend):
+class MilvusBackend(MilvusWrites, BaseBackend):
     """Vectors and records in a Milvus collection (Lite or server).
 
     Example:
@@ -103,8 +110,9 @@ class MilvusBackend(BaseBackend):
         partition_key: bool | None = None,
         num_partitions: int = 64,
         batch_size: int = 1000,
-        consistency_level: str = "Session",
+        consistency_level: str | None = None,
         exact_fallback_limit: int = 50_000,
+        own_writes_window: float = 10.0,
     ) -> None:
         """Create the backend; nothing is contacted until :meth:`open`.
 
@@ -120,15 +128,20 @@ class MilvusBackend(BaseBackend):
             partition_key: Partition by owner; None picks per engine (see module doc).
             num_partitions: Partitions of the partition key.
             batch_size: Rows per upsert/delete request (large writes are chunked).
-            consistency_level: Reads' consistency: "Session" (default: read your own writes),
-                "Strong", "Bounded" or "Eventually" (see module doc).
+            consistency_level: Reads' consistency: "Session" (read your own writes by
+                waiting for them; Milvus Lite's default), "Bounded" (a server's default:
+                answered at once, own writes merged in), "Strong" or "Eventually"
+                (see module doc).
+            own_writes_window: Seconds this process's writes are merged into Bounded or
+                Eventually reads on a server; longer than the server's staleness bound
+                (``common.gracefulTime``, 5 s by default).
             exact_fallback_limit: Most matching rows scored exactly when a filtered search
                 comes back short (0 turns the fallback off).
         """
-        consistency.check_level(consistency_level)
         self.uri = uri
         self.collection = collection
         self.is_server = uri.startswith(("http://", "https://"))
+        consistency_level = consistency.check_level(consistency_level or ("Bounded" if self.is_server else "Session"))
         self.persistent = True
         # A Lite path is one process at a time; a server is shared.
         self.supports_multiprocess = self.is_server
@@ -145,6 +158,9 @@ class MilvusBackend(BaseBackend):
         self._num_partitions = num_partitions
         self._batch = max(1, batch_size)
         self._consistency = consistency_level
+        # Reads that do not wait for this process' writes get them merged in.
+        self._own = (OwnWrites(own_writes_window)
+                     if self.is_server and consistency_level in ("Bounded", "Eventually") else None)
         self._exact_limit = max(0, int(exact_fallback_limit))
         self._client: Any = None
         self._lock_handle: LiteLock | None = None
@@ -155,13 +171,15 @@ class MilvusBackend(BaseBackend):
         self._barrier_after_delete = False
         self._gate = ReadGate()  # reads wait while purge() swaps the collection
         self._dirty = True  # rows may have been deleted since the last purge (unknown before it)
+        self._unflushed = 0  # Milvus Lite rows written since the last flush
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> MilvusBackend:
         """Build from :class:`~memory_vec.MemoryConfig` (``url`` None → Lite under ``persist_dir``)."""
         options = dict(config.backend_options)
         known = {"token", "db_name", "index_type", "index_params", "search_params", "partition_key",
-                 "num_partitions", "batch_size", "consistency_level", "exact_fallback_limit"}
+                 "num_partitions", "batch_size", "consistency_level", "exact_fallback_limit",
+                 "own_writes_window"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ConfigError(
@@ -306,62 +324,21 @@ class MilvusBackend(BaseBackend):
             raise InvalidInputError("open() the Milvus backend before using it")
         return self._client
 
-    # --- writes ----------------------------------------------------------------------
-    def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or len(records) != len(vectors):
-            raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
-        with self._mutex:
-            client = self._ready()
-            if len(records) and vectors.shape[1] != self._dimension:
-                raise EmbeddingModelMismatchError(
-                    f"vector dimension {vectors.shape[1]} does not match the collection's {self._dimension} "
-                    f"({self._model_id!r})"
-                )
-            if not np.all(np.isfinite(vectors)):
-                raise InvalidInputError("upsert got a vector with NaN or infinite values")
-            # The last occurrence of an id wins, as in a sequence of upserts.
-            latest = {r.id: i for i, r in enumerate(records)}
-            rows = [to_row(records[i], vectors[i]) for i in latest.values()]
-            moved = self._moved_ids(client, rows) if self._pk_enabled else []
-            self._dirty = self._dirty or bool(moved)  # a moved row leaves its old copy in the files
-            self._write(client, rows, moved)
-            if not self.is_server and len(rows) >= self._batch:
-                # Milvus Lite searches unflushed rows by rebuilding a memtable
-                # snapshot per query (seconds at 10k rows); a flush after a
-                # bulk write moves them into indexed segments.
-                with self._translate("flush"):
-                    client.flush(self.collection, timeout=self._timeout)
-
-    def update(self, records: Sequence[MemoryRecord]) -> None:
-        """Change stored fields of existing records; the stored vectors are kept."""
-        with self._mutex:
-            client = self._ready()
-            latest = {r.id: r for r in records}
-            if not latest:
-                return
-            stored = {row["id"]: row for row in self._reader(client).rows_by_ids(
-                list(latest), ["id", "owner", "vector"], action="read records to update")}
-            rows = [to_row(latest[i], np.asarray(stored[i]["vector"], dtype=np.float32))
-                    for i in latest if i in stored]
-            moved = [r["id"] for r in rows if self._pk_enabled and stored[r["id"]]["owner"] != r["owner"]]
-            self._dirty = self._dirty or bool(moved)
-            self._write(client, rows, moved)
-
-    def _moved_ids(self, client: Any, rows: list[dict[str, Any]]) -> list[str]:
-        # A record whose partition-key value changes is deleted first: an upsert
-        # only replaces rows inside the partition the new value hashes to.
-        owners = {row["id"]: row["owner"] for row in self._reader(client).rows_by_ids(
-            [r["id"] for r in rows], ["id", "owner"], action="read records before upsert")}
-        return [r["id"] for r in rows if r["id"] in owners and owners[r["id"]] != r["owner"]]
-
-    def _write(self, client: Any, rows: list[dict[str, Any]], moved: list[str]) -> None:
-        for doomed in chunks(moved, self._batch):
-            with self._translate("move records between partitions"):
-                client.delete(self.collection, filter=filter_expression(None, doomed), timeout=self._timeout)
-        for chunk in request_batches(rows, self._batch):
-            with self._translate(f"upsert {len(chunk)} records"):
-                client.upsert(self.collection, chunk, timeout=self._timeout)
+    # --- reads ----------------------------------------------------------------------
+    def _before_read(self, client: Any) -> None:
+        """Milvus Lite searches unflushed rows by rebuilding a memtable snapshot
+        per query (seconds at 10k rows): after a bulk write, one flush before the
+        next read moves them into indexed segments (once, not after every batch of
+        an import). A server: one waiting read when rows left the own-writes
+        window early (a long burst of writes)."""
+        if not self.is_server and self._unflushed >= self._batch:
+            with self._mutex:
+                if self._unflushed >= self._batch:
+                    with self._translate("flush"):
+                        client.flush(self.collection, timeout=self._timeout)
+                    self._unflushed = 0
+        if self._own is not None and self._own.take_overflow():
+            self._read_one(client, "Session")
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         with self._mutex:
@@ -369,11 +346,13 @@ class MilvusBackend(BaseBackend):
             if ids is None and where is None:
                 raise InvalidInputError("delete() needs ids, where, or both (refusing to delete everything)")
             # Resolve the exact rows first: engines differ in what delete() reports.
-            doomed = [r.id for r in self._iter_rows(client, where or _EVERYTHING, ids)]
+            doomed = [r.id for r in self._rows(client, where or _EVERYTHING, ids)]
             self._dirty = self._dirty or bool(doomed)
             for chunk in chunks(doomed, self._batch):
                 with self._translate(f"delete {len(chunk)} records"):
                     client.delete(self.collection, filter=filter_expression(None, chunk), timeout=self._timeout)
+            if self._own is not None:
+                self._own.deleted(doomed, where)
             if doomed and self._barrier_after_delete:
                 self._read_one(client, "Strong")
             return len(doomed)
@@ -383,24 +362,30 @@ class MilvusBackend(BaseBackend):
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         with self._mutex:
             client = self._ready()
+        self._before_read(client)
         with self._gate.reading():  # never wait for the mutex inside the gate: purge holds both
-            return search(self._reader(client), q, k, where, search_params=self._search_params,
+            # Rows merged from this process' writes may hide server hits: ask for as many more.
+            extra = 0 if self._own is None else min(self._own.shadowing(where), 1000)
+            hits = search(self._reader(client), q, k + extra, where, search_params=self._search_params,
                           exact_limit=self._exact_limit)
+        return hits if self._own is None else self._own.merge_hits(hits, q, k, where)
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         with self._mutex:
             client = self._ready()
         if not ids:
             return []
+        self._before_read(client)  # never wait for the mutex inside the gate: purge holds both
         with self._gate.reading():
-            by_id = {r.id: r for r in self._iter_rows(client, where or _EVERYTHING, ids)}
+            by_id = {r.id: r for r in self._rows(client, where or _EVERYTHING, ids)}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         with self._mutex:
             client = self._ready()
+        self._before_read(client)
         with self._gate.reading():
-            out = list(self._iter_rows(client, where, None))
+            out = self._rows(client, where, None)
         out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
         return out if limit is None else out[:limit]
 
@@ -408,17 +393,26 @@ class MilvusBackend(BaseBackend):
         with self._mutex:
             client = self._ready()
         where = where or _EVERYTHING
+        self._before_read(client)
         if any(not isinstance(v, str) for v in where.metadata.values()):
             with self._gate.reading():
-                return sum(1 for _ in self._iter_rows(client, where, None))  # needs the client-side check
+                return len(self._rows(client, where, None))  # needs the client-side check
         expr = filter_expression(where)
+        # A count cannot merge own writes it does not know are on the server: it waits for them.
+        level = "Session" if self._own is not None else self._consistency
         with self._gate.reading(), self._translate("count"):
             rows = client.query(self.collection, filter=expr, output_fields=["count(*)"],
-                                consistency_level=self._consistency, timeout=self._timeout)
+                                consistency_level=level, timeout=self._timeout)
         return int(rows[0]["count(*)"]) if rows else 0
 
     def _iter_rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
         return self._reader(client).records(where, ids)
+
+    def _rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> list[MemoryRecord]:
+        """The matching rows, this process' recent writes merged in."""
+        if self._own is None:
+            return list(self._iter_rows(client, where, ids))
+        return self._own.merge_records(self._iter_rows(client, where, ids), where, ids)
 
     def _reader(self, client: Any) -> RowReader:
         return RowReader(client, self.collection, self._consistency, self._timeout, self._batch, self.is_server,
@@ -427,3 +421,4 @@ class MilvusBackend(BaseBackend):
     # --- errors -------------------------------------------------------------------------
     def _translate(self, action: str) -> Translate:
         return Translate(self.uri, self.collection, self._timeout, action)
+
