@@ -142,6 +142,10 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         self.collection = collection
         self.is_server = uri.startswith(("http://", "https://"))
         consistency_level = consistency.check_level(consistency_level or ("Bounded" if self.is_server else "Session"))
+        if isinstance(own_writes_window, bool) or not isinstance(own_writes_window, (int, float)) \
+                or not 0 <= own_writes_window <= 3600:
+            raise ConfigError(f"Milvus backend_options['own_writes_window'] must be seconds in [0, 3600], "
+                              f"got {own_writes_window!r}")
         self.persistent = True
         # A Lite path is one process at a time; a server is shared.
         self.supports_multiprocess = self.is_server
