@@ -122,11 +122,11 @@ class OwnWrites:
             out: dict[str, ScoredRecord] = {}
             for hit in hits:
                 record = self._current(hit.record)
-                if record is not None and where.matches(record):
+                if record is not None and where.matches(record) and self._vector(record.id) is None:
                     out[record.id] = ScoredRecord(record, hit.similarity)
-            mine = [(e.record, e.vector) for rid, e in self._entries.items()
-                    if e.record is not None and e.vector is not None and rid not in out
-                    and where.matches(e.record)]
+            # Rows written here are scored with the vector written (the server may hold an older one).
+            mine = [(e.record, e.vector) for e in self._entries.values()
+                    if e.record is not None and e.vector is not None and where.matches(e.record)]
         if mine:
             matrix = np.stack([v for _, v in mine])
             norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
@@ -155,6 +155,10 @@ class OwnWrites:
         return list(out.values())
 
     # --- inside the lock ------------------------------------------------------------
+    def _vector(self, rid: str) -> np.ndarray | None:
+        entry = self._entries.get(rid)
+        return None if entry is None else entry.vector
+
     def _current(self, stored: MemoryRecord) -> MemoryRecord | None:
         """This process's latest version of a row the server returned (None: deleted here)."""
         entry = self._entries.get(stored.id)

@@ -166,3 +166,14 @@ def test_only_deletes_and_updates_the_filter_drops_shadow_server_rows() -> None:
     own.deleted(["gone"])
     assert own.shadowing(where) == 2
     assert own.shadowing(RecordFilter(user_id="u1", include_superseded=True)) == 1
+
+
+def test_a_row_written_again_is_scored_with_its_new_vector_not_the_servers_score() -> None:
+    own, _ = _own()
+    rewritten = make_record("x", user_id="u1", text="new text")
+    own.wrote([rewritten], vectors_for([make_record("target")]))
+    q = unit_vector("target", DIMENSION)
+    server = [ScoredRecord(make_record("x", user_id="u1", text="old text"), 0.1)]
+    hits = own.merge_hits(server, q, 3, RecordFilter(user_id="u1"))
+    assert len(hits) == 1 and hits[0].record.text == "new text"
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
