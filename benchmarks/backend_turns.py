@@ -201,8 +201,8 @@ def run_turn(store: Store, embedder: DictEmbedder, turn: tuple[str, str, str, st
     session, user_msg, assistant_msg, next_msg = turn
     core = store.core
     inner = getattr(core.backend, "inner", core.backend)
-    for name, value in store.attrs.items():
-        setattr(inner, name, value)
+    for name, value in store.attrs.items():  # "outer.NAME": on the guard around the backend
+        setattr(core.backend if name.startswith("outer.") else inner, name.removeprefix("outer."), value)
     embedder.model_s, misses = 0.0, embedder.misses
     t0 = time.perf_counter()
     core.add_messages([("user", user_msg), ("assistant", assistant_msg)], session_id=session)
@@ -284,7 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--vectors-cache", default=None, help=".npy of the cached vectors (+ .keys.json next to it)")
     p.add_argument("--variant", action="append", default=[], metavar="BACKEND+NAME=JSON",
                    help="also run BACKEND with these attributes set on its backend object, labelled "
-                   "BACKEND+NAME, e.g. chroma+exact='{\"exact_limit\": 2000}' (repeatable): on the same "
+                   "BACKEND+NAME, e.g. chroma+exact='{\"exact_limit\": 2000}' (repeatable; \"outer.NAME\" "
+                   "sets it on the guard around the backend, e.g. outer.persistent): on the same "
                    "store, as a second measured user with the same rows (before/after on identical data); "
                    "a \"config\" key sets MemoryConfig fields of that user's core instead, e.g. "
                    "memory+dates='{\"config\": {\"date_window_boost\": 0.03}}'")
@@ -331,7 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 records, vectors = fill_data(size, args.own, args.per_user, pool, pool_vectors, twins=len(twins))
                 store = make_core(backend, size, urls, embedder)
                 inner = getattr(store.core.backend, "inner", store.core.backend)
-                store.attrs = {name: getattr(inner, name) for _, opts in twins for name in opts if name != "config"}
+                store.attrs = {name: getattr(store.core.backend if name.startswith("outer.") else inner,
+                                             name.removeprefix("outer."))
+                               for _, opts in twins for name in opts if name != "config"}
                 fill(store, records, vectors)
                 stores.append(store)
                 print(f"{backend} {size:,}: filled in {store.fill_s:.1f}s", file=sys.stderr, flush=True)
