@@ -118,6 +118,5 @@ class MilvusWrites:
                 client.upsert(self.collection, chunk, timeout=self._timeout)
 
 
-
 def _owner(record: MemoryRecord | None) -> str:
     return owner_of(record) if record is not None else ""
