@@ -116,13 +116,12 @@ class OwnWrites:
                    where: RecordFilter) -> list[ScoredRecord]:
         """The server's ``hits`` with recent versions, deletes and rows merged in; best ``k``."""
         with self._lock:
-            self._prune()
-            if not self._entries and not self._deleted_where:
+            if self._nothing_to_merge():
                 return list(hits)
             out: dict[str, ScoredRecord] = {}
             for hit in hits:
-                record = self._current(hit.record)
-                if record is not None and where.matches(record) and self._vector(record.id) is None:
+                record = self._served(hit.record, where)
+                if record is not None and self._vector(record.id) is None:
                     out[record.id] = ScoredRecord(record, hit.similarity)
             # Rows written here are scored with the vector written (the server may hold an older one).
             mine = [(e.record, e.vector) for e in self._entries.values()
@@ -139,13 +138,12 @@ class OwnWrites:
                       ids: Sequence[str] | None) -> list[MemoryRecord]:
         """The server's rows of a get (``ids``) or a scan (``ids`` None), recent writes merged in."""
         with self._lock:
-            self._prune()
-            if not self._entries and not self._deleted_where:
+            if self._nothing_to_merge():
                 return list(records)
             out: dict[str, MemoryRecord] = {}
             for stored in records:
-                record = self._current(stored)
-                if record is not None and where.matches(record):
+                record = self._served(stored, where)
+                if record is not None:
                     out[record.id] = record
             wanted = self._entries.keys() if ids is None else [i for i in ids if i in self._entries]
             for rid in wanted:
@@ -158,6 +156,16 @@ class OwnWrites:
     def _vector(self, rid: str) -> np.ndarray | None:
         entry = self._entries.get(rid)
         return None if entry is None else entry.vector
+
+    def _nothing_to_merge(self) -> bool:
+        self._prune()
+        return not self._entries and not self._deleted_where
+
+    def _served(self, stored: MemoryRecord, where: RecordFilter) -> MemoryRecord | None:
+        """The version of a row the server returned to serve for ``where`` (None: deleted here, or
+        this process's latest version no longer matches)."""
+        record = self._current(stored)
+        return record if record is not None and where.matches(record) else None
 
     def _current(self, stored: MemoryRecord) -> MemoryRecord | None:
         """This process's latest version of a row the server returned (None: deleted here)."""
