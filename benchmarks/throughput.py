@@ -141,6 +141,17 @@ def raw_write(backend: str, core: MemoryCore, records: Sequence[MemoryRecord], v
     return time.perf_counter() - t0
 
 
+def add_by_session(core: MemoryCore, records: Sequence[MemoryRecord], batch: int) -> None:
+    """The records as messages, session by session, ``batch`` per ``add_messages`` call."""
+    by_session: dict[str, list[MemoryRecord]] = {}
+    for r in records:
+        by_session.setdefault(r.session_id, []).append(r)
+    for session, rs in by_session.items():
+        for i in range(0, len(rs), batch):
+            core.add_messages([{"role": r.role, "content": r.text, "timestamp": r.timestamp}
+                               for r in rs[i:i + batch]], session_id=session)
+
+
 def bulk_once(mode: str, backend: str, records: Sequence[MemoryRecord], vectors: np.ndarray,
               embedder: DictEmbedder, batch: int, add_rows: int) -> dict[str, Any]:
     persist = tempfile.mkdtemp(prefix=f"throughput-{backend}-{mode}-")
@@ -157,13 +168,7 @@ def bulk_once(mode: str, backend: str, records: Sequence[MemoryRecord], vectors:
         else:
             records = records[:add_rows]
             t0 = time.perf_counter()
-            by_session: dict[str, list[MemoryRecord]] = {}
-            for r in records:
-                by_session.setdefault(r.session_id, []).append(r)
-            for session, rs in by_session.items():
-                for i in range(0, len(rs), batch):
-                    core.add_messages([{"role": r.role, "content": r.text, "timestamp": r.timestamp}
-                                       for r in rs[i:i + batch]], session_id=session)
+            add_by_session(core, records, batch)
             core.backend.count()
             seconds = time.perf_counter() - t0 - embedder.model_s
         stored = core.backend.count()
@@ -180,13 +185,7 @@ def bulk(args: argparse.Namespace, records: list[MemoryRecord], embedder: DictEm
     prime_dir = tempfile.mkdtemp(prefix="throughput-prime-")
     core = core_on("memory", prime_dir, embedder)
     vectors = core._engine.record_vectors(records)
-    by_session: dict[str, list[MemoryRecord]] = {}
-    for r in records[: args.add_rows]:  # prime the cache with what add_messages embeds, as it will run
-        by_session.setdefault(r.session_id, []).append(r)
-    for session, rs in by_session.items():
-        for i in range(0, len(rs), args.batch):
-            core.add_messages([{"role": r.role, "content": r.text, "timestamp": r.timestamp}
-                               for r in rs[i:i + args.batch]], session_id=session)
+    add_by_session(core, records[: args.add_rows], args.batch)  # primes the cache with what add_messages embeds
     core.close()
     release_stores()
     shutil.rmtree(prime_dir, ignore_errors=True)
