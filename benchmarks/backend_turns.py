@@ -289,6 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "store, as a second measured user with the same rows (before/after on identical data); "
                    "a \"config\" key sets MemoryConfig fields of that user's core instead, e.g. "
                    "memory+dates='{\"config\": {\"date_window_boost\": 0.03}}'")
+    p.add_argument("--milvus-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the C++ Milvus server's config (repeatable), e.g. "
+                   "queryNode.segcore.interimIndex.enableIndex=false")
     p.add_argument("--out", default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
     variants = {label: (label.split("+")[0], json.loads(v)) for label, v in (o.split("=", 1) for o in args.variant)}
@@ -319,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for kind in ("chroma-server", "milvus-server"):
             if kind in wanted:
                 t0 = time.perf_counter()
-                services[kind] = start_server(kind)
+                services[kind] = start_server(kind, args.milvus_config if kind == "milvus-server" else ())
                 print(f"{kind} up on {services[kind].url} in {time.perf_counter() - t0:.1f}s "
                       f"(pgid {services[kind].proc.pid})", file=sys.stderr, flush=True)
         urls = {k: s.url for k, s in services.items()}

@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +91,12 @@ def _pct(values: list[float], q: float) -> float:
 
 
 # --------------------------------------------------------------------------- servers
-def start_server(kind: str) -> Any:
-    """A fresh server on a free port, with the fixtures' argv; returns a tests._services.Service."""
+def start_server(kind: str, milvus_config: Sequence[str] = ()) -> Any:
+    """A fresh server on a free port, with the fixtures' argv; returns a tests._services.Service.
+
+    ``milvus_config``: ``KEY=VALUE`` settings for the C++ server's config
+    (its ``--extra-config``), e.g. ``queryNode.segcore.interimIndex.enableIndex=false``.
+    """
     from tests._services import find_binary, free_port, port_open, start_service
 
     if kind == "chroma-server":
@@ -126,7 +131,7 @@ def start_server(kind: str) -> Any:
             args = [binary, "--data", os.path.join(d, "milvus"), "--proxy-port", str(port), "--etcd-port", "2379"]
             for name, value in extra.items():
                 args += [f"--{name}-port", str(value)]
-            return args
+            return args + [arg for setting in milvus_config for arg in ("--extra-config", setting)]
 
         return start_service("milvus-server", argv, ready=_client_ready, timeout=180)
     raise ValueError(kind)

@@ -344,6 +344,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--levels", nargs="+", default=["Bounded", "Session"],
                    help="the writers' Milvus read consistency levels, one run each (Bounded: the default)")
     p.add_argument("--model-rows", type=int, default=0, help="rows of the with-model import (0: skip)")
+    p.add_argument("--milvus-config", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the C++ Milvus server's config (repeatable), e.g. "
+                   "queryNode.segcore.interimIndex.enableIndex=false")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
 
@@ -359,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prime_turns(embedder, all_turns[: args.clients * args.client_turns + args.client_turns])
         from benchmarks.backends import start_server
 
-        service = start_server("milvus-server")
+        service = start_server("milvus-server", args.milvus_config)
         try:
             result["writers"] = [writers(args, all_turns, service, level) for level in args.levels]
         finally:

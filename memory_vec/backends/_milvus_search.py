@@ -13,6 +13,8 @@ the collection; at most ``exact_limit``) and scores them exactly.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +28,8 @@ from ._milvus_schema import OUTPUT
 from .base import RecordFilter, ScoredRecord
 
 __all__ = ["search"]
+
+log = logging.getLogger("memory_vec")
 
 _MAX_TOPK = 16384  # Milvus' limit on limit/offset
 
@@ -62,12 +66,29 @@ def search(reader: RowReader, q: np.ndarray, k: int, where: RecordFilter, *, sea
         if len(raw) < limit and exact_limit:
             exact = _exact_if_short(reader, q, k, where, exact_limit)
             if exact is not None:
+                if len(exact) > len(hits) and reader.is_server:
+                    _say_search_was_short(len(raw), len(exact))
                 return exact
         # Client-side checks may drop rows (metadata on numbers); widen until k or exhausted.
         if len(hits) >= k or len(raw) < limit or limit >= _MAX_TOPK:
             hits.sort(key=lambda h: -h.similarity)
             return hits[:k]
         limit = min(limit * 4, _MAX_TOPK)
+
+
+_told_short = threading.Event()
+
+
+def _say_search_was_short(returned: int, matching: int) -> None:
+    """Once per process: a server search missed matching rows, so every such read costs a scan."""
+    if _told_short.is_set():
+        return
+    _told_short.set()
+    log.warning(
+        "memory-vec: the Milvus server's filtered search returned %d rows where at least %d match; each "
+        "such query now reads the scope's rows and scores them here (complete, but slower). On Milvus 2.3 "
+        "the interim index of growing segments does this: start the server with "
+        "queryNode.segcore.interimIndex.enableIndex=false (README, troubleshooting).", returned, matching)
 
 
 def _exact_if_short(reader: RowReader, q: np.ndarray, k: int, where: RecordFilter,

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import time
 import uuid
 
+import numpy as np
 import pytest
 
+from memory_vec.backends import _milvus_search
 from memory_vec.backends.base import Backend, RecordFilter
 from memory_vec.backends.milvus import MilvusBackend
-from memory_vec.testing.conformance import DIMENSION, MODEL_ID
+from memory_vec.testing.conformance import DIMENSION, MODEL_ID, make_record, vectors_for
 from tests._services import Service
 from tests.backends.test_milvus_lite_server import TestMilvusLiteServer as _ServerSuite
 
@@ -66,4 +69,40 @@ def test_strong_reader_sees_another_process_writes_at_once(milvus_server: Servic
         assert len(reader.scan(RecordFilter(user_id="u9"))) == 12
     finally:
         reader.drop()
+        reader.close()
+
+
+def test_a_search_the_server_answers_short_is_completed_and_explained(
+    milvus_server: Service, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One user's 300 rows among 6,000 in growing segments: the 2.3 server's
+    interim index returns a fraction of them; the backend still answers all
+    k (scored exactly) and says once how to make the server's search complete."""
+    name = f"c_{uuid.uuid4().hex[:12]}"
+    writer = MilvusBackend(milvus_server.url, collection=name)
+    writer.open(dimension=DIMENSION, model_id=MODEL_ID)
+    # A second client, so this process's own recent writes cannot fill the gap.
+    reader = MilvusBackend(milvus_server.url, collection=name, consistency_level="Strong")
+    try:
+        records = [make_record(f"r{i}", user_id="u0" if i < 300 else f"u{i // 10}") for i in range(6000)]
+        for start in range(0, len(records), 1000):
+            writer.upsert(records[start:start + 1000], vectors_for(records[start:start + 1000]))
+        reader.open(dimension=DIMENSION, model_id=MODEL_ID)
+        q = vectors_for(records[:1])[0]
+        raw = reader._client.search(name, data=[q.tolist()], limit=200, filter='user_id == "u0"',
+                                    output_fields=["id"], consistency_level="Strong")
+        _milvus_search._told_short.clear()
+        with caplog.at_level(logging.WARNING, logger="memory_vec"):
+            hits = reader.query(q, k=200, where=RecordFilter(user_id="u0"))
+        assert len(hits) == 200
+        assert {h.record.user_id for h in hits} == {"u0"}
+        assert hits[0].record.id == "r0"  # exact: the query's own row first
+        sims = q @ vectors_for([h.record for h in hits]).T
+        assert np.allclose([h.similarity for h in hits], sims, atol=1e-5)
+        assert np.all(np.diff(sims) <= 1e-6)  # best first
+        said = "interimIndex.enableIndex=false" in caplog.text
+        assert said == (len(raw[0]) < 200), (len(raw[0]), caplog.text)
+    finally:
+        writer.drop()
+        writer.close()
         reader.close()
