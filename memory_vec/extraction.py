@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .facts import analyze, owned_subject, split_sentences
+from .facts import analyze, is_question, owned_subject, split_sentences
 from .owners import OTHER, USER, detect_owner, normalize_owner, qualify, split_key
 
 __all__ = ["EXTRACTION_PROMPT", "RETRACT", "ExtractedFact", "FactExtractor", "LLMExtractor", "RuleExtractor"]
@@ -87,7 +87,7 @@ class RuleExtractor:
         facts = []
         context: str | None = None  # the last person named in this message
         for sentence in split_sentences(text):
-            if len(sentence) < 4:
+            if len(sentence) < 4 or is_question(sentence):
                 continue
             owner, subject = owned_subject(sentence, context=context)
             if owner not in (USER, OTHER):

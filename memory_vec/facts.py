@@ -20,6 +20,7 @@ __all__ = [
     "distinct_subjects",
     "extract_values",
     "is_chinese",
+    "is_question",
     "mentions_subject",
     "owned_subject",
     "preference",
@@ -163,6 +164,40 @@ class SentenceSignals:
 
 def is_chinese(text: str) -> bool:
     return bool(_CJK.search(text))
+
+
+# A statement with a confirmation tag ("the budget is 5000, right?", "预算是5000，对吧？") asserts it.
+_TAG_QUESTION = re.compile(
+    r"[,，]\s*(?:right|ok(?:ay)?|correct|yes|no|isn't it|aren't they|don't you|you know|remember)\s*[?？]+\s*$"
+    r"|[，,]?\s*(?:对吧|对吗|是吧|是吗|好吗|行吗|可以吗|没错吧)\s*[?？]+\s*$", re.IGNORECASE)
+_QUESTION_EN = re.compile(
+    r"^(?:(?:so|and|but|ok(?:ay)?|hey|well|also|btw)[,\s]+)*(?:"
+    r"(?:what|when|where|who|whom|whose|which|why|how)(?:['’]s\b|\s+(?:much|many|long|old|often|far)\b)?"
+    r"\s+(?:(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have)\b|['’]s\b)"
+    r"|(?:what|when|where|who|which|why|how)['’]s\b"
+    r"|(?:is|are|was|were|do|does|did|can|could|will|would|should|have|has)\s+"
+    r"(?:my|the|your|our|you|i|we|he|she|it|they|there|this|that)\b)", re.IGNORECASE)
+# Without a question mark: 吗 at the end, or an interrogative that is not the
+# "any" of 谁都 / 什么时候都 / 哪里都 ("I'm free any time" is a fact).
+_QUESTION_ZH = re.compile(
+    r"吗[\s。.!！~～]*$|多少(?:钱|个|天|岁|人|次)?[\s。.!！]*$"
+    r"|(?:是不是|有没有|对不对|能不能|可不可以|会不会|为什么|怎么样|什么时候|在哪|哪里|哪儿|哪个|哪些|谁|是多少)"
+    r"(?![^，,。.！!]{0,4}[都也])")
+
+
+def is_question(sentence: str) -> bool:
+    """A question, not a statement: "what is my budget?", "我的预算是多少", "预算是不是8000？".
+
+    Questions are never facts: stored as one, "我的预算是多少？" superseded
+    "我的预算是5000元" (same subject, a new "value"). A statement with a
+    confirmation tag ("…, right?") is not a question.
+    """
+    text = sentence.strip()
+    if _TAG_QUESTION.search(text):
+        return False
+    if text.endswith(("?", "？")):
+        return True
+    return bool(_QUESTION_ZH.search(text) if is_chinese(text) else _QUESTION_EN.match(text))
 
 
 def split_sentences(text: str) -> list[str]:

@@ -18,7 +18,7 @@ from .backends.base import RecordFilter
 from .conflict import ConflictAction, ExistingFact, ExtractedFact, patch_summary
 from .engine import Engine
 from .errors import BackendError
-from .facts import extract_values, subject_key
+from .facts import extract_values, is_question, split_sentences, subject_key
 from .records import MemoryRecord, WriteEvent
 from .scope import Scope
 from .trace import TurnTrace
@@ -55,8 +55,8 @@ class FactResolution:
     def extract(self, role: str, content: str, trace: TurnTrace) -> list[ExtractedFact]:
         e = self.e
         if e.extractor is None:
-            if role != "user":
-                return []
+            if role != "user" or all(is_question(s) for s in split_sentences(content)):
+                return []  # a question sets no value ("what is my budget?")
             # No extractor: the user message itself is checked for conflicts.
             return [ExtractedFact(content, subject_key(content), e.importance(role, content))]
         try:

@@ -6,7 +6,15 @@ import pytest
 
 from memory_vec import MemoryConfig, MemoryCore, MemoryNotFoundError, WriteEvent
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.conflict import ConflictAction, ConflictResolver, ExistingFact, ExtractedFact, LLMExtractor, RuleExtractor
+from memory_vec.conflict import (
+    ConflictAction,
+    ConflictResolver,
+    ExistingFact,
+    ExtractedFact,
+    LLMExtractor,
+    RuleExtractor,
+)
+from memory_vec.facts import is_question
 from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import ScriptedLLM
 
@@ -360,3 +368,42 @@ def test_running_summary_drops_the_old_value_and_the_assistants_echo(make_core, 
         core.add_messages([("user", f"Tell me more about subject {i}."), ("assistant", f"Subject {i} is deep.")])
     summary = core.working_state().summary
     assert "5000" not in summary and "8000" in summary
+
+
+@pytest.mark.parametrize("question", [
+    "我的预算是多少？", "我的预算是多少", "预算是不是8000？", "你知道我的预算吗", "我住在哪里", "谁是我的老师",
+    "What is my budget?", "what's my budget", "how much is my budget", "is my budget 8000",
+    "Do you remember my budget", "when does my flight leave",
+])
+def test_a_question_is_never_a_fact(question: str) -> None:
+    assert is_question(question)
+    assert RuleExtractor().extract("user", question) == []
+
+
+@pytest.mark.parametrize("statement", [
+    "我的预算是5000元。", "我什么时候都有空", "谁都可以", "哪里都行", "我还在上海呢", "预算是5000，对吧？",
+    "The budget is 5000, right?", "Do not use commas.", "What I want is a budget of 5000.",
+    "How I met my wife is a long story.", "我买了几本书",
+])
+def test_statements_that_look_like_questions_are_not_questions(statement: str) -> None:
+    assert not is_question(statement)
+
+
+@pytest.mark.parametrize("extractor", ["rules", "none"])
+@pytest.mark.parametrize(("fact", "question"), [
+    ("我的预算是5000元。", "我的预算是多少？"),
+    ("我的预算是5000元。", "预算是不是8000？"),
+    ("The budget is 5000 dollars.", "Is the budget 8000 dollars?"),
+    ("The budget is 5000 dollars.", "what is the budget now"),
+])
+def test_asking_about_a_value_does_not_overwrite_it(make_core, extractor, fact: str, question: str) -> None:  # type: ignore[no-untyped-def]
+    # Found in use: "我的预算是多少？" was stored as a fact and superseded the budget.
+    core = make_core(fact_extractor=extractor)
+    stated = core.add_message("user", fact)
+    asked = core.add_message("user", question)
+    assert asked.event is WriteEvent.ADDED and asked.superseded_ids == [] and asked.fact_ids == []
+    assert core.get(stated.id).valid_to is None
+    assert fact in texts(core.recall(question, k=10))
+    # A real update still supersedes.
+    update = "我的预算调整到8000元。" if "预算" in fact else "The budget is now 8000 dollars."
+    assert core.add_message("user", update).event is WriteEvent.UPDATED
