@@ -137,9 +137,10 @@ class Engine:
         )
         return True
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_documents(self, texts: Sequence[str], owner: str | None = None) -> np.ndarray:
         """Vectors of ``texts``: cached ones reused, each missing text embedded
-        once, all missing texts in one embedder call."""
+        once, all missing texts in one embedder call. ``owner``: the user
+        whose texts they are (forgetting the user drops the cached vectors)."""
         dimension = int(self.embedder.dimension)
         if not texts:
             return np.zeros((0, dimension), dtype=np.float32)
@@ -150,26 +151,32 @@ class Engine:
         if missing:
             fresh = dict(zip(missing, self.embedder.embed_documents(missing)))
             found.update(fresh)
-            self.doc_cache.put_many(fresh, model)
+            self.doc_cache.put_many(fresh, model, owner)
         return np.stack([found[t] for t in texts])
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, owner: str | None = None) -> np.ndarray:
         if self.embedder.symmetric:
-            vector: np.ndarray = self.embed_documents([text])[0]
+            vector: np.ndarray = self.embed_documents([text], owner)[0]
             return vector
         cached = self.query_cache.get(text, self.embedder.model_id)
         if cached is None or cached.shape != (int(self.embedder.dimension),):
             cached = self.embedder.embed_query(text)
-            self.query_cache.put(text, cached, self.embedder.model_id)
+            self.query_cache.put(text, cached, self.embedder.model_id, owner)
         return cached
 
-    def stored_vectors(self, plan: VectorPlan) -> np.ndarray:
+    def stored_vectors(self, plan: VectorPlan, owner: str | None = None) -> np.ndarray:
         """The stored vectors a plan of the policy describes."""
-        return plan.vectors(self.embed_documents(plan.texts))
+        return plan.vectors(self.embed_documents(plan.texts, owner))
 
     def record_vectors(self, records: Sequence[MemoryRecord], known: Sequence[MemoryRecord] = ()) -> np.ndarray:
         """Stored vectors of records (import), by the one policy."""
-        return self.stored_vectors(self.embed_text.plan_records(records, known))
+        owners = {r.user_id for r in records}
+        owner = owners.pop() if len(owners) == 1 else None
+        return self.stored_vectors(self.embed_text.plan_records(records, known), owner)
+
+    def forget_cached_vectors(self, user_id: str) -> int:
+        """Drop the cached vectors of the user's texts, here and in the shared tier."""
+        return self.doc_cache.forget_owner(user_id) + self.query_cache.forget_owner(user_id)
 
     def switch_embedder(self, embedder: Embedder) -> None:
         """Use another model from now on (after ``reembed``); caches go."""

@@ -83,7 +83,7 @@ class Management:
         )
         e.store.validate([record])
         trace = e.start_trace("remember", scope)
-        vector = e.embed_documents([text])[0]
+        vector = e.embed_documents([text], scope.user_id)[0]
         fact = ExtractedFact(text, record.subject, float(importance), "profile")
         neighbours = self.resolution.nearest_current(scope.user_id, vector, ("fact",), [])
         decision = e.resolver.decide(fact, neighbours)
@@ -110,7 +110,7 @@ class Management:
         new = old.copy(id=uuid.uuid4().hex, text=text, timestamp=time.time(), valid_to=None, superseded_by=None,
                        source_ids=list(old.source_ids), metadata=dict(old.metadata))
         e.store.validate([new])
-        vector = e.embed_documents([text])[0]
+        vector = e.embed_documents([text], old.user_id)[0]
         e.writer.write([new], vector[None, :])
         e.writer.update([old.copy(valid_to=new.timestamp, superseded_by=new.id)])
         e.written(old.user_id, [new])

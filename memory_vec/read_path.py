@@ -110,7 +110,7 @@ class ReadPath:
     def _recall(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
         e, cfg = self.e, self.e.config
         t0 = time.perf_counter()
-        vector = e.embed_query(query)
+        vector = e.embed_query(query, where.user_id)
         trace.timings["embed"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         # A pool that does not grow with k keeps rankings prefix-consistent.

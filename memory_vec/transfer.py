@@ -9,7 +9,7 @@ from typing import Any
 from . import _validate as v
 from .backends.base import RecordFilter
 from .engine import Engine
-from .errors import InvalidInputError, MemoryVecError
+from .errors import InvalidInputError, MemoryVecError, StateStoreError
 from .records import ForgetReceipt, MemoryRecord
 from .scope import Scope
 from .state import StateMessage, WorkingState
@@ -124,15 +124,19 @@ class Transfer:
         letters = [d.record_id for d in e.store.dead_letters(user_id)
                    if session_id is None or d.session_id == session_id]
         e.store.drop_dead_letters(letters)
-        e.doc_cache.clear()
-        e.query_cache.clear()
+        notes: list[str] = []
+        # The vectors of the user's texts go from the caches too, the shared tier's included.
+        try:
+            e.forget_cached_vectors(user_id)
+        except StateStoreError as exc:  # they expire within VECTOR_TTL_S; the receipt says so
+            notes.append(f"cached vectors not dropped from the shared tier (they expire within minutes): {exc}")
         # The backend's check of its files counts too: deleted records still found there remain.
         report = e.store.purge()
         remaining = report.residue
         remaining += e.backend.count(where) + len(e.writer.pending_records(where))
         remaining += sum(1 for s in sessions if e.state.load(user_id, s).messages)
         return ForgetReceipt(user_id, session_id, deleted, cleared, remaining,
-                             disk_purged=report.purged, disk_notes=tuple(report.notes))
+                             disk_purged=report.purged, disk_notes=(*report.notes, *notes))
 
 
 def _record_from_dict(d: Any) -> MemoryRecord:

@@ -21,7 +21,9 @@ class SharedVectors(Protocol):
 
     def cached_vectors(self, keys: Sequence[str]) -> list[bytes | None]: ...
 
-    def cache_vectors(self, items: Mapping[str, bytes]) -> None: ...
+    def cache_vectors(self, items: Mapping[str, bytes], owner: str | None = None) -> None: ...
+
+    def forget_vectors(self, owner: str) -> int: ...
 
 
 class VectorCache:
@@ -58,8 +60,8 @@ class VectorCache:
     def get(self, text: str, model: str = "") -> np.ndarray | None:
         return self.get_many([text], model).get(text)
 
-    def put(self, text: str, vector: np.ndarray, model: str = "") -> None:
-        self.put_many({text: vector}, model)
+    def put(self, text: str, vector: np.ndarray, model: str = "", owner: str | None = None) -> None:
+        self.put_many({text: vector}, model, owner)
 
     def get_many(self, texts: Iterable[str], model: str = "") -> dict[str, np.ndarray]:
         """The cached vectors of ``texts`` (absent ones left out): this
@@ -83,13 +85,15 @@ class VectorCache:
                     self._keep(key, vec)
         return found
 
-    def put_many(self, vectors: Mapping[str, np.ndarray], model: str = "") -> None:
+    def put_many(self, vectors: Mapping[str, np.ndarray], model: str = "", owner: str | None = None) -> None:
+        """Keep vectors; ``owner``: the user whose texts they are, so that
+        forgetting the user drops them from the shared tier too."""
         keyed = {self._key(text, model): vec for text, vec in vectors.items()}
         for key, vec in keyed.items():
             self._keep(key, vec)
         if keyed and self._shared is not None:
             self._shared.cache_vectors({self._kind + key.hex(): np.asarray(vec, dtype="<f4").tobytes()
-                                        for key, vec in keyed.items()})
+                                        for key, vec in keyed.items()}, owner)
 
     def _keep(self, key: bytes, vec: np.ndarray) -> None:
         with self._lock:
@@ -102,3 +106,9 @@ class VectorCache:
         """Forget this process's vectors (the shared tier expires by itself)."""
         with self._lock:
             self._data.clear()
+
+    def forget_owner(self, owner: str) -> int:
+        """Drop this process's vectors and the shared tier's of ``owner``'s
+        texts (another process's own copy expires with its LRU)."""
+        self.clear()
+        return self._shared.forget_vectors(owner) if self._shared is not None else 0

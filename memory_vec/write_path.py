@@ -123,7 +123,8 @@ class WritePath:
         plain_needed = [i for i, (role, c, _, _) in enumerate(checked)
                         if (role == "user" or e.extractor is None) and plan.texts[plan.own[i + shift]] != c]
         k, n_plain = len(plan.texts), len(plain_needed)
-        all_vectors = e.embed_documents([*plan.texts, *(contents[i] for i in plain_needed), *fact_texts])
+        all_vectors = e.embed_documents([*plan.texts, *(contents[i] for i in plain_needed), *fact_texts],
+                                        scope.user_id)
         stored, fact_vectors = plan.vectors(all_vectors[:k]), all_vectors[k + n_plain:]
         vectors = stored[shift:]
         plain_vectors = all_vectors[list(plan.own[shift:])]  # before any mixing
@@ -208,7 +209,7 @@ class WritePath:
                 for m in (state.messages[i] for i in lost)
             ]
             e.store.validate(records)
-            vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners))
+            vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
             e.writer.write(records, vectors[:len(lost)])
             e.written(scope.user_id, records)
             self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost):])

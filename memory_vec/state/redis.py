@@ -324,15 +324,33 @@ class RedisStateStore:
         except self._redis_errors:
             return [None] * len(keys)
 
-    def cache_vectors(self, items: Mapping[str, bytes]) -> None:
-        """Cache vectors for every process, for ``VECTOR_TTL_S`` seconds."""
+    def cache_vectors(self, items: Mapping[str, bytes], owner: str | None = None) -> None:
+        """Cache vectors for every process, for ``VECTOR_TTL_S`` seconds;
+        ``owner``: the user whose texts they are (``forget_vectors`` drops them)."""
         if not items:
             return
         with contextlib.suppress(*self._redis_errors):
             pipe = self._vectors_client().pipeline(transaction=False)
-            for key, blob in items.items():
-                pipe.set(f"{self._prefix}v:{key}", blob, ex=VECTOR_TTL_S)
+            keys = [f"{self._prefix}v:{key}" for key in items]
+            for key, blob in zip(keys, items.values()):
+                pipe.set(key, blob, ex=VECTOR_TTL_S)
+            if owner is not None:
+                pipe.sadd(self._owned_vectors(owner), *keys)
+                pipe.expire(self._owned_vectors(owner), VECTOR_TTL_S)
             pipe.execute()
+
+    def forget_vectors(self, owner: str) -> int:
+        """Drop the cached vectors of a user's texts (``forget``); how many were there."""
+        client = self._vectors_client()
+        with self._errors("forget cached vectors"):
+            keys = list(client.smembers(self._owned_vectors(owner)))
+            if keys:
+                client.delete(*keys)
+            client.delete(self._owned_vectors(owner))
+        return len(keys)
+
+    def _owned_vectors(self, owner: str) -> str:
+        return f"{self._prefix}vu:{_enc(owner)}"
 
     def purge(self) -> None:
         """Nothing the client can do: Redis' own persistence (RDB snapshots,

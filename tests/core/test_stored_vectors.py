@@ -307,8 +307,11 @@ class DictTier:
         self.reads += 1
         return [self.data.get(k) for k in keys]
 
-    def cache_vectors(self, items: Any) -> None:
+    def cache_vectors(self, items: Any, owner: str | None = None) -> None:
         self.data.update(items)
+
+    def forget_vectors(self, owner: str) -> int:
+        return 0
 
 
 def test_a_shared_tier_serves_what_this_process_never_embedded() -> None:

@@ -136,3 +136,41 @@ def test_worker_processes_share_vectors_through_redis(redis_server: Service, tmp
         [hit] = worker_b.backend.query(expected, k=1, where=RecordFilter(ids=(record.id,)))
         assert hit.similarity == pytest.approx(1.0, abs=1e-5)
         release_stores()
+
+
+def test_forget_drops_the_users_vectors_from_the_shared_cache(redis_server: Service, tmp_path: Path) -> None:
+    """Vectors of a forgotten user's texts do not wait out their expiry in
+    Redis (derived data of deleted text); another user's stay."""
+    from memory_vec import MemoryConfig, MemoryCore, release_stores
+    from memory_vec.vector_cache import VectorCache
+    from tests.core.test_stored_vectors import CountingEmbedder
+
+    namespace = f"vec:{uuid.uuid4().hex}"
+    emb = CountingEmbedder(64)
+
+    def core(user: str) -> MemoryCore:
+        return MemoryCore(MemoryConfig(backend="sqlite", persist_dir=str(tmp_path), state="redis",
+                                       redis_url=redis_url(redis_server), collection=namespace, user_id=user,
+                                       session_id="s1"), embedder=emb)
+
+    alice, bob = core("alice"), core("bob")
+    alice.add_messages([("user", "My passport number is X1234567."), ("assistant", "Noted.")])
+    alice.recall("what is my passport number?")
+    bob.add_messages([("user", "I keep bees on the roof."), ("assistant", "Lovely.")])
+    client = redis.Redis.from_url(redis_url(redis_server))
+    ns = base64.urlsafe_b64encode(namespace.encode()).decode().rstrip("=")
+    before = set(client.keys(f"memvec:{ns}:v:*"))
+    assert before
+    receipt = alice.forget(user_id="alice")
+    after = set(client.keys(f"memvec:{ns}:v:*"))
+    assert after and after < before  # alice's went, bob's stayed
+    assert not client.keys(f"memvec:{ns}:vu:{base64.urlsafe_b64encode(b'alice').decode().rstrip('=')}")
+    # A new worker finds none of alice's texts in the shared tier, and bob's still there.
+    shared = alice._engine.store.state
+    docs, queries = VectorCache(8, shared=shared, kind="d"), VectorCache(8, shared=shared, kind="q")  # type: ignore[arg-type]
+    model = emb.model_id
+    assert docs.get_many(["My passport number is X1234567.", "I keep bees on the roof."], model).keys() \
+        == {"I keep bees on the roof."}
+    assert queries.get("what is my passport number?", model) is None
+    assert not any("cached vectors" in note for note in receipt.disk_notes)
+    release_stores()
