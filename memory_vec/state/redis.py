@@ -335,15 +335,19 @@ class RedisStateStore:
             for key, blob in zip(keys, items.values()):
                 pipe.set(key, blob, ex=VECTOR_TTL_S)
             if owner is not None:
-                pipe.sadd(self._owned_vectors(owner), *keys)
-                pipe.expire(self._owned_vectors(owner), VECTOR_TTL_S)
+                # Scored by time, so a user who never pauses does not grow the list forever.
+                now = time.time()
+                owned = self._owned_vectors(owner)
+                pipe.zadd(owned, dict.fromkeys(keys, now))
+                pipe.zremrangebyscore(owned, "-inf", now - VECTOR_TTL_S)
+                pipe.expire(owned, VECTOR_TTL_S)
             pipe.execute()
 
     def forget_vectors(self, owner: str) -> int:
         """Drop the cached vectors of a user's texts (``forget``); how many were there."""
         client = self._vectors_client()
         with self._errors("forget cached vectors"):
-            keys = list(client.smembers(self._owned_vectors(owner)))
+            keys = list(client.zrange(self._owned_vectors(owner), 0, -1))
             if keys:
                 client.delete(*keys)
             client.delete(self._owned_vectors(owner))
