@@ -175,8 +175,9 @@ _QUESTION_EN = re.compile(
     r"(?:what|when|where|who|whom|whose|which|why|how)(?:['’]s\b|\s+(?:much|many|long|old|often|far)\b)?"
     r"\s+(?:(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have)\b|['’]s\b)"
     r"|(?:what|when|where|who|which|why|how)['’]s\b"
-    r"|(?:is|are|was|were|do|does|did|can|could|will|would|should|have|has)\s+"
-    r"(?:my|the|your|our|you|i|we|he|she|it|they|there|this|that)\b)", re.IGNORECASE)
+    r"|(?:is|are|was|were|can|could|will|would|should)\s+(?:my|the|your|our|you|i|we|he|she|it|they|there|this|that)\b"
+    # "do / have" + a pronoun only: "Do the dishes", "Have the report ready" are instructions
+    r"|(?:do|does|did|have|has)\s+(?:you|i|we|he|she|it|they)\b)", re.IGNORECASE)
 # Without a question mark: 吗 at the end, or an interrogative that is not the
 # "any" of 谁都 / 什么时候都 / 哪里都 ("I'm free any time" is a fact).
 _QUESTION_ZH = re.compile(

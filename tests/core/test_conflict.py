@@ -383,7 +383,8 @@ def test_a_question_is_never_a_fact(question: str) -> None:
 @pytest.mark.parametrize("statement", [
     "我的预算是5000元。", "我什么时候都有空", "谁都可以", "哪里都行", "我还在上海呢", "预算是5000，对吧？",
     "The budget is 5000, right?", "Do not use commas.", "What I want is a budget of 5000.",
-    "How I met my wife is a long story.", "我买了几本书",
+    "How I met my wife is a long story.", "我买了几本书", "Have the report ready by Friday.", "Do the dishes before 8pm",
+    "When I was 20 I lived in Paris.", "What a great day",
 ])
 def test_statements_that_look_like_questions_are_not_questions(statement: str) -> None:
     assert not is_question(statement)
