@@ -207,7 +207,7 @@ class MemoryConfig(BaseModel):
     date_window_boost: float = Field(
         0.03, ge=0, le=1,
         description="Added to the relevance of memories about the days a query asks for: the day/week "
-        "before or after an event it names ('the day after Caroline's interview', '搬家之后的那个周末'), or "
+        "before or after an event it names ('the day after Priya's interview', '搬家之后的那个周末'), or "
         "dates it names itself ('last week', '5月7日'); those days' memories are also fetched as candidates. "
         "Costs one more filtered vector query, only when a query names time. 0 turns it off. 0.03 lifted "
         "MemoryBank relative-date recall@10 by 7-10 points (benchmarks/RESULTS.md 'Dates').",

@@ -2,8 +2,8 @@
 
 Two kinds, both read from the question alone:
 
-* **relative to an event**: "what did Melanie buy *the day after* Caroline
-  passed her interviews?", "她搬家之后的那个周末做了什么?" — the days are
+* **relative to an event**: "what did Marek buy *the day after* Priya
+  passed her driving test?", "她搬家之后的那个周末做了什么?" — the days are
   found from the anchor event's own date (``DateRelation.window``);
 * **dates it names**: "what did I do last week?", "5月7日" — resolved
   against the time of asking by :func:`memory_vec.dates.resolve_dates`.
@@ -87,7 +87,7 @@ def _en(query: str) -> DateRelation | None:
     m = _EN_RELATION.search(query)
     if m is None:
         return None
-    # "A few days after the road trip, what did Melanie do?": the event ends where the question starts
+    # "A few days after the camping trip, what did Marek do?": the event ends where the question starts
     anchor = _EN_QUESTION_TAIL.split(m["anchor"], maxsplit=1)[0].strip(" ?.!,")
     if not anchor or anchor.lower() in _EN_UNIT_WORDS:  # "day after day"
         return None

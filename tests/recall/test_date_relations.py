@@ -27,8 +27,8 @@ def span(iso: str) -> DateSpan:
 
 # --------------------------------------------------------------------------- English
 @pytest.mark.parametrize(("query", "anchor", "direction", "low", "high", "phrase"), [
-    ("What did Melanie buy the day after Caroline passed her interviews?",
-     "Caroline passed her interviews", "after", 0, 2, "the day after"),
+    ("What did Marek buy the day after Priya passed her driving test?",
+     "Priya passed her driving test", "after", 0, 2, "the day after"),
     ("What happened the week before August 3, 2023?", "August 3, 2023", "before", 1, 10, "the week before"),
     ("What did I eat the same day that I moved?", "I moved", "same", 0, 0, "the same day that"),
     ("the same day as the party", "the party", "same", 0, 0, "the same day as"),
@@ -131,7 +131,7 @@ def test_window(direction: str, low: int, high: int, anchor: str, expected: str)
 
 
 @pytest.mark.parametrize(("query", "anchor", "expected"), [
-    ("What did Melanie buy the day after Caroline passed her interviews?", "2023-05-08", "2023-05-08/2023-05-10"),
+    ("What did Marek buy the day after Priya passed her driving test?", "2023-05-08", "2023-05-08/2023-05-10"),
     ("What did I eat the same day that I moved?", "2023-05-08", "2023-05-08"),
     ("the same week as the move", "2023-05-10", "2023-05-07/2023-05-13"),
     ("Where did we go two weeks after the wedding?", "2023-05-01", "2023-05-11/2023-05-19"),
@@ -182,6 +182,6 @@ def test_chinese_anchor_drops_its_after_word_and_day_after_day_is_no_relation() 
 
 
 def test_english_anchor_ends_where_the_question_starts() -> None:
-    relation = parse_relation("A few days after the road trip on which her son was hurt, what did Melanie do?")
+    relation = parse_relation("A few days after the camping trip on which his daughter got lost, what did Marek do?")
     assert relation is not None
-    assert (relation.anchor, relation.direction) == ("the road trip on which her son was hurt", "after")
+    assert (relation.anchor, relation.direction) == ("the camping trip on which his daughter got lost", "after")

@@ -135,7 +135,7 @@ def test_chinese_is_tokenized_with_jieba() -> None:
 
 
 def test_english_tokens_drop_function_words() -> None:
-    assert tokenize("What did Caroline do at the LGBTQ group?") == ["caroline", "lgbtq", "group"]
+    assert tokenize("What did Priya do at the chess group?") == ["priya", "chess", "group"]
 
 
 # --------------------------------------------------------------------------- ranking
@@ -222,23 +222,23 @@ def test_neighbours_stay_inside_the_session(make_core) -> None:  # type: ignore[
 
 def test_speaker_boost_when_the_query_names_a_person(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(hybrid=False, speaker_boost=0.0)
-    core.add_message("user", "I painted a sunrise last week", metadata={"speaker": "Melanie"}, timestamp=1e9)
-    core.add_message("assistant", "I painted a sunrise last week", metadata={"speaker": "Caroline"},
+    core.add_message("user", "I baked a lemon tart last week", metadata={"speaker": "Marek"}, timestamp=1e9)
+    core.add_message("assistant", "I baked a lemon tart last week", metadata={"speaker": "Priya"},
                      timestamp=2e9)
     core.config.score_threshold = 0.0
     # identical texts collapse, so use different sessions' wording instead
-    core.add_message("assistant", "I painted a sunrise last week too", metadata={"speaker": "Caroline"},
+    core.add_message("assistant", "I baked a lemon tart last week too", metadata={"speaker": "Priya"},
                      timestamp=2e9 + 1)
-    q = "When did Melanie paint a sunrise?"
-    assert core.recall(q, k=1)[0].metadata["speaker"] == "Caroline"
+    q = "When did Marek bake a lemon tart?"
+    assert core.recall(q, k=1)[0].metadata["speaker"] == "Priya"
     core.config.speaker_boost = 0.2
     top = core.recall(q, k=1)[0]
-    assert top.metadata["speaker"] == "Melanie" and top.components["boost"] == 0.2
+    assert top.metadata["speaker"] == "Marek" and top.components["boost"] == 0.2
 
 
 def test_mentioned_speakers_are_whole_words() -> None:
-    known = {"al", "melanie", "jean claude", "小明"}
-    assert mentioned_speakers("Did Melanie's dog also come?", known) == {"melanie"}
+    known = {"al", "marek", "jean claude", "小明"}
+    assert mentioned_speakers("Did Marek's dog also come?", known) == {"marek"}
     assert mentioned_speakers("what did Jean Claude say", known) == {"jean claude"}
     assert mentioned_speakers("小明昨天去哪了", known) == {"小明"}
     assert mentioned_speakers("nobody here", known) == set()
@@ -255,8 +255,8 @@ def test_recall_is_prefix_consistent(make_core) -> None:  # type: ignore[no-unty
 
 def test_trace_shows_each_component(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(hybrid=True, speaker_boost=0.1)
-    core.add_message("user", "Caroline: I joined the choir", metadata={"speaker": "Caroline"})
-    core.recall("what did Caroline join", k=1)
+    core.add_message("user", "Priya: I joined the choir", metadata={"speaker": "Priya"})
+    core.recall("what did Priya join", k=1)
     entry = core.last_trace.recalled[0]
     for key in ("score", "similarity", "bm25", "boost", "decay", "factor"):
         assert key in entry
@@ -307,15 +307,15 @@ def test_contextual_embedding_stores_the_turn_with_its_predecessor(make_core, mo
 def test_feedback_terms_are_words_the_top_hits_share_not_the_query() -> None:
     index = BM25Index()
     index.add([
-        IndexedDoc("a", "Melanie signed up for a pottery class downtown", "s1", 1),
-        IndexedDoc("b", "the pottery class made Melanie calm, clay everywhere", "s2", 1),
-        IndexedDoc("c", "Melanie went camping with the kids", "s3", 1),
+        IndexedDoc("a", "Marek signed up for a woodworking class downtown", "s1", 1),
+        IndexedDoc("b", "the woodworking class made Marek calm, sawdust everywhere", "s2", 1),
+        IndexedDoc("c", "Marek went camping with the kids", "s3", 1),
         IndexedDoc("d", "we talked about the weather", "s4", 1),
     ])
-    terms = index.feedback_terms(["a", "b", "c"], n=10, exclude="What does Melanie do?")
-    assert set(terms) == {"pottery", "class"}  # shared by two hits; 'melanie' is the query's
+    terms = index.feedback_terms(["a", "b", "c"], n=10, exclude="What does Marek do?")
+    assert set(terms) == {"woodworking", "class"}  # shared by two hits; 'marek' is the query's
     assert max(terms.values()) == 1.0 and all(0.0 < w <= 1.0 for w in terms.values())
-    assert set(index.feedback_terms(["a", "b", "c"], n=10, exclude="Melanie", min_docs=1)) >= {"camping", "clay"}
+    assert set(index.feedback_terms(["a", "b", "c"], n=10, exclude="Marek", min_docs=1)) >= {"camping", "sawdust"}
     assert index.feedback_terms(["a"], n=10) == {}  # one hit alone cannot steer
     assert index.feedback_terms(["missing", "d"], n=10) == {}
 
