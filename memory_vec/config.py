@@ -212,6 +212,13 @@ class MemoryConfig(BaseModel):
         "Costs one more filtered vector query, only when a query names time. 0 turns it off. 0.03 lifted "
         "MemoryBank relative-date recall@10 by 7-10 points (benchmarks/RESULTS.md 'Dates').",
     )
+    split_order_questions: bool = Field(
+        False,
+        description="A question about the order of two events ('did X happen before or after Y?', "
+        "'搬家和换工作哪个先?') also recalls each event on its own, and the lists are interleaved, so both "
+        "events' memories reach the top k. Costs one more recall (an embedding and a query) per event, only for "
+        "such questions.",
+    )
     keyword_feedback: int = Field(
         10, ge=0, le=50,
         description="Pseudo-relevance feedback: the words that this many top hits share (and few other memories "

@@ -27,6 +27,7 @@ from .errors import BackendError, InvalidInputError
 from .facts import is_chinese
 from .keywords import INDEXED_KINDS
 from .recall.bm25 import BM25Index, mentioned_speakers
+from .recall.order import event_order_parts
 from .recall.ranking import Candidate, RankingPolicy, rank
 from .recall.temporal import parse_relation
 from .records import MemoryContext, MemoryRecord, RecalledMemory
@@ -41,6 +42,20 @@ log = logging.getLogger("memory_vec")
 RECALL_KINDS = INDEXED_KINDS
 #: Words added to the keyword query by feedback (RM3's usual 10).
 FEEDBACK_TERMS = 10
+
+
+def interleave(lists: Sequence[Sequence[RecalledMemory]], k: int) -> list[RecalledMemory]:
+    """Round-robin over ranked lists, first occurrence wins, at most ``k``."""
+    out: list[RecalledMemory] = []
+    seen: set[str] = set()
+    for rank_ in range(max((len(hits) for hits in lists), default=0)):
+        for hits in lists:
+            if rank_ < len(hits) and hits[rank_].id not in seen:
+                seen.add(hits[rank_].id)
+                out.append(hits[rank_])
+                if len(out) == k:
+                    return out
+    return out
 
 
 class ReadPath:
@@ -108,6 +123,25 @@ class ReadPath:
         return hits, trace
 
     def _recall(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
+        parts = event_order_parts(query) if self.e.config.split_order_questions else ()
+        if not parts:
+            return self._recall_one(query, k, where, trace)
+        # An order question needs both events' turns: recall each event on
+        # its own next to the whole question, and interleave the lists.
+        trace.event(f"order question: {len(parts)} events recalled on their own")
+        lists, spent = [], dict(trace.timings)
+        for text in (query, *parts):
+            trace.timings.clear()
+            lists.append(self._recall_one(text, k, where, trace))
+            for name, seconds in trace.timings.items():
+                spent[name] = spent.get(name, 0.0) + seconds
+        trace.timings.clear()
+        trace.timings.update(spent)
+        hits = interleave(lists, k)
+        trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
+        return hits
+
+    def _recall_one(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
         e, cfg = self.e, self.e.config
         t0 = time.perf_counter()
         vector = e.embed_query(query, where.user_id)
