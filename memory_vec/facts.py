@@ -170,6 +170,7 @@ def is_chinese(text: str) -> bool:
 _TAG_QUESTION = re.compile(
     r"[,，]\s*(?:right|ok(?:ay)?|correct|yes|no|isn't it|aren't they|don't you|you know|remember)\s*[?？]+\s*$"
     r"|[，,]?\s*(?:对吧|对吗|是吧|是吗|好吗|行吗|可以吗|没错吧)\s*[?？]+\s*$", re.IGNORECASE)
+_TAG_TAIL = 40  # longer than any confirmation tag with its comma and marks
 _QUESTION_EN = re.compile(
     r"^(?:(?:so|and|but|ok(?:ay)?|hey|well|also|btw)[,\s]+)*(?:"
     r"(?:what|when|where|who|whom|whose|which|why|how)(?:['’]s\b|\s+(?:much|many|long|old|often|far)\b)?"
@@ -193,8 +194,8 @@ def is_question(sentence: str) -> bool:
     "我的预算是5000元" (same subject, a new "value"). A statement with a
     confirmation tag ("…, right?") is not a question.
     """
-    text = sentence.strip()
-    if _TAG_QUESTION.search(text):
+    text = " ".join(sentence.split())
+    if _TAG_QUESTION.search(text[-_TAG_TAIL:]):  # tags end the text; a bounded tail keeps it linear
         return False
     if text.endswith(("?", "？")):
         return True
@@ -202,7 +203,9 @@ def is_question(sentence: str) -> bool:
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and s.strip()]
+    """Sentences with runs of whitespace squeezed to one space (the analyzers' patterns
+    backtrack over long runs: 30k spaces cost seconds)."""
+    return [" ".join(s.split()) for s in _SENTENCE_SPLIT.split(text) if s and s.strip()]
 
 
 def _normalize_subject(raw: str) -> str | None:
@@ -244,6 +247,7 @@ def owned_subject(sentence: str, *, context: str | None = None) -> tuple[str, st
     budget is …"), else the sentence's holder (:func:`~memory_vec.owners.detect_owner`;
     ``context``: the person named earlier in the message, for pronouns).
     """
+    sentence = " ".join(sentence.split())
     raw = _raw_subject(sentence)
     holder = subject_holder(raw) if raw else None
     if holder == OTHER:  # "her budget": whose, the sentence and its context tell

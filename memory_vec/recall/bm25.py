@@ -74,6 +74,8 @@ _ZH_STOP = frozenset([
 ])
 
 _jieba_lock = threading.Lock()
+_JIEBA_RUN = 200
+_LONG_RUN = re.compile(rf"([^\s，。！？、；：,!?;:]{{{_JIEBA_RUN}}})")
 
 
 def _jieba_words(text: str) -> list[str]:
@@ -81,8 +83,11 @@ def _jieba_words(text: str) -> list[str]:
         import jieba  # type: ignore[import-untyped]
     except ImportError:  # no jieba: one token per CJK character still matches
         return list(text)
+    # jieba is quadratic in a run without a break (8,000 of one character: ~1 s);
+    # runs longer than _JIEBA_RUN are cut into pieces, other text goes whole.
+    pieces = [p for p in _LONG_RUN.split(text) if p] if _LONG_RUN.search(text) else [text]
     with _jieba_lock:  # jieba's lazy initialisation is not thread-safe
-        return list(jieba.cut_for_search(text))
+        return [word for piece in pieces for word in jieba.cut_for_search(piece)]
 
 
 def tokenize(text: str) -> list[str]:
