@@ -51,10 +51,13 @@ _ZH_FIRST = re.compile(r"^(?:是)?先|(?:更早|先|在前|发生)$")
 _TRIM = " \t,，。.:：;；?？!！—–-"
 
 
+_MAX_CHARS = 300  # an order question is short; the lazy patterns below are quadratic in the length
+
+
 def event_order_parts(question: str) -> tuple[str, ...]:
     """The two events a question compares in time, or ``()`` if it does not."""
-    text = question.strip()
-    if not text:
+    text = " ".join(question.split())
+    if not text or len(text) > _MAX_CHARS:
         return ()
     parts = _chinese_parts(text) if re.search(r"[\u4e00-\u9fff]", text) else _english_parts(text)
     parts = tuple(p.strip(_TRIM) for p in parts)

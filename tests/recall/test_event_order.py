@@ -88,3 +88,11 @@ def test_an_order_question_recalls_both_events_with_the_real_embedder() -> None:
     assert any("chess club" in h.text for h in hits)
     trace = memory.last_trace
     assert trace is not None and any("order question" in event for event in trace.events)
+
+
+@pytest.mark.parametrize("question", [
+    "比" * 10_000 + "吗", "Did " + "the day after " * 2_000 + "x?", "Which came first, " + "a or " * 6_000 + "b?",
+    "在北京之前" * 2_000 + "吗",
+])
+def test_a_long_hostile_question_is_not_parsed(question: str) -> None:
+    assert event_order_parts(question) == ()  # was seconds of backtracking before the length cap
