@@ -49,9 +49,8 @@ _ZH_THAN = re.compile(r"^(?P<a>.+?)(?:比(?P<b1>.+?)(?:更)?(?:早|晚|先|后)|
 _ZH_THEN = re.compile(r"^(?:是|是不是)?先(?P<a>.+?)(?:，|,)?(?:后|再|然后|才)(?P<b>.+?)(?:的)?(?:吗|么|嘛|呢)?$")
 _ZH_FIRST = re.compile(r"^(?:是)?先|(?:更早|先|在前|发生)$")
 _TRIM = " \t,，。.:：;；?？!！—–-"
-
-
-_MAX_CHARS = 300  # an order question is short; the lazy patterns below are quadratic in the length
+_MAX_CHARS = 300  # an order question is short; the lazy patterns above are quadratic in the length
+_LEAD_WORDS = frozenset({"which", "what", "so", "and", "i"})
 
 
 def event_order_parts(question: str) -> tuple[str, ...]:
@@ -70,7 +69,7 @@ def _english_parts(text: str) -> tuple[str, ...]:
     body = text.rstrip(" ?.!")
     which = _EN_WHICH.match(body)
     if which:  # "Which came first, A or B"; "What did Marek do first, A or B" keeps "Marek"
-        names = [w for w in re.findall(r"\b[A-Z][\w'’-]*", body[:which.end()])[1:] if w != "I"]
+        names = [w for w in re.findall(r"\b[A-Z][\w'’-]*", body[:which.end()]) if w.lower() not in _LEAD_WORDS]
         return tuple(" ".join([*(n for n in names if n not in part), part])
                      for part in _split_or(body[which.end():]))
     tail = _EN_WHICH_AFTER.search(body)
@@ -106,10 +105,11 @@ def _chinese_parts(text: str) -> tuple[str, ...]:
         head = _ZH_TAIL.sub("", body)
         pieces = _ZH_AND.split(head, maxsplit=1)
         return tuple(_ZH_FIRST.sub("", p.strip(_TRIM)) for p in pieces) if len(pieces) == 2 else ()
-    m = _ZH_THAN.match(body) if re.search(r"[吗么嘛呢]$", body) or "?" in text or "？" in text else None
+    asks = bool(re.search(r"[吗么嘛呢]$", body)) or "?" in text or "？" in text
+    m = _ZH_THAN.match(body) if asks else None  # "A比B早吗": only as a question
     if m:
         return m.group("a"), m.group("b1") or m.group("b2") or m.group("b3")
-    m = _ZH_THEN.match(body) if re.search(r"[吗么嘛呢]$", body) or "?" in text or "？" in text else None
+    m = _ZH_THEN.match(body) if asks else None
     if m:
         return m.group("a"), m.group("b")
     m = _ZH_EITHER.match(body)

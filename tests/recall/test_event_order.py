@@ -21,6 +21,7 @@ from memory_vec.state import InMemoryStateStore
      ("the woodworking class", "the camping trip")),
     ("Which one came earlier, the concert or the exam?", ("the concert", "the exam")),
     ("What did Marek do first, sell his car or buy the bike?", ("Marek sell his car", "Marek buy the bike")),
+    ("which did Priya try first, the tart or the pie?", ("Priya the tart", "Priya the pie")),
     ("The lemon tart or the chess tournament — which came first?", ("The lemon tart", "the chess tournament")),
     ("Did Priya bake the tart before the chess tournament?", ("Priya bake the tart", "the chess tournament")),
     ("Was the trip to Lisbon after the wedding?", ("the trip to Lisbon", "the wedding")),
