@@ -213,11 +213,11 @@ class MemoryConfig(BaseModel):
         "MemoryBank relative-date recall@10 by 7-10 points (benchmarks/RESULTS.md 'Dates').",
     )
     split_order_questions: bool = Field(
-        False,
+        True,
         description="A question about the order of two events ('did X happen before or after Y?', "
         "'搬家和换工作哪个先?') also recalls each event on its own, and the lists are interleaved, so both "
         "events' memories reach the top k. Costs one more recall (an embedding and a query) per event, only for "
-        "such questions.",
+        "such questions. Frozen event-order recall@10 0.742 -> 0.844 (benchmarks/RESULTS.md 'Order questions').",
     )
     keyword_feedback: int = Field(
         10, ge=0, le=50,

@@ -89,6 +89,9 @@ def test_an_order_question_recalls_both_events_with_the_real_embedder() -> None:
     assert any("chess club" in h.text for h in hits)
     trace = memory.last_trace
     assert trace is not None and any("order question" in event for event in trace.events)
+    memory.config.split_order_questions = False
+    memory.recall("Did Priya join the chess club before or after she baked the lemon tart?", k=3)
+    assert memory.last_trace is not None and not any("order question" in e for e in memory.last_trace.events)
 
 
 @pytest.mark.parametrize("question", [
