@@ -28,25 +28,27 @@ class TestChromaEmbedded(BackendConformance):
 
     @pytest.fixture
     def backend(self, tmp_path: Path) -> Iterator[ChromaBackend]:
-        store = ChromaBackend(path=tmp_path / "chroma", collection="conformance")
+        # exact_limit=0: Chroma's filtered HNSW search on every scope (the default scores small ones exactly)
+        store = ChromaBackend(path=tmp_path / "chroma", collection="conformance", exact_limit=0)
         yield store
         store.close()
         shutil.rmtree(tmp_path / "chroma", ignore_errors=True)
 
     def reopen(self, backend: Backend) -> Backend:
         assert isinstance(backend, ChromaBackend)
-        return ChromaBackend(path=backend.path, collection=backend.collection_name)
+        return ChromaBackend(path=backend.path, collection=backend.collection_name, exact_limit=0)
 
     def subprocess_code(self, backend: Backend) -> str:
         assert isinstance(backend, ChromaBackend)
         return textwrap.dedent(f"""
             from memory_vec.backends.chroma import ChromaBackend
-            backend = ChromaBackend(path={backend.path!r}, collection={backend.collection_name!r})
+            backend = ChromaBackend(path={backend.path!r}, collection={backend.collection_name!r}, exact_limit=0)
         """)
 
 
 class TestChromaEmbeddedExact(TestChromaEmbedded):
-    """The same suite with small scopes scored exactly (``exact_limit``) instead of by filtered HNSW."""
+    """The same suite with small scopes scored exactly (``exact_limit``, on by default) instead of by
+    filtered HNSW."""
 
     @pytest.fixture
     def backend(self, tmp_path: Path) -> Iterator[ChromaBackend]:
@@ -116,3 +118,11 @@ def test_foreign_collection_is_a_schema_mismatch(tmp_path: Path) -> None:
 def test_a_bad_exact_limit_is_a_config_error(tmp_path: Path, bad: object) -> None:
     with pytest.raises(ConfigError, match="exact_limit"):
         create_backend(MemoryConfig(backend="chroma", persist_dir=str(tmp_path), backend_options={"exact_limit": bad}))
+
+
+def test_small_scopes_are_scored_exactly_by_default(tmp_path: Path) -> None:
+    backend = create_backend(MemoryConfig(backend="chroma", persist_dir=str(tmp_path)))
+    try:
+        assert getattr(backend, "inner", backend).exact_limit == 500
+    finally:
+        backend.close()
