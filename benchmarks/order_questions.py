@@ -76,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             off = make_core(backend, args.size, {}, embedder)
             fill(off, records, vectors)
             on = make_core(backend, args.size, {}, embedder, f"{USER}-1", off.persist)
+            off.core.config.split_order_questions = False  # on by default since this was written
             on.core.config.split_order_questions = True
             stores += [off, on]
             for store in (off, on):  # warm: primes the vectors cache and the keyword index
