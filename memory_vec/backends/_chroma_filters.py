@@ -1,8 +1,9 @@
 """Translate a :class:`RecordFilter` into Chroma ``where`` dicts.
 
 Values are data inside the dict, never syntax, so no id can change a
-filter. Caller metadata is matched on its flattened ``m.`` keys (see
-:mod:`._chroma_rows`); the backend still re-checks every returned row with
+filter. The dicts only narrow on the fields stored as keys of their own
+(see :mod:`._chroma_rows`); the caller's metadata is matched on the rows,
+as everything is: the backend checks every returned row with
 ``RecordFilter.matches``.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._chroma_rows import FLAT
 from .base import RecordFilter
 
 __all__ = ["NothingMatches", "owner_wheres", "where_clause"]
@@ -59,11 +59,8 @@ def where_clause(f: RecordFilter) -> dict[str, Any] | None:
         clauses.append({"valid_to_is_null": {"$eq": True}})
     if not f.include_archived:
         clauses.append({"archived": {"$eq": False}})
-    for key, value in f.metadata.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise NothingMatches
-        # Chroma keeps bool and int apart (True does not match 1), as RecordFilter.matches does.
-        clauses.append({FLAT + key: {"$eq": value}})
+    if any(isinstance(value, float) and not math.isfinite(value) for value in f.metadata.values()):
+        raise NothingMatches  # stored metadata is JSON without NaN or infinity
     if f.ids is not None and not f.ids:
         raise NothingMatches
     return _and(clauses)

@@ -1,16 +1,23 @@
 """How a :class:`~memory_vec.records.MemoryRecord` is laid out as a Chroma row.
 
-The text is the document. Every record field is a scalar metadata value;
-nullable fields are written as a value plus ``<name>_is_null`` (Chroma has no
-null). The caller's metadata is kept twice: as a JSON string
-(``metadata_json``, the exact round trip) and its top-level scalars
-flattened under ``m.`` for equality filters.
+The text is the document. Only the fields a ``where`` narrows on are
+metadata keys of their own (user, session, kind, role, visibility, agent,
+time, order, validity and archive flags); everything else (the caller's
+metadata, sources, importance, pins, ...) is one JSON string,
+``record_json``. Chroma reads every metadata key of a row as a row of its
+own, so a get of 200 records cost 33 ms with the ~30 keys of the first
+layout and ~8 ms with a dozen (benchmarks/RESULTS.md, "Chroma rows with
+fewer keys"). Nullable narrowing fields are a value plus ``<name>_is_null``
+(Chroma has no null).
+
+Rows of the first layout (every field a key, the caller's metadata as
+``metadata_json`` plus ``m.``-flattened scalars) are still read; a write
+turns a row into the current layout and drops its old keys.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,44 +26,54 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..records import MemoryRecord
 
-__all__ = ["FLAT", "clear_stale_keys", "decode", "encode", "zip_page"]
+__all__ = ["RECORD_JSON", "clear_stale_keys", "decode", "encode", "zip_page"]
 
-FLAT = "m."  # prefix of flattened caller-metadata keys
+RECORD_JSON = "record_json"
 
-# Fields written as plain scalars, and nullable ones written as value + "<name>_is_null".
-_PLAIN = ("role", "user_id", "session_id", "timestamp", "kind", "seq", "importance", "visibility",
-          "pinned", "archived", "recall_count")
-_NULLABLE_STR = ("agent_id", "superseded_by", "subject")
-_NULLABLE_FLOAT = ("valid_to", "expire_at", "last_recalled_at")
+# Fields that narrow a where (see ._chroma_filters), kept as scalar keys.
+_KEYS = ("role", "user_id", "session_id", "timestamp", "kind", "seq", "visibility", "archived")
+# Fields that live in record_json only.
+_PACKED = ("importance", "pinned", "recall_count", "superseded_by", "subject", "valid_to", "expire_at",
+           "last_recalled_at", "source_ids", "metadata")
+# The first layout's nullable fields, each a value plus "<name>_is_null".
+_LEGACY_PLAIN = ("role", "user_id", "session_id", "timestamp", "kind", "seq", "importance", "visibility",
+                 "pinned", "archived", "recall_count")
+_LEGACY_NULLABLE = ("agent_id", "superseded_by", "subject", "valid_to", "expire_at", "last_recalled_at")
 
 
 def encode(record: MemoryRecord) -> dict[str, Any]:
     """The Chroma metadata of ``record`` (its text goes in as the document)."""
-    meta: dict[str, Any] = {name: getattr(record, name) for name in _PLAIN}
-    meta["seq"], meta["recall_count"] = int(record.seq), int(record.recall_count)
-    meta["timestamp"], meta["importance"] = float(record.timestamp), float(record.importance)
-    meta["pinned"], meta["archived"] = bool(record.pinned), bool(record.archived)
-    for name in _NULLABLE_STR:
-        value = getattr(record, name)
-        meta[name], meta[f"{name}_is_null"] = ("" if value is None else value), value is None
-    for name in _NULLABLE_FLOAT:
-        value = getattr(record, name)
-        meta[name], meta[f"{name}_is_null"] = (0.0 if value is None else float(value)), value is None
-    meta["source_ids"] = json.dumps(list(record.source_ids), ensure_ascii=False)
+    meta: dict[str, Any] = {name: getattr(record, name) for name in _KEYS}
+    meta["seq"], meta["timestamp"], meta["archived"] = int(record.seq), float(record.timestamp), bool(record.archived)
+    meta["agent_id"], meta["agent_id_is_null"] = record.agent_id or "", record.agent_id is None
+    meta["valid_to_is_null"] = record.valid_to is None
     try:
-        meta["metadata_json"] = json.dumps(record.metadata, ensure_ascii=False, allow_nan=False)
+        json.dumps(record.metadata, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"metadata of record {record.id!r} is not JSON-serializable: {exc}") from exc
-    for key, value in record.metadata.items():
-        if isinstance(value, bool | str) or (isinstance(value, int | float) and math.isfinite(value)):
-            meta[FLAT + key] = value
+    packed = {name: getattr(record, name) for name in _PACKED}
+    packed["source_ids"] = list(record.source_ids)
+    try:
+        meta[RECORD_JSON] = json.dumps(packed, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"record {record.id!r} has a field that is not JSON-serializable: {exc}") from exc
     return meta
 
 
 def decode(row_id: str, document: str | None, meta: dict[str, Any]) -> MemoryRecord:
-    """The record stored as (``row_id``, ``document``, ``meta``)."""
-    fields: dict[str, Any] = {name: meta[name] for name in _PLAIN}
-    for name in (*_NULLABLE_STR, *_NULLABLE_FLOAT):
+    """The record stored as (``row_id``, ``document``, ``meta``), in either layout."""
+    packed = meta.get(RECORD_JSON)
+    if packed is None:
+        return _decode_first_layout(row_id, document, meta)
+    fields: dict[str, Any] = {name: meta[name] for name in _KEYS}
+    fields.update(json.loads(packed))
+    return MemoryRecord(id=row_id, text=document or "", agent_id=None if meta["agent_id_is_null"] else meta["agent_id"],
+                        **fields)
+
+
+def _decode_first_layout(row_id: str, document: str | None, meta: dict[str, Any]) -> MemoryRecord:
+    fields: dict[str, Any] = {name: meta[name] for name in _LEGACY_PLAIN}
+    for name in _LEGACY_NULLABLE:
         fields[name] = None if meta[f"{name}_is_null"] else meta[name]
     return MemoryRecord(
         id=row_id, text=document or "", source_ids=json.loads(meta["source_ids"]),
@@ -70,8 +87,8 @@ def clear_stale_keys(
     """Metadata with stale keys set to ``None`` (and, on request, the stored vectors in ``ids`` order).
 
     Chroma merges metadata on upsert/update and deletes a key given as
-    ``None``. Without this, a flattened caller-metadata key that the new
-    version no longer has would keep matching equality filters.
+    ``None``. Without this, a row of the first layout rewritten in the
+    current one would keep its ~20 old keys (read, and paid for, by every get).
     """
     include = ["metadatas", "embeddings"] if with_vectors else ["metadatas"]
     existing = collection.get(ids=ids, include=include)

@@ -1,11 +1,11 @@
 """Chroma backend: an embedded ``PersistentClient`` or a Chroma server.
 
 Layout: one collection per ``MemoryConfig.collection`` holding every user.
-Each record is one Chroma row: the text as the document, every
-:class:`~memory_vec.records.MemoryRecord` field as a scalar metadata value,
-the caller's metadata as a JSON string (exact round trip) plus its top-level
-scalars flattened under ``m.`` for equality filters. Filters are translated
-to Chroma ``where`` dicts, never built from strings.
+Each record is one Chroma row: the text as the document, the fields a filter
+narrows on (user, session, kind, role, time, ...) as scalar metadata keys,
+and everything else, the caller's metadata included, as one JSON string (see
+:mod:`._chroma_rows`). Filters are translated to Chroma ``where`` dicts,
+never built from strings; the caller's metadata is matched on the rows.
 
 Multi-tenancy: user scope is a ``where`` filter on ``user_id`` in the one
 collection. Chroma resolves the metadata filter first and then searches the
@@ -37,6 +37,7 @@ Private modules: :mod:`._chroma_rows` (record <-> row), :mod:`._chroma_filters`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import threading
@@ -94,9 +95,9 @@ class ChromaBackend(BaseBackend):
     name = "chroma"
     persistent = True
     # Measured with chromadb 1.5.9, embedded and `chroma run`: documents of 32 MB, ids of 1 MB and
-    # metadata strings of 8 MB round-trip, so no size limit is Chroma's own. Flattened metadata
-    # integers (see _chroma_rows) are 64-bit: 2**63 breaks equality filters on the key, and
-    # -2**63 - 1 comes back as a float (embedded) or is refused (server).
+    # metadata strings of 8 MB round-trip, so no size limit is Chroma's own. Integer keys are
+    # 64-bit (2**63 breaks equality filters, -2**63 - 1 comes back as a float embedded and is
+    # refused by a server). The caller's metadata is JSON in a row; the library's 64-bit bound holds.
     limits = BackendLimits(int_min=-(2**63), int_max=2**63 - 1)
 
     def __init__(
@@ -344,6 +345,12 @@ class ChromaBackend(BaseBackend):
         try:
             chroma_where = where_clause(where) if where is not None else None
         except NothingMatches:
+            return
+        if where is not None and where.metadata:
+            # Caller metadata is not a key of its own (._chroma_rows): check it on the rows.
+            include = sorted({*include, "metadatas", "documents"})
+            scope_rows = self._rows(collection, dataclasses.replace(where, metadata={}), ids, include=include)
+            yield from (row for row in scope_rows if where.matches(decode(*row)))
             return
         if ids is not None:
             wanted = list(dict.fromkeys(ids))

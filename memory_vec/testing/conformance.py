@@ -430,6 +430,8 @@ class BackendConformance:
         assert sorted(h.record.id for h in hits) == sorted(r.id for r in expected)
         if expected:
             assert store.scan(where, limit=1)[0].id == expected[0].id
+        assert store.delete(where=where) == len(expected)
+        assert {r.id for r in store.scan(EVERYTHING)} == {r.id for r in corpus} - {r.id for r in expected}
 
     def test_validity_excludes_superseded_and_archived_by_default(self, store: Backend) -> None:
         self.put(store, [make_record("cur"), make_record("old", valid_to=T0 + 1, superseded_by="cur"),
