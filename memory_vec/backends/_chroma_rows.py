@@ -5,9 +5,9 @@ metadata keys of their own (user, session, kind, role, visibility, agent,
 time, order, validity and archive flags); everything else (the caller's
 metadata, sources, importance, pins, ...) is one JSON string,
 ``record_json``. Chroma reads every metadata key of a row as a row of its
-own, so a get of 200 records cost 33 ms with the ~30 keys of the first
-layout and ~8 ms with a dozen (benchmarks/RESULTS.md, "Chroma rows with
-fewer keys"). Nullable narrowing fields are a value plus ``<name>_is_null``
+own, so a get of 200 records cost 23.8 ms with the ~30 keys of the first
+layout and 11.0 ms with a dozen (benchmarks/chroma_keys.py;
+benchmarks/RESULTS.md, "Chroma rows with fewer keys"). Nullable narrowing fields are a value plus ``<name>_is_null``
 (Chroma has no null).
 
 Rows of the first layout (every field a key, the caller's metadata as
