@@ -101,6 +101,11 @@ def test_rows_of_the_first_layout_are_read_filtered_and_rewritten(store: ChromaB
     [meta] = raw(store).get(ids=["old1"], include=["metadatas"])["metadatas"]
     assert set(meta) == COMPACT_KEYS
     assert store.get(["old1"], where=EVERYTHING) == [changed]
+    # So does a re-upsert (reembed, import over an existing id).
+    store.upsert([old[1]], vectors_for([old[1]]))
+    [meta] = raw(store).get(ids=["old2"], include=["metadatas"])["metadatas"]
+    assert set(meta) == COMPACT_KEYS
+    assert store.get(["old2"], where=EVERYTHING) == [old[1]]
     assert store.delete(where=travel) == 1
     assert {r.id for r in store.scan(EVERYTHING)} == {"old1", "new1"}
 
