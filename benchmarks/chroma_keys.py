@@ -14,6 +14,7 @@ field a key, the caller's metadata as ``metadata_json`` plus flattened
 (``memory_vec.backends._chroma_rows.encode`` of the same record).
 
     python benchmarks/chroma_keys.py --rows 10000 --batch 200 --reps 40
+    python benchmarks/chroma_keys.py --updates --keys   # ChromaBackend.update only (see --help)
 """
 
 from __future__ import annotations
@@ -66,13 +67,44 @@ def _synthetic(n_keys: int) -> Any:
     return lambda record: {f"k{j}": (record.seq or 0) + j for j in range(n_keys)}
 
 
+def time_updates(rows: int, reps: int) -> dict[str, float]:
+    """Median ms of ``ChromaBackend.update`` of one record at ``rows`` rows: text kept, and text changed."""
+    from memory_vec.backends import RecordFilter
+    from memory_vec.backends.chroma import ChromaBackend
+
+    records = [_record(i) for i in range(rows)]
+    vectors = np.random.default_rng(1).standard_normal((rows, 384)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        backend = ChromaBackend(path=Path(tmp) / "chroma", collection="updates")
+        backend.open(dimension=384, model_id="bench")
+        backend.upsert(records, vectors)
+        timings: dict[str, list[float]] = {"text kept": [], "text changed": []}
+        everything = RecordFilter(include_superseded=True, include_archived=True)
+        for rep in range(reps):
+            kept, changed = backend.get([f"r{2 * rep}", f"r{2 * rep + 1}"], where=everything)
+            t = time.perf_counter()
+            backend.update([kept.copy(recall_count=kept.recall_count + 1, importance=0.9)])
+            timings["text kept"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            backend.update([changed.copy(text=changed.text + " (edited)")])
+            timings["text changed"].append(time.perf_counter() - t)
+        backend.close()
+    return {name: statistics.median(t) * 1e3 for name, t in timings.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--keys", type=int, nargs="*", default=[3, 10, 20, 32])
+    parser.add_argument("--updates", action="store_true",
+                        help="also time ChromaBackend.update of one record (text kept / changed)")
     args = parser.parse_args()
+    if args.updates:
+        medians = time_updates(args.rows, args.reps)
+        print(f"ChromaBackend.update of one record at {args.rows} rows, median of {args.reps}: "
+              + ", ".join(f"{name} {ms:.1f} ms" for name, ms in medians.items()), flush=True)
 
     import chromadb
 

@@ -21,8 +21,6 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from ..errors import InvalidInputError
 from ..records import MemoryRecord
 
@@ -81,28 +79,15 @@ def _decode_first_layout(row_id: str, document: str | None, meta: dict[str, Any]
     )
 
 
-def clear_stale_keys(
-    collection: Any, ids: list[str], metadatas: list[dict[str, Any]], *, with_vectors: bool = False
-) -> tuple[list[dict[str, Any]], np.ndarray | None]:
-    """Metadata with stale keys set to ``None`` (and, on request, the stored vectors in ``ids`` order).
+def clear_stale_keys(old: dict[str, dict[str, Any] | None], ids: list[str],
+                     metadatas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``metadatas`` (in ``ids`` order) with the keys only the stored rows ``old`` have set to ``None``.
 
     Chroma merges metadata on upsert/update and deletes a key given as
     ``None``. Without this, a row of the first layout rewritten in the
     current one would keep its ~20 old keys (read, and paid for, by every get).
     """
-    include = ["metadatas", "embeddings"] if with_vectors else ["metadatas"]
-    existing = collection.get(ids=ids, include=include)
-    old_keys = {row_id: set(meta or {}) for row_id, meta in zip(existing["ids"], existing["metadatas"])}
-    out = []
-    for row_id, meta in zip(ids, metadatas):
-        stale = old_keys.get(row_id, set()) - set(meta)
-        out.append({**meta, **dict.fromkeys(stale)})
-    vectors = None
-    if with_vectors:
-        row = {row_id: i for i, row_id in enumerate(existing["ids"])}
-        stored = np.asarray(existing["embeddings"], dtype=np.float32)
-        vectors = stored[[row[i] for i in ids]]
-    return out, vectors
+    return [{**meta, **dict.fromkeys(set(old.get(row_id) or {}) - set(meta))} for row_id, meta in zip(ids, metadatas)]
 
 
 def zip_page(page: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:

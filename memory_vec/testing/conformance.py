@@ -470,6 +470,17 @@ class BackendConformance:
         [hit] = store.query(self.vec("r1"), k=1, where=everything_of_u1)
         assert hit.record.id == "r1" and hit.similarity == pytest.approx(1.0, abs=1e-3)
 
+    def test_update_of_changed_and_unchanged_texts_in_one_batch_keeps_every_vector(self, store: Backend) -> None:
+        self.put(store, [make_record("r1", text="one"), make_record("r2", text="two"), make_record("r3")])
+        r1, r2 = store.get(["r1", "r2"])
+        store.update([r1.copy(text="one, edited", importance=0.2), make_record("ghost"), r2.copy(importance=0.7)])
+        assert [(r.id, r.text, r.importance) for r in store.get(["r1", "r2"])] == [
+            ("r1", "one, edited", 0.2), ("r2", "two", 0.7)]
+        assert store.count() == 3
+        for rid in ("r1", "r2"):
+            [hit] = store.query(self.vec(rid), k=1, where=RecordFilter(user_id="u1"))
+            assert hit.record.id == rid and hit.similarity == pytest.approx(1.0, abs=1e-3)
+
     def test_update_of_missing_id_writes_nothing(self, store: Backend) -> None:
         store.update([make_record("ghost")])
         assert store.count() == 0
