@@ -7,8 +7,8 @@ metadata, sources, importance, pins, ...) is one JSON string,
 ``record_json``. Chroma reads every metadata key of a row as a row of its
 own, so a get of 200 records cost 23.8 ms with the ~30 keys of the first
 layout and 11.0 ms with a dozen (benchmarks/chroma_keys.py;
-benchmarks/RESULTS.md, "Chroma rows with fewer keys"). Nullable narrowing fields are a value plus ``<name>_is_null``
-(Chroma has no null).
+benchmarks/RESULTS.md, "Chroma rows with fewer keys"). Nullable narrowing
+fields are a value plus ``<name>_is_null`` (Chroma has no null).
 
 Rows of the first layout (every field a key, the caller's metadata as
 ``metadata_json`` plus ``m.``-flattened scalars) are still read; a write

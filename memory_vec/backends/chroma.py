@@ -271,6 +271,7 @@ class ChromaBackend(BaseBackend):
         if not records:
             return
         collection = self._writable()
+        records = list({r.id: r for r in records}.values())  # an id given twice: the last version, as in sequence
         encoded = {r.id: encode(r) for r in records}  # encoding errors surface before anything is written
         with self._lock, self._translated("update records"):
             for start in range(0, len(records), self._max_batch):

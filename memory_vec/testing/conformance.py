@@ -481,6 +481,12 @@ class BackendConformance:
             [hit] = store.query(self.vec(rid), k=1, where=RecordFilter(user_id="u1"))
             assert hit.record.id == rid and hit.similarity == pytest.approx(1.0, abs=1e-3)
 
+    def test_update_of_one_id_twice_keeps_the_last_version(self, store: Backend) -> None:
+        self.put(store, [make_record("r1", text="one")])
+        [r1] = store.get(["r1"])
+        store.update([r1.copy(importance=0.1), r1.copy(text="one, edited", importance=0.9)])
+        assert [(r.text, r.importance) for r in store.get(["r1"])] == [("one, edited", 0.9)]
+
     def test_update_of_missing_id_writes_nothing(self, store: Backend) -> None:
         store.update([make_record("ghost")])
         assert store.count() == 0
