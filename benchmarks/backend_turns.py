@@ -80,6 +80,11 @@ from memory_vec.core import RECALL_KINDS  # noqa: E402
 from memory_vec.embeddings import get_embedder  # noqa: E402
 from memory_vec.records import MemoryRecord  # noqa: E402
 
+# MemoryConfig fields a Store reads when it opens (writer settings, where and how it stores):
+# a twin on the same store cannot change them.
+STORE_SETTINGS = {"background_writes", "write_batch_size", "flush_interval", "backend", "url", "persist_dir",
+                  "collection", "backend_options", "state_store", "redis_url", "backend_timeout", "backend_retries"}
+
 BACKENDS = ("memory", "sqlite", "chroma", "chroma-server", "milvus-lite", "milvus-server")
 USER = "bench-user"
 
@@ -344,6 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for t, (label, opts) in enumerate(twins, 1):
                     twin = make_core(backend, size, urls, embedder, f"{USER}-{t}", store.persist)
                     twin.backend, twin.attrs = label, {k: v for k, v in opts.items() if k != "config"}
+                    shared = sorted(set(opts.get("config", {})) & STORE_SETTINGS)
+                    if shared:  # read when the store opened, and the twin shares its store: it would be a no-op
+                        raise SystemExit(f"--variant {label}: {', '.join(shared)} is a setting of the store, which "
+                                         "the twin shares; measure it as a backend of its own run instead")
                     for name, value in opts.get("config", {}).items():  # library settings of this twin only
                         setattr(twin.core.config, name, value)
                     stores.append(twin)
