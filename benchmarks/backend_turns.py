@@ -80,6 +80,9 @@ from memory_vec.core import RECALL_KINDS  # noqa: E402
 from memory_vec.embeddings import get_embedder  # noqa: E402
 from memory_vec.records import MemoryRecord  # noqa: E402
 
+# --set FIELD=JSON: MemoryConfig fields of every core of the run (store settings included).
+CONFIG_SET: dict[str, Any] = {}
+
 # MemoryConfig fields a Store reads when it opens (writer settings, where and how it stores):
 # a twin on the same store cannot change them.
 STORE_SETTINGS = {"background_writes", "write_batch_size", "flush_interval", "backend", "url", "persist_dir",
@@ -168,8 +171,9 @@ def make_core(backend: str, size: int, urls: dict[str, str], embedder: DictEmbed
     """A core of ``user`` on a fresh store (or on the store already at ``persist``)."""
     persist = persist or tempfile.mkdtemp(prefix=f"turns-{backend}-{size}-")
     kind = {"chroma-server": "chroma", "milvus-lite": "milvus", "milvus-server": "milvus"}.get(backend, backend)
-    config = MemoryConfig(user_id=user, session_id="warmup", backend=kind, url=urls.get(backend),
-                          persist_dir=persist, collection=f"turns_{size}", backend_timeout=120.0)
+    config = MemoryConfig(**{"user_id": user, "session_id": "warmup", "backend": kind, "url": urls.get(backend),
+                             "persist_dir": persist, "collection": f"turns_{size}", "backend_timeout": 120.0,
+                             **CONFIG_SET})
     return Store(backend, size, MemoryCore(config, embedder=embedder), persist, user)  # type: ignore[arg-type]
 
 
@@ -294,11 +298,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "store, as a second measured user with the same rows (before/after on identical data); "
                    "a \"config\" key sets MemoryConfig fields of that user's core instead, e.g. "
                    "memory+dates='{\"config\": {\"date_window_boost\": 0.03}}'")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", dest="config_set",
+                   help="a MemoryConfig field for every core of the run, e.g. background_writes=true "
+                   "(compare runs by their ratios to the in-process store)")
     p.add_argument("--milvus-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a setting of the C++ Milvus server's config (repeatable), e.g. "
                    "queryNode.segcore.interimIndex.enableIndex=false")
     p.add_argument("--out", default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
+    for item in args.config_set:
+        name, _, value = item.partition("=")
+        CONFIG_SET[name] = json.loads(value)
     variants = {label: (label.split("+")[0], json.loads(v)) for label, v in (o.split("=", 1) for o in args.variant)}
     only = {int(s): v.split(",") for s, v in (o.split("=", 1) for o in args.size_backends)}
 
