@@ -29,7 +29,7 @@ from .keywords import INDEXED_KINDS
 from .recall.bm25 import BM25Index, mentioned_speakers
 from .recall.order import event_order_parts
 from .recall.ranking import Candidate, RankingPolicy, rank
-from .recall.temporal import parse_relation
+from .recall.temporal import parse_relation, residual_question
 from .records import MemoryContext, MemoryRecord, RecalledMemory
 from .scope import Scope
 from .state import WorkingState
@@ -166,16 +166,17 @@ class ReadPath:
             keyword = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight))
             self._add_cosines(keyword, found, vector, where)
             trace.timings["bm25"] = time.perf_counter() - t0
-        days, anchor_id = None, None
+        days, anchor_id, asked = None, None, ""
         if cfg.date_window_boost:
             t0 = time.perf_counter()
             try:
-                days, anchor_id = self._asked_days(query, vector, where, found, index, fetch)
+                days, anchor_id, asked = self._asked_days(query, vector, where, found, index, fetch)
             except (OverflowError, ValueError):  # days past the calendar's ends (years 1 and 9999)
-                days, anchor_id = None, None
+                days, anchor_id, asked = None, None, ""
             trace.timings["dates"] = time.perf_counter() - t0
             if days is not None:
-                trace.event(f"dates asked about: {days.iso()}" + (f" (anchor {anchor_id})" if anchor_id else ""))
+                trace.event(f"dates asked about: {days.iso()}" + (f" (anchor {anchor_id})" if anchor_id else "")
+                            + (f"; their memories also scored by {asked!r}" if asked else ""))
         t0 = time.perf_counter()
         named = mentioned_speakers(query, index.speakers) if index is not None and cfg.speaker_boost else set()
 
@@ -233,9 +234,10 @@ class ReadPath:
         return record_span(record.metadata, self.e.local_time(record.timestamp))
 
     def _asked_days(self, query: str, vector: np.ndarray, where: RecordFilter, found: dict[str, ScoredRecord],
-                    index: BM25Index | None, fetch: int) -> tuple[DateSpan | None, str | None]:
-        """The days ``query`` asks about, if any, and the anchor event's memory;
-        the days' memories join ``found``.
+                    index: BM25Index | None, fetch: int) -> tuple[DateSpan | None, str | None, str]:
+        """The days ``query`` asks about, if any, the anchor event's memory, and
+        what else the question asks (its memories of those days are scored by
+        it too); the days' memories join ``found``.
 
         "The week after <event>" counts from the event's own date. The anchor
         is the memory that best matches the event's words (BM25) and the whole
@@ -253,17 +255,17 @@ class ReadPath:
             else:
                 ranked = index.search(relation.anchor, k=5) if index is not None else []
                 if not ranked:
-                    return None, None
+                    return None, None, ""
                 anchor_id = max(ranked, key=lambda r: r[1] + (found[r[0]].similarity if r[0] in found else 0.0))[0]
                 anchor = found[anchor_id].record if anchor_id in found else next(
                     iter(e.backend.get([anchor_id], where=dataclasses.replace(where, ids=(anchor_id,)))), None)
                 if anchor is None:
-                    return None, None
+                    return None, None, ""
                 days = relation.window(self._about(anchor))
         else:
             named = resolve_dates(query, now)
             if not named:
-                return None, None
+                return None, None, ""
             days = DateSpan(min(s.start for s in named), max(s.end for s in named))
         # Memories of those days were written up to two weeks before (plans)
         # or after (reports) them; each is kept only if it is about them.
@@ -271,10 +273,23 @@ class ReadPath:
         until = datetime.combine(days.end + timedelta(days=15), datetime.min.time(), e.zone).timestamp()
         narrowed = dataclasses.replace(where, since=max(since, where.since if where.since is not None else since),
                                        until=min(until, where.until if where.until is not None else until))
+        asked = residual_question(query, relation) if relation is not None else ""
+        if asked:
+            # "What did Melanie buy the day after <event>?": the event's words pull the
+            # question's vector to the anchor; the day's memories are scored by what is
+            # asked about them too, the better of the two counting.
+            rest = e.embed_query(asked, where.user_id)
+            for hit in e.backend.query(rest, k=fetch, where=narrowed):
+                if self._about(hit.record).overlaps(days):
+                    known = found.get(hit.record.id)
+                    if known is None or known.similarity < hit.similarity:
+                        found[hit.record.id] = hit
         for hit in e.backend.query(vector, k=fetch, where=narrowed):
             if self._about(hit.record).overlaps(days):
-                found.setdefault(hit.record.id, hit)
-        return days, anchor_id
+                known = found.get(hit.record.id)
+                if known is None or (asked and known.similarity < hit.similarity):
+                    found[hit.record.id] = hit
+        return days, anchor_id, asked
 
     def _attach_neighbors(self, hits: list[RecalledMemory], index: BM25Index, where: RecordFilter) -> None:
         """Attach the turns around each hit (same session) as context, not hits."""

@@ -20,7 +20,7 @@ from datetime import timedelta
 
 from ..dates import DateSpan
 
-__all__ = ["DateRelation", "parse_relation"]
+__all__ = ["DateRelation", "parse_relation", "residual_question"]
 
 
 @dataclass(frozen=True)
@@ -139,3 +139,14 @@ def parse_relation(query: str) -> DateRelation | None:
     """The anchor event and the days around it that ``query`` asks about,
     or None when it asks about no event-relative time."""
     return _en(query) or _zh(query)
+
+
+def residual_question(query: str, relation: DateRelation) -> str:
+    """What ``query`` asks about the related days, without the anchor event and
+    the relation words ("What did Melanie buy the day after Caroline's interview?"
+    -> "What did Melanie buy"); empty when little or nothing else is asked."""
+    rest = query.replace(relation.anchor, " ", 1).replace(relation.phrase, " ", 1)
+    rest = re.sub(r"\s+[,;，；]\s*|\s+", " ", rest).strip(" ,.;:?!，。；：？！")
+    rest = re.sub(r"^(?:之|以)?[后前]的?\s*", "", rest)  # 毕业之后的第二天: the anchor took 毕业 only
+    return rest if len(rest) >= 4 and rest != query.strip(" ,.;:?!，。；：？！") else ""
+

@@ -10,7 +10,7 @@ from datetime import date
 import pytest
 
 from memory_vec.dates import DateSpan, resolve_dates
-from memory_vec.recall.temporal import DateRelation, parse_relation
+from memory_vec.recall.temporal import DateRelation, parse_relation, residual_question
 
 WED = date(2023, 5, 10)
 
@@ -185,3 +185,21 @@ def test_english_anchor_ends_where_the_question_starts() -> None:
     relation = parse_relation("A few days after the camping trip on which his daughter got lost, what did Marek do?")
     assert relation is not None
     assert (relation.anchor, relation.direction) == ("the camping trip on which his daughter got lost", "after")
+
+
+# --------------------------------------------------------------------------- what is asked about those days
+@pytest.mark.parametrize(("query", "asked"), [
+    ("What did Marek buy the day after Priya passed her driving test?", "What did Marek buy"),
+    ("A few days after the camping trip, what did Marek do?", "what did Marek do"),
+    ("What did Melanie do with her kids on the same Friday that Caroline went to a meeting?",
+     "What did Melanie do with her kids"),
+    ("她搬家之后的那个周末做了什么？", "做了什么"),
+    ("毕业之后的第二天他去了哪里?", "他去了哪里"),
+    ("The day after the concert?", ""),  # nothing asked besides the event
+    ("the week before August 3, 2023", ""),
+])
+def test_residual_question_drops_the_anchor_and_the_relation_words(query: str, asked: str) -> None:
+    relation = parse_relation(query)
+    assert relation is not None
+    assert residual_question(query, relation) == asked
+

@@ -106,7 +106,8 @@ def test_the_day_after_an_event_recalls_that_days_memory(make_core) -> None:  # 
     hits = dated.recall(query, k=6)
     assert [h.text for h in hits[:2]] == ["I finally passed my driving test today", answer]
     assert dated.last_trace is not None and "dates" in dated.last_trace.timings
-    assert any(ev.startswith("dates asked about: 2023-05-10/2023-05-12 (anchor ") for ev in dated.last_trace.events)
+    assert any(ev.startswith("dates asked about: 2023-05-10/2023-05-12 (anchor ")
+               and ev.endswith("their memories also scored by 'What did I buy'") for ev in dated.last_trace.events)
     assert [h.components.get("boost", 0.0) for h in hits[:3]] == [pytest.approx(0.3)] * 2 + [0.0]
 
 
