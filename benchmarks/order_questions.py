@@ -14,6 +14,7 @@ so every one of them splits.
 
     python benchmarks/order_questions.py --data ../shared/data/locomo/locomo_dev.json \
         --vectors-cache /tmp/turn_vectors.npy --backends memory chroma --questions 60
+    python benchmarks/order_questions.py ... --kind relation   # "the day after X": dates off vs on
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ if __package__ in (None, ""):
 
 from benchmarks.backend_turns import USER, DictEmbedder, fill, fill_data, make_core, release_stores, sessions_of
 from memory_vec.recall.order import event_order_parts
+from memory_vec.recall.temporal import parse_relation
 
 TEMPLATES = ("Which came first, {a} or {b}?", "Did {a} happen before or after {b}?")
+# --kind relation: questions about the days around one event (``date_window_boost``, off vs default).
+RELATION_TEMPLATES = ("What did I do the day after {a}?", "What happened the week before {a}?")
 
 
 def phrase(text: str) -> str:
@@ -51,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--own", type=int, default=300)
     p.add_argument("--per-user", type=int, default=10)
     p.add_argument("--questions", type=int, default=60)
+    p.add_argument("--kind", choices=["order", "relation"], default="order",
+                   help="order: split_order_questions off vs on; relation: date_window_boost 0 vs the default")
     args = p.parse_args(argv)
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
@@ -58,9 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = DictEmbedder(Path(args.vectors_cache) if args.vectors_cache else None)
     pool_vectors = embedder.embed_documents(pool)
     own = [phrase(t) for t in pool[: args.own]]
-    questions = [TEMPLATES[i % 2].format(a=own[(7 * i) % len(own)], b=own[(7 * i + 3) % len(own)])
-                 for i in range(args.questions)]
-    questions = [q for q in questions if event_order_parts(q)]
+    if args.kind == "order":
+        questions = [TEMPLATES[i % 2].format(a=own[(7 * i) % len(own)], b=own[(7 * i + 3) % len(own)])
+                     for i in range(args.questions)]
+        questions = [q for q in questions if event_order_parts(q)]
+    else:
+        questions = [RELATION_TEMPLATES[i % 2].format(a=own[(7 * i) % len(own)]) for i in range(args.questions)]
+        questions = [q for q in questions if parse_relation(q)]
     # The real model's cost of one query embedding (what each extra event adds with the model in).
     embed_ms = []
     for q in questions[:20]:
@@ -76,8 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             off = make_core(backend, args.size, {}, embedder)
             fill(off, records, vectors)
             on = make_core(backend, args.size, {}, embedder, f"{USER}-1", off.persist)
-            off.core.config.split_order_questions = False  # on by default since this was written
-            on.core.config.split_order_questions = True
+            if args.kind == "order":
+                off.core.config.split_order_questions = False  # on by default since this was written
+                on.core.config.split_order_questions = True
+            else:
+                off.core.config.date_window_boost = 0.0
             stores += [off, on]
             for store in (off, on):  # warm: primes the vectors cache and the keyword index
                 for q in questions[:3]:
@@ -99,6 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     e = statistics.median(embed_ms)
     print(f"{args.size:,} stored ({args.own} of the measured user); one query embedding on the real model: "
           f"median {e:.1f} ms\n")
+    if args.kind == "relation":
+        print("| store | questions | date_window_boost 0, ms | default, ms | ratio (model excluded) |")
+        print("|---|---:|---:|---:|---:|")
+        for backend, n, a, b, r in rows:
+            print(f"| {backend} | {n} | {a:.1f} | {b:.1f} | {r:.2f} |")
+        return 0
     print("| store | questions | split off, ms | split on, ms | ratio (model excluded) | "
           "+ 2 query embeddings, ratio with the model |")
     print("|---|---:|---:|---:|---:|---:|")
