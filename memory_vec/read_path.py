@@ -273,22 +273,16 @@ class ReadPath:
         until = datetime.combine(days.end + timedelta(days=15), datetime.min.time(), e.zone).timestamp()
         narrowed = dataclasses.replace(where, since=max(since, where.since if where.since is not None else since),
                                        until=min(until, where.until if where.until is not None else until))
+        # "What did Melanie buy the day after <event>?": the event's words pull the
+        # question's vector to the anchor, so the days' memories are also scored by
+        # what is asked about them, the better of the two counting.
         asked = residual_question(query, relation) if relation is not None else ""
-        if asked:
-            # "What did Melanie buy the day after <event>?": the event's words pull the
-            # question's vector to the anchor; the day's memories are scored by what is
-            # asked about them too, the better of the two counting.
-            rest = e.embed_query(asked, where.user_id)
-            for hit in e.backend.query(rest, k=fetch, where=narrowed):
+        for probe in ([e.embed_query(asked, where.user_id)] if asked else []) + [vector]:
+            for hit in e.backend.query(probe, k=fetch, where=narrowed):
                 if self._about(hit.record).overlaps(days):
                     known = found.get(hit.record.id)
-                    if known is None or known.similarity < hit.similarity:
+                    if known is None or (asked and known.similarity < hit.similarity):
                         found[hit.record.id] = hit
-        for hit in e.backend.query(vector, k=fetch, where=narrowed):
-            if self._about(hit.record).overlaps(days):
-                known = found.get(hit.record.id)
-                if known is None or (asked and known.similarity < hit.similarity):
-                    found[hit.record.id] = hit
         return days, anchor_id, asked
 
     def _attach_neighbors(self, hits: list[RecalledMemory], index: BM25Index, where: RecordFilter) -> None:
