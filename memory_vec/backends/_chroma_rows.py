@@ -45,15 +45,15 @@ def encode(record: MemoryRecord) -> dict[str, Any]:
     meta["seq"], meta["timestamp"], meta["archived"] = int(record.seq), float(record.timestamp), bool(record.archived)
     meta["agent_id"], meta["agent_id_is_null"] = record.agent_id or "", record.agent_id is None
     meta["valid_to_is_null"] = record.valid_to is None
-    try:
-        json.dumps(record.metadata, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"metadata of record {record.id!r} is not JSON-serializable: {exc}") from exc
     packed = {name: getattr(record, name) for name in _PACKED}
     packed["source_ids"] = list(record.source_ids)
     try:
         meta[RECORD_JSON] = json.dumps(packed, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
+        try:  # name the culprit; only a refused record pays the second encoding
+            json.dumps(record.metadata, allow_nan=False)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f"metadata of record {record.id!r} is not JSON-serializable: {exc}") from exc
         raise InvalidInputError(f"record {record.id!r} has a field that is not JSON-serializable: {exc}") from exc
     return meta
 
