@@ -23,6 +23,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -30,6 +31,8 @@ from ..records import MemoryRecord
 from .base import RecordFilter, ScoredRecord
 
 __all__ = ["OwnWrites"]
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -137,19 +140,28 @@ class OwnWrites:
     def merge_records(self, records: Iterable[MemoryRecord], where: RecordFilter,
                       ids: Sequence[str] | None) -> list[MemoryRecord]:
         """The server's rows of a get (``ids``) or a scan (``ids`` None), recent writes merged in."""
+        return [record for record, _ in self.merge_rows(((r, None) for r in records), where, ids)]
+
+    def merge_rows(self, rows: Iterable[tuple[MemoryRecord, V]], where: RecordFilter,
+                   ids: Sequence[str] | None) -> list[tuple[MemoryRecord, V | np.ndarray]]:
+        """:meth:`merge_records` keeping what comes with each record (its vector): a row written
+        here comes with the vector written (the server may hold an older one, or none yet)."""
         with self._lock:
             if self._nothing_to_merge():
-                return list(records)
-            out: dict[str, MemoryRecord] = {}
-            for stored in records:
+                return list(rows)
+            out: dict[str, tuple[MemoryRecord, V | np.ndarray]] = {}
+            for stored, extra in rows:
                 record = self._served(stored, where)
                 if record is not None:
-                    out[record.id] = record
+                    mine = self._vector(record.id)
+                    out[record.id] = (record, extra if mine is None else mine)
             wanted = self._entries.keys() if ids is None else [i for i in ids if i in self._entries]
             for rid in wanted:
                 entry = self._entries[rid]
-                if rid not in out and entry.record is not None and where.matches(entry.record):
-                    out[rid] = entry.record
+                # (a written entry always has its vector; the check is for the type checker)
+                if rid not in out and entry.record is not None and entry.vector is not None \
+                        and where.matches(entry.record):
+                    out[rid] = (entry.record, entry.vector)
         return list(out.values())
 
     # --- inside the lock ------------------------------------------------------------

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..records import MemoryRecord
 from . import _milvus_consistency as consistency
 from ._milvus_errors import Translate
@@ -51,6 +53,12 @@ class RowReader:
         """The records that match ``where`` (and are among ``ids`` when given)."""
         for record, _row in self.matching(where, ids, OUTPUT):
             yield record
+
+    def with_vectors(self, where: RecordFilter) -> Iterator[tuple[MemoryRecord, np.ndarray]]:
+        """The records of :meth:`records` (``ids`` None), each with its stored vector as float32
+        (as written: Milvus keeps COSINE vectors unnormalised)."""
+        for record, row in self.matching(where, None, OUTPUT, with_vectors=True):
+            yield record, np.asarray(row["vector"], dtype=np.float32)  # a page's float lists are freed as we go
 
     def matching(self, where: RecordFilter, ids: Sequence[str] | None, fields: list[str], *,
                  with_vectors: bool = False) -> Iterator[tuple[MemoryRecord, dict[str, Any]]]:

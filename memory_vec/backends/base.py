@@ -23,7 +23,10 @@ from ..records import MemoryRecord
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Backend", "BackendLimits", "BaseBackend", "MetadataValue", "PurgeReport", "RecordFilter", "ScoredRecord"]
+__all__ = [
+    "Backend", "BackendLimits", "BaseBackend", "MetadataValue", "PurgeReport", "RecordFilter", "ScoredRecord",
+    "reads_vectors",
+]
 
 MetadataValue = str | int | float | bool
 T = TypeVar("T")
@@ -229,6 +232,11 @@ class BaseBackend:
         note = f"{self.name}: this backend has no purge; deleted records may remain in the engine's files"
         return PurgeReport(False, 0, (note,))
 
+    # Optional, for the local replica of a user's scope (memory_vec.replica):
+    #   def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]
+    # every record matching ``where`` with its stored vector, rows aligned
+    # (shape (0, dimension) when none), in any order.
+
     # --- async twins -------------------------------------------------------------------------
     async def _in_thread(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         ctx = contextvars.copy_context()
@@ -258,3 +266,9 @@ class BaseBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def reads_vectors(backend: object) -> bool:
+    """Whether ``backend`` has the optional ``scan_vectors`` (a wrapper says so for its engine)."""
+    flag = getattr(backend, "vector_reads", None)
+    return flag if isinstance(flag, bool) else callable(getattr(backend, "scan_vectors", None))

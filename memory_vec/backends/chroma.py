@@ -347,6 +347,21 @@ class ChromaBackend(BaseBackend):
         out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
         return out if limit is None else out[:limit]
 
+    def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+        """Every record matching ``where`` with its stored vector, rows aligned."""
+        collection = self._readable()
+        with self._translated("scan records with vectors"):
+            found = {row_id: decode(row_id, doc, meta)
+                     for row_id, doc, meta in self._rows(collection, where, None, include=["metadatas", "documents"])}
+            ids, records, rows = list(found), [], []
+            for start in range(0, len(ids), self._max_batch):
+                page = collection.get(ids=ids[start:start + self._max_batch], include=["embeddings"])
+                for row_id, vector in zip(page["ids"], page["embeddings"]):
+                    records.append(found[row_id])  # a row deleted in between is left out
+                    rows.append(np.asarray(vector, dtype=np.float32))
+        dimension = self._dimension if self._dimension is not None else 0
+        return records, (np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32))
+
     def count(self, where: RecordFilter | None = None) -> int:
         collection = self._readable()
         with self._translated("count records"):

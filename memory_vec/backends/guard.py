@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import BackendTimeoutError, BackendUnavailableError
 from ..records import MemoryRecord
-from .base import Backend, BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from .base import Backend, BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord, reads_vectors
 
 __all__ = ["GuardedBackend"]
 
@@ -75,6 +75,7 @@ class GuardedBackend(BaseBackend):
         self.limits: BackendLimits = getattr(inner, "limits", BackendLimits())
         self.supports_multiprocess = bool(getattr(inner, "supports_multiprocess", False))
         self.persistent = bool(getattr(inner, "persistent", False))
+        self.vector_reads = reads_vectors(inner)
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -110,6 +111,13 @@ class GuardedBackend(BaseBackend):
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         return self._call("scan", lambda: self.inner.scan(where, limit=limit))
+
+    def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+        scan_vectors = getattr(self.inner, "scan_vectors", None)
+        if not callable(scan_vectors):
+            raise AttributeError(f"{type(self.inner).__name__!r} object has no attribute 'scan_vectors'")
+        result: tuple[list[MemoryRecord], np.ndarray] = self._call("scan_vectors", lambda: scan_vectors(where))
+        return result
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         return self._call("delete", lambda: self.inner.delete(ids=ids, where=where))

@@ -22,7 +22,7 @@ __all__ = ["InMemoryBackend"]
 _SHARED = "\x00shared"  # partition of agent/global records; not a valid user id
 
 
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to length 1, so a dot product is the cosine similarity."""
     if vectors.ndim != 2 or not len(vectors):
         return vectors
@@ -30,7 +30,7 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0, 1.0, norms)
 
 
-class _Partition:
+class Partition:
     def __init__(self, dimension: int) -> None:
         self.vectors = np.zeros((16, dimension), dtype=np.float32)
         self.records: list[MemoryRecord] = []
@@ -88,7 +88,7 @@ class InMemoryBackend(BaseBackend):
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._parts: dict[str, _Partition] = {}
+        self._parts: dict[str, Partition] = {}
         self._owner: dict[str, str] = {}  # record id -> partition key
         self._dimension: int | None = None
         self._model_id: str | None = None
@@ -135,7 +135,7 @@ class InMemoryBackend(BaseBackend):
 
     # --- writes --------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
-        vectors = _unit_rows(np.asarray(vectors, dtype=np.float32))
+        vectors = unit_rows(np.asarray(vectors, dtype=np.float32))
         if len(records) != len(vectors):
             raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
         with self._lock:
@@ -165,7 +165,7 @@ class InMemoryBackend(BaseBackend):
         part = self._parts.get(key)
         if part is None:
             assert self._dimension is not None
-            part = self._parts[key] = _Partition(self._dimension)
+            part = self._parts[key] = Partition(self._dimension)
         part.put(record, vector)
         self._owner[record.id] = key
 
@@ -178,7 +178,7 @@ class InMemoryBackend(BaseBackend):
 
     # --- reads ----------------------------------------------------------------------
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
-        q = _unit_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
+        q = unit_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
         with self._lock:
             if where.ids is not None:  # scoring known ids: no scan of the partition
                 return self._score_ids(q, where)[:k]
@@ -239,13 +239,30 @@ class InMemoryBackend(BaseBackend):
         out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
         return out if limit is None else out[:limit]
 
+    def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+        """Every record matching ``where`` with its (unit) vector, rows aligned."""
+        with self._lock:
+            records, rows = [], []
+            if where.ids is not None:
+                places = [(self._parts[key], self._parts[key].row[i])
+                          for i in dict.fromkeys(where.ids) if (key := self._owner.get(i)) is not None]
+            else:
+                places = [(part, i) for part in self._partitions_for(where) for i in range(len(part))]
+            for part, i in places:
+                record = part.records[i]
+                if where.matches(record):
+                    records.append(record.copy(metadata=dict(record.metadata)))
+                    rows.append(part.vectors[i].copy())
+            dimension = self._dimension or 0
+        return records, (np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32))
+
     def count(self, where: RecordFilter | None = None) -> int:
         with self._lock:
             if where is None:
                 return len(self._owner)
             return sum(1 for _ in self._iter(where, None))
 
-    def _partitions_for(self, where: RecordFilter | None) -> list[_Partition]:
+    def _partitions_for(self, where: RecordFilter | None) -> list[Partition]:
         if where is None or where.user_id is None:
             return list(self._parts.values())
         # Shared records still belong to their writer, so a user-scoped read

@@ -393,6 +393,20 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
         return out if limit is None else out[:limit]
 
+    def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+        """The records of :meth:`scan` with their stored vectors (as written), rows aligned: float32
+        of shape ``(len(records), dimension)``; order unspecified. Paged, own writes merged in."""
+        with self._mutex:
+            client, dimension = self._ready(), self._dimension or 0
+        self._before_read(client)
+        with self._gate.reading():
+            rows = list(self._reader(client).with_vectors(where))
+            merged = rows if self._own is None else self._own.merge_rows(rows, where, None)
+        if not merged:
+            return [], np.empty((0, dimension), dtype=np.float32)
+        vectors = np.stack([vector for _, vector in merged]).astype(np.float32, copy=False)
+        return [record for record, _ in merged], vectors
+
     def count(self, where: RecordFilter | None = None) -> int:
         with self._mutex:
             client = self._ready()

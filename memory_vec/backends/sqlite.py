@@ -10,9 +10,9 @@ user, use Chroma or Milvus.
 
 Layout: ``<persist_dir>/vectors.sqlite3`` holds every collection. A row is
 (collection, id, user_id, session_id, visibility, the record as JSON, the
-unit vector as float32 bytes); the primary key is (collection, id) and every
-statement names its collection, so two collections in one file never see
-each other's rows. Table ``collections`` records each collection's embedding
+unit vector as float32 bytes; see :mod:`._sqlite_rows`); the primary key is
+(collection, id) and every statement names its collection, so two
+collections in one file never see each other's rows. Table ``collections`` records each collection's embedding
 model and dimension.
 
 Queries: SQL selects the rows of the owner (user, session, shared
@@ -33,8 +33,6 @@ another's lock. Not for network file systems (WAL needs shared memory).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import os
 import sqlite3
 import threading
@@ -52,6 +50,7 @@ from ..errors import (
     SchemaMismatchError,
 )
 from ..records import MemoryRecord
+from ._sqlite_rows import decode, encode, stack_vectors, unit
 from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
@@ -73,24 +72,6 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS records_owner ON records (collection, user_id, session_id)",
     "CREATE INDEX IF NOT EXISTS records_shared ON records (collection, visibility)",
 )
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-
-
-def _encode(record: MemoryRecord) -> str:
-    try:
-        payload = json.dumps(dataclasses.asdict(record), ensure_ascii=False, allow_nan=False)
-        payload.encode("utf-8")
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-        raise InvalidInputError(f"record {record.id!r} cannot be stored as JSON: {exc}") from exc
-    return payload
-
-
-def _decode(payload: str) -> MemoryRecord:
-    return MemoryRecord(**json.loads(payload))
 
 
 def _owner_clause(where: RecordFilter | None) -> tuple[str, list[str]]:
@@ -249,8 +230,8 @@ class SQLiteBackend(BaseBackend):
             raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
         with self._lock:
             self._check_writable(vectors.shape[1])
-            rows = [(self.collection_name, r.id, r.user_id, r.session_id, r.visibility, _encode(r), v.tobytes())
-                    for r, v in zip(records, _unit(vectors))]  # encoding errors surface before any write
+            rows = [(self.collection_name, r.id, r.user_id, r.session_id, r.visibility, encode(r), v.tobytes())
+                    for r, v in zip(records, unit(vectors))]  # encoding errors surface before any write
             with self._write("write records") as conn:
                 conn.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
@@ -259,7 +240,7 @@ class SQLiteBackend(BaseBackend):
             return
         with self._lock:
             self._check_writable(None)
-            rows = [(r.user_id, r.session_id, r.visibility, _encode(r), self.collection_name, r.id) for r in records]
+            rows = [(r.user_id, r.session_id, r.visibility, encode(r), self.collection_name, r.id) for r in records]
             with self._write("update records") as conn:  # a missing id matches no row: nothing is created
                 conn.executemany("UPDATE records SET user_id = ?, session_id = ?, visibility = ?, record = ? "
                                  "WHERE collection = ? AND id = ?", rows)
@@ -280,7 +261,7 @@ class SQLiteBackend(BaseBackend):
 
     # --- reads -----------------------------------------------------------------------------
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
-        q = _unit(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
+        q = unit(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
         with self._lock:
             self._check_writable(q.shape[0])
             if k <= 0:
@@ -322,6 +303,20 @@ class SQLiteBackend(BaseBackend):
         out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
         return out if limit is None else out[:limit]
 
+    def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+        """Every record matching ``where`` with its stored vector (length 1), rows aligned:
+        float32 of shape ``(len(records), dimension)``; order unspecified. The records of :meth:`scan`."""
+        records: list[MemoryRecord] = []
+        blobs: list[bytes] = []
+        with self._lock, self._read("scan records with their vectors") as conn:
+            for payload, blob in self._select(conn, "record, vector", where, None):
+                record = decode(payload)
+                if where.matches(record):
+                    records.append(record)
+                    blobs.append(blob)
+            dimension = self._dimension
+        return records, stack_vectors(blobs, dimension)
+
     def count(self, where: RecordFilter | None = None) -> int:
         with self._lock, self._read("count records") as conn:
             if where is None:
@@ -348,7 +343,7 @@ class SQLiteBackend(BaseBackend):
     def _records(self, conn: sqlite3.Connection, where: RecordFilter | None,
                  ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
         for (payload,) in self._select(conn, "record", where, ids):
-            record = _decode(payload)
+            record = decode(payload)
             if where is None or where.matches(record):
                 yield record
 

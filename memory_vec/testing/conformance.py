@@ -67,7 +67,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 import pytest
 
-from ..backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord
+from ..backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord, reads_vectors
 from ..errors import EmbeddingModelMismatchError, InvalidInputError, MemoryVecError, StoreLockedError
 from ..records import MemoryRecord
 
@@ -432,6 +432,23 @@ class BackendConformance:
             assert store.scan(where, limit=1)[0].id == expected[0].id
         assert store.delete(where=where) == len(expected)
         assert {r.id for r in store.scan(EVERYTHING)} == {r.id for r in corpus} - {r.id for r in expected}
+
+    def test_scan_vectors_agrees_with_scan(self, store: Backend) -> None:
+        scan_vectors = getattr(store, "scan_vectors", None)
+        if not reads_vectors(store) or not callable(scan_vectors):
+            pytest.skip("backend has no scan_vectors (optional)")
+        corpus = _corpus()
+        self.put(store, corpus)
+        store.update([corpus[0].copy(text="alpha, edited", archived=True)])  # the vector stays
+        for case, where in sorted(FILTER_CASES.items()):
+            records, vectors = scan_vectors(where)
+            assert sorted(r.id for r in records) == sorted(r.id for r in store.scan(where)), case
+            assert np.asarray(vectors).shape == (len(records), self.dimension), case
+            for record, vector in zip(records, np.asarray(vectors, dtype=np.float32)):
+                cosine = float(vector @ self.vec(record.id)) / float(np.linalg.norm(vector))
+                assert cosine == pytest.approx(1.0, abs=1e-4), (case, record.id)
+        edited, _ = scan_vectors(RecordFilter(ids=(corpus[0].id,), include_archived=True))
+        assert [r.text for r in edited] == ["alpha, edited"]
 
     def test_validity_excludes_superseded_and_archived_by_default(self, store: Backend) -> None:
         self.put(store, [make_record("cur"), make_record("old", valid_to=T0 + 1, superseded_by="cur"),
