@@ -256,6 +256,12 @@ class MemoryConfig(BaseModel):
         description="Memories indexed in memory across those users, at most (roughly 1-2 KB each); the least "
         "recently used users' indexes are dropped to stay under it (the current user's is always kept).",
     )
+    replica_docs: int = Field(
+        20_000, ge=0,
+        description="Memories (with their vectors) of recently used users a store on a persistent backend keeps "
+        "in process, so recall reads them locally instead of asking the server (kept true across processes by "
+        "the keyword log; roughly 3 KB each with a 384-dimension model). 0 always asks the backend.",
+    )
 
     # --- writes, conflicts, privacy ---------------------------------------------------
     max_content_bytes: int = Field(32768, ge=1, description="Largest message accepted, in UTF-8 bytes.")

@@ -26,10 +26,12 @@ from .recall.bm25 import BM25Index, IndexedDoc
 from .records import MemoryRecord
 from .state.base import StateStore
 
-__all__ = ["INDEXED_KINDS", "KeywordIndex"]
+__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex"]
 
 #: Kinds the keyword index (and recall) covers.
 INDEXED_KINDS = ("message", "fact")
+#: Log key of shared (agent/global) records: a control character, so never a user id.
+SHARED_LOG = "\x1eshared"
 
 
 @dataclass
@@ -129,18 +131,24 @@ class KeywordIndex:
         if entry is not None and docs:
             entry.index.add(docs)
 
-    def stored(self, records: Sequence[MemoryRecord]) -> None:
-        """Records now durable in the backend: tell other processes (the log)."""
-        by_user: dict[str, list[str]] = {}
+    def stored(self, records: Sequence[MemoryRecord]) -> list[tuple[str, int, int]]:
+        """Records now durable in the backend: tell other processes (the log).
+        Shared records are logged under ``SHARED_LOG`` too (the local
+        replica's copies hold them). Returns (log key, counter after, ids
+        appended) per append."""
+        by_key: dict[str, list[str]] = {}
         for r in records:
             if r.kind in INDEXED_KINDS:
-                by_user.setdefault(r.user_id, []).append(r.id)
-        for user, ids in by_user.items():
-            self._state.log_writes(user, ids)
+                by_key.setdefault(r.user_id, []).append(r.id)
+                if r.visibility != "private":
+                    by_key.setdefault(SHARED_LOG, []).append(r.id)
+        return [(key, self._state.log_writes(key, ids), len(ids)) for key, ids in by_key.items()]
 
     def deleted(self, user_id: str) -> None:
-        """Something of the user was deleted: every process rebuilds it."""
+        """Something of the user was deleted: every process rebuilds it (and,
+        as the user's shared records may be among it, every replica copy)."""
         self._state.reset_keywords(user_id)
+        self._state.reset_keywords(SHARED_LOG)
         self.drop(user_id)
 
     def drop(self, user_id: str | None = None) -> None:

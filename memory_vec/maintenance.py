@@ -95,11 +95,12 @@ def reembed(
             )
         from .store import open_store
 
-        backend = open_store(config).backend
+        store = open_store(config)
     else:
         core.flush()  # background writes must be stored before we read everything back
-        backend = core.backend
+        store = core.store
         config = core.config
+    backend = store.backend
     reset = getattr(backend, "reset", None)
     if reset is None:
         raise BackendError(
@@ -120,6 +121,7 @@ def reembed(
     reset(dimension=dimension, model_id=space)
     for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):
         backend.upsert(records[start:start + batch_size], vectors[start:start + batch_size])
+    store.vectors_changed()
     if core is not None:
         core.embedder = new_embedder  # also drops vectors of the old model cached by the core
     return ReembedResult(records=len(records), model_id=model_id, dimension=dimension, policy=policy.tag)

@@ -27,11 +27,12 @@ import numpy as np
 
 from . import _validate as v
 from .backends import create_backend
-from .backends.base import Backend, BackendLimits, PurgeReport
+from .backends.base import Backend, BackendLimits, PurgeReport, reads_vectors
 from .config import MemoryConfig
 from .errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError
-from .keywords import KeywordIndex
+from .keywords import SHARED_LOG, KeywordIndex
 from .records import MemoryRecord
+from .replica import ReplicatedBackend
 from .state import StateStore, create_state_store, resolve_state_kind
 from .state.base import DeadLetter
 from .vector_cache import SharedVectors, VectorCache
@@ -96,14 +97,19 @@ class Store:
         settings: WriterSettings | None = None,
         keyword_cache_users: int = 1000,
         keyword_cache_docs: int = 200_000,
+        replica_docs: int = 0,
         legacy_state_path: str | None = None,
     ) -> None:
-        self.backend = backend
+        # A persistent engine answers a user's recall reads from a local copy (replica.py).
+        self.replica = (ReplicatedBackend(backend, state, max_docs=replica_docs)
+                        if replica_docs > 0 and getattr(backend, "persistent", False) and reads_vectors(backend)
+                        else None)
+        self.backend: Backend = self.replica if self.replica is not None else backend
         self.state = state
         self.collection = collection
-        self.keywords = KeywordIndex(backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
-        self.writer = RecordWriter(backend, settings or WriterSettings(), validate=self.validate, dead_letters=state,
-                                   on_stored=self.keywords.stored)
+        self.keywords = KeywordIndex(self.backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
+        self.writer = RecordWriter(self.backend, settings or WriterSettings(), validate=self.validate,
+                                   dead_letters=state, on_stored=self._stored)
         self._legacy_state_path = legacy_state_path
         self._opened: tuple[int, str] | None = None
         self._open_lock = threading.Lock()
@@ -168,6 +174,20 @@ class Store:
 
     def flush(self) -> None:
         self.writer.flush()
+
+    def vectors_changed(self) -> None:
+        """Every stored vector was rewritten (``reembed``): every process's
+        replica copies are rebuilt on their next read."""
+        self.state.reset_keywords(SHARED_LOG)
+        if self.replica is not None:
+            self.replica.drop_copies()
+
+    def _stored(self, records: Sequence[MemoryRecord]) -> None:
+        """Records durable in the backend: log them for other processes; this
+        process's replica copies already hold them, so they stay caught up."""
+        for key, counter, count in self.keywords.stored(records):
+            if self.replica is not None:
+                self.replica.logged(key, counter, count)
 
     def purge(self) -> PurgeReport:
         """After a forget: no trace of deleted data in this store's files, where
@@ -237,7 +257,7 @@ class Store:
                 failed[letter.record_id] = f"{type(exc).__name__}: {exc}"
                 continue
             self.state.remove_dead_letters([letter.record_id])
-            self.keywords.stored([record])
+            self._stored([record])
             stored.append(letter.record_id)
         return DeadLetterRetry(stored, failed)
 
@@ -260,6 +280,7 @@ def build_store(config: MemoryConfig, *, backend: Backend | None = None,
         settings=writer_settings(config),
         keyword_cache_users=config.keyword_cache_users,
         keyword_cache_docs=config.keyword_cache_docs,
+        replica_docs=config.replica_docs,
         legacy_state_path=legacy,
     )
 

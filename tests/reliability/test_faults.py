@@ -27,19 +27,27 @@ def _start_chroma(port: int | None = None, data_dir: str | None = None) -> Servi
     )
 
 
-def test_chroma_server_stopped_mid_conversation(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("replica_docs", [0, 20_000], ids=["no-replica", "replica"])
+def test_chroma_server_stopped_mid_conversation(tmp_path, replica_docs: int) -> None:  # type: ignore[no-untyped-def]
     server = _start_chroma()
     try:
         config = MemoryConfig(backend="chroma", url=server.url, collection="faults", persist_dir=str(tmp_path),
-                              backend_timeout=3.0, backend_retries=1, fact_extractor="none", score_threshold=0.0)
+                              backend_timeout=3.0, backend_retries=1, fact_extractor="none", score_threshold=0.0,
+                              replica_docs=replica_docs)
         core = MemoryCore(config, embedder=EMBEDDER)
         core.add_message("user", "my locker number is 42")
         assert core.recall("locker number", k=1)[0].text == "my locker number is 42"
 
         server.stop()  # the server goes away mid-conversation
         ctx = core.build_context("what is my locker number?")
-        assert ctx.degraded and ctx.relevant == []
-        assert core.last_trace is not None and core.last_trace.degraded
+        if replica_docs:
+            # The user's copy in this process answers (no other process can
+            # write while the server is away, so it is current).
+            assert not ctx.degraded
+            assert core.recall("locker number", k=1)[0].text == "my locker number is 42"
+        else:
+            assert ctx.degraded and ctx.relevant == []
+            assert core.last_trace is not None and core.last_trace.degraded
         assert "locker" in ctx.render_history()  # still answers from the working buffer
         queued = core.add_message("user", "and my bike lock code is 9911")
         assert queued.pending and core.writer.pending_count >= 1

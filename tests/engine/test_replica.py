@@ -1,0 +1,168 @@
+"""The local replica of a user's scope (memory_vec/replica.py) answers exactly
+what the backend answers, whatever either of two "processes" wrote.
+
+Two :class:`Store` objects over one backend and one working-state store
+stand for two worker processes over one server: each has its own replica,
+and only the shared keyword log tells one about the other's writes. After
+every random write, update or delete, every recall-shaped read of both
+replicas is checked against the backend itself (the in-process backend is
+the reference implementation of the filter semantics). The real engines and
+real processes are covered by tests/engine/test_two_processes.py, which runs
+with the replica on (the default).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from memory_vec.backends import InMemoryBackend, RecordFilter
+from memory_vec.records import MemoryRecord
+from memory_vec.replica import ReplicatedBackend
+from memory_vec.state import InMemoryStateStore
+from memory_vec.store import Store
+
+DIM = 8
+USERS = ("u1", "u2", "admin")
+
+
+class _Server(InMemoryBackend):
+    """The in-process backend flagged persistent, so a Store puts a replica in front of it."""
+
+    persistent = True
+
+
+@pytest.fixture
+def two_stores() -> Iterator[tuple[InMemoryBackend, Store, Store]]:
+    server, state = _Server(), InMemoryStateStore()
+    server.open(dimension=DIM, model_id="m")
+    stores = [Store(server, state, collection="c", replica_docs=10_000) for _ in range(2)]
+    for store in stores:
+        store.open(dimension=DIM, model_id="m")
+    yield server, stores[0], stores[1]
+
+
+def _record(rng: random.Random, n: int) -> MemoryRecord:
+    visibility = rng.choice(["private"] * 4 + ["global", "agent"])
+    return MemoryRecord(
+        id=f"r{n}", text=f"text {n}", role=rng.choice(["user", "assistant"]), user_id=rng.choice(USERS),
+        session_id=rng.choice(["s1", "s2"]), timestamp=1_700_000_000.0 + n, seq=n,
+        kind=rng.choice(["message", "message", "fact", "summary"]), visibility=visibility,
+        agent_id=rng.choice(["bot", "other"]) if visibility == "agent" else None,
+    )
+
+
+def _wheres(rng: random.Random, ids: list[str]) -> list[RecordFilter]:
+    out = []
+    for user in USERS:
+        for _ in range(3):
+            out.append(RecordFilter(
+                user_id=user, session_id=rng.choice([None, "s1"]), agent_id=rng.choice([None, "bot"]),
+                include_shared=rng.random() < 0.5, kinds=rng.choice([("message", "fact"), ("fact",), ("message",)]),
+                include_superseded=rng.random() < 0.3, include_archived=rng.random() < 0.3,
+                ids=tuple(rng.sample(ids, min(len(ids), 5))) if ids and rng.random() < 0.2 else None,
+            ))
+    return out
+
+
+def _same(server: InMemoryBackend, store: Store, where: RecordFilter, q: np.ndarray) -> None:
+    assert isinstance(store.backend, ReplicatedBackend)
+    want = server.query(q, k=8, where=where)
+    got = store.backend.query(q, k=8, where=where)
+    assert [(h.record.id, h.record.valid_to, h.record.archived, h.record.text) for h in got] == \
+        [(h.record.id, h.record.valid_to, h.record.archived, h.record.text) for h in want], where
+    assert [h.similarity for h in got] == pytest.approx([h.similarity for h in want], abs=1e-5)
+    ids = [r.id for r in server.scan(RecordFilter(include_superseded=True, include_archived=True))][:12]
+    assert [r.id for r in store.backend.get(ids, where=where)] == [r.id for r in server.get(ids, where=where)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_two_replicas_answer_what_the_backend_answers(two_stores: tuple[InMemoryBackend, Store, Store],
+                                                      seed: int) -> None:
+    server, a, b = two_stores
+    rng = random.Random(seed)
+    vectors = np.random.default_rng(seed)
+    written: dict[str, MemoryRecord] = {}
+    for step in range(60):
+        store = rng.choice([a, b])
+        action = rng.random()
+        if action < 0.55 or not written:
+            batch = [_record(rng, step * 10 + i) for i in range(rng.randint(1, 3))]  # ids are never reused
+            store.writer.write(batch, vectors.standard_normal((len(batch), DIM)).astype(np.float32))
+            written.update((r.id, r) for r in batch)
+        elif action < 0.85:  # supersede, archive, share, or edit the text (vector kept)
+            old = written[rng.choice(sorted(written))]
+            change = rng.choice(["valid_to", "archived", "visibility", "text"])
+            new = {"valid_to": old.copy(valid_to=old.timestamp + 1, superseded_by="x"),
+                   "archived": old.copy(archived=not old.archived),
+                   # (the API shares a record only when it is written; a shared one
+                   # becomes private only by an import, which rebuilds every copy)
+                   "visibility": old.copy(visibility="global", agent_id=None),
+                   "text": old.copy(text=old.text + " edited")}[change]
+            store.writer.update([new])
+            written[new.id] = new
+        else:  # a delete, as the pipelines do it: rows, then every process rebuilds
+            doomed = rng.sample(sorted(written), min(2, len(written)))
+            store.backend.delete(ids=doomed)
+            for record_id in doomed:
+                store.keywords.deleted(written.pop(record_id).user_id)
+        q = vectors.standard_normal(DIM).astype(np.float32)
+        for where in _wheres(rng, sorted(written)):
+            _same(server, a, where, q)
+            _same(server, b, where, q)
+    served = [s.backend for s in (a, b)]
+    assert all(isinstance(r, ReplicatedBackend) and r.copied_docs > 0 for r in served), "the copies were never used"
+
+
+def test_reads_the_copy_cannot_answer_go_to_the_backend(two_stores: tuple[InMemoryBackend, Store, Store]) -> None:
+    _, a, _ = two_stores
+    summary = MemoryRecord(id="s", text="a summary", role="system", user_id="u1", session_id="s1",
+                           timestamp=1.0, kind="summary")
+    a.writer.write([summary], np.ones((1, DIM), dtype=np.float32))
+    q = np.ones(DIM, dtype=np.float32)
+    for where in (RecordFilter(user_id="u1"), RecordFilter(user_id="u1", kinds=("summary",)), RecordFilter()):
+        assert [h.record.id for h in a.backend.query(q, k=3, where=where)] == ["s"]
+    assert isinstance(a.backend, ReplicatedBackend) and a.backend.copied_docs == 0
+
+
+def test_a_user_too_big_for_the_cap_is_read_from_the_backend() -> None:
+    server, state = _Server(), InMemoryStateStore()
+    store = Store(server, state, collection="c", replica_docs=10)
+    store.open(dimension=DIM, model_id="m")
+    records = [MemoryRecord(id=f"m{i}", text=f"t{i}", role="user", user_id="big", session_id="s",
+                            timestamp=float(i), seq=i) for i in range(8)]
+    store.writer.write(records, np.random.default_rng(0).standard_normal((8, DIM)).astype(np.float32))
+    where = RecordFilter(user_id="big", kinds=("message", "fact"))
+    q = np.ones(DIM, dtype=np.float32)
+    assert [h.record.id for h in store.backend.query(q, k=8, where=where)] == \
+        [h.record.id for h in server.query(q, k=8, where=where)]
+    assert isinstance(store.backend, ReplicatedBackend) and store.backend.copied_docs == 0
+
+
+def test_off_when_asked_or_in_process() -> None:
+    state = InMemoryStateStore()
+    assert not isinstance(Store(_Server(), state, collection="c", replica_docs=0).backend, ReplicatedBackend)
+    assert not isinstance(Store(InMemoryBackend(), state, collection="c", replica_docs=100).backend,
+                          ReplicatedBackend)
+
+
+def test_after_a_reembed_in_one_process_the_other_reads_the_new_vectors(
+        two_stores: tuple[InMemoryBackend, Store, Store]) -> None:
+    server, a, b = two_stores
+    records = [MemoryRecord(id=f"m{i}", text=f"t{i}", role="user", user_id="u1", session_id="s",
+                            timestamp=float(i), seq=i) for i in range(5)]
+    rng = np.random.default_rng(1)
+    a.writer.write(records, rng.standard_normal((5, DIM)).astype(np.float32))
+    where = RecordFilter(user_id="u1", kinds=("message", "fact"))
+    q = rng.standard_normal(DIM).astype(np.float32)
+    _same(server, b, where, q)  # b holds a copy now
+    # What reembed does through a's backend: a new collection, every row rewritten, then the signal.
+    assert isinstance(a.backend, ReplicatedBackend)
+    a.backend.reset(dimension=DIM, model_id="m2")
+    a.backend.upsert(records, rng.standard_normal((5, DIM)).astype(np.float32))
+    a.vectors_changed()
+    _same(server, b, where, q)
+    _same(server, a, where, q)
