@@ -86,7 +86,8 @@ CONFIG_SET: dict[str, Any] = {}
 # MemoryConfig fields a Store reads when it opens (writer settings, where and how it stores):
 # a twin on the same store cannot change them.
 STORE_SETTINGS = {"background_writes", "write_batch_size", "flush_interval", "backend", "url", "persist_dir",
-                  "collection", "backend_options", "state_store", "redis_url", "backend_timeout", "backend_retries"}
+                  "collection", "backend_options", "state_store", "redis_url", "backend_timeout", "backend_retries",
+                  "keyword_cache_users", "keyword_cache_docs", "replica_docs"}
 
 BACKENDS = ("memory", "sqlite", "chroma", "chroma-server", "milvus-lite", "milvus-server")
 USER = "bench-user"
