@@ -55,6 +55,9 @@ class _Copy:
     part: Partition
     positions: dict[str, tuple[int, int]]  # log key -> (generation, counter) caught up to
     lock: threading.Lock = field(default_factory=threading.Lock)
+    loaded: bool = False  # registered before its first scan (so own writes wait for it)
+    fetches: int = 0  # rows fetched from the backend so far (load, catch-ups)
+    refetch: set[str] = field(default_factory=set)  # own writes a fetch may have overtaken
 
     def holds(self, record: MemoryRecord) -> bool:
         """Whether ``record`` belongs in this copy."""
@@ -146,12 +149,14 @@ class ReplicatedBackend(BaseBackend):
 
     # --- writes: the backend first, then every copy they touch ------------------------------
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        before = self._fetch_marks()
         self.inner.upsert(records, vectors)
-        self._apply(records, unit_rows(np.asarray(vectors, dtype=np.float32)))
+        self._apply(records, unit_rows(np.asarray(vectors, dtype=np.float32)), before)
 
     def update(self, records: Sequence[MemoryRecord]) -> None:
+        before = self._fetch_marks()
         self.inner.update(records)
-        self._apply(records, None)
+        self._apply(records, None, before)
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         n = int(self.inner.delete(ids=ids, where=where))
@@ -175,13 +180,29 @@ class ReplicatedBackend(BaseBackend):
                 if position == counter - count:
                     copy.positions[key] = (generation, counter)
 
-    def _apply(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> None:
+    def _fetch_marks(self) -> dict[tuple[str, str | None], tuple[_Copy, int]]:
+        return {key: (copy, copy.fetches) for key, copy in self._items()}
+
+    def _apply(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None,
+               before: dict[tuple[str, str | None], tuple[_Copy, int]]) -> None:
+        """Own rows, now in the backend, into every copy. A copy that fetched rows
+        since the write began may hold another process's newer version of one
+        of them, which this older one would overwrite: it fetches them again."""
+        grown = False
         for key, copy in self._items():
             with copy.lock:
+                size = len(copy.part)
                 complete = copy.put(records, vectors)
+                grown = grown or len(copy.part) > size
+                if before.get(key) != (copy, copy.fetches):
+                    copy.refetch.update(r.id for r in records if r.kind in COPIED_KINDS)
             if not complete:
-                with self._lock:
-                    self._copies.pop(key, None)
+                self._unregister(key, copy)
+            elif len(copy.part) > size:
+                self._bound(key, copy, evict=False)
+        if grown:
+            with self._lock:
+                self._evict(keep=None)
 
     # --- reads: from the copy when it can answer ------------------------------------------
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
@@ -189,6 +210,8 @@ class ReplicatedBackend(BaseBackend):
         if copy is None:
             result: list[ScoredRecord] = self.inner.query(vector, k=k, where=where)
             return result
+        if k <= 0:
+            return []
         q = unit_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
         with copy.lock:
             part = copy.part
@@ -242,14 +265,17 @@ class ReplicatedBackend(BaseBackend):
     def _refreshed(self, key: tuple[str, str | None], copy: _Copy | None) -> _Copy | None:
         if copy is not None:
             with copy.lock:
-                if self._catch_up(copy):
-                    return copy
+                current = self._catch_up(copy)
+            if current:
+                return copy if self._bound(key, copy) else None
         return self._load(key)
 
     def _catch_up(self, copy: _Copy) -> bool:
         """Fetch what other processes logged since the copy's positions; False: rebuild."""
+        if not copy.loaded:
+            return False
         changed: dict[str, int] = {}
-        ids: list[str] = []
+        ids = list(copy.refetch)
         for log_key, (generation, position) in copy.positions.items():
             changes = self._state.keyword_changes(log_key, after=position, generation=generation)
             if changes.ids is None:
@@ -260,11 +286,13 @@ class ReplicatedBackend(BaseBackend):
         if ids:
             where = RecordFilter(ids=tuple(dict.fromkeys(ids)), include_superseded=True, include_archived=True)
             records, vectors = self.inner.scan_vectors(where)
+            copy.fetches += 1
             copy.put(records, unit_rows(np.asarray(vectors, dtype=np.float32)))
             if len(records) < len(where.ids or ()):
                 # A logged row not readable yet (a server's consistency window):
                 # keep the positions, so the next read fetches it again.
                 return True
+            copy.refetch.clear()
         for log_key, counter in changed.items():
             copy.positions[log_key] = (copy.positions[log_key][0], counter)
         return True
@@ -273,28 +301,28 @@ class ReplicatedBackend(BaseBackend):
         user, agent = key
         if not self._dimension:  # not opened yet
             return None
-        # Log positions first: a write logged after them is fetched by the next catch-up.
-        positions = {}
-        for log_key in (user, SHARED_LOG):
-            changes = self._state.keyword_changes(log_key, after=0, generation=-1)
-            positions[log_key] = (changes.generation, changes.counter)
-        where = RecordFilter(user_id=user, agent_id=agent, include_shared=True, kinds=COPIED_KINDS,
-                             include_superseded=True, include_archived=True)
-        records, vectors = self.inner.scan_vectors(where)
-        if len(records) > self.max_docs // 2:
+        copy = _Copy(user, agent, Partition(self._dimension), {})
+        with copy.lock:
+            # Registered (and locked) before the scan: an own write that the scan
+            # misses lands here once it is done, instead of in no copy at all.
             with self._lock:
-                self._copies.pop(key, None)
-                self._too_big[user] = None
-                while len(self._too_big) > 10_000:
-                    self._too_big.popitem(last=False)
-            return None
-        copy = _Copy(user, agent, Partition(self._dimension), positions)
-        copy.put(records, unit_rows(np.asarray(vectors, dtype=np.float32)))
-        with self._lock:
-            self._copies[key] = copy
-            self._copies.move_to_end(key)
-            self._evict(keep=key)
-        return copy
+                self._copies[key] = copy
+                self._copies.move_to_end(key)
+            try:
+                # Log positions first: a write logged after them is fetched by the next catch-up.
+                for log_key in (user, SHARED_LOG):
+                    changes = self._state.keyword_changes(log_key, after=0, generation=-1)
+                    copy.positions[log_key] = (changes.generation, changes.counter)
+                where = RecordFilter(user_id=user, agent_id=agent, include_shared=True, kinds=COPIED_KINDS,
+                                     include_superseded=True, include_archived=True)
+                records, vectors = self.inner.scan_vectors(where)
+            except BaseException:
+                self._unregister(key, copy)
+                raise
+            copy.fetches += 1
+            copy.put(records, unit_rows(np.asarray(vectors, dtype=np.float32)))
+            copy.loaded = True
+        return copy if self._bound(key, copy) else None
 
     # --- bookkeeping ------------------------------------------------------------------------
     def drop_copies(self, user_id: str | None = None) -> None:
@@ -319,7 +347,26 @@ class ReplicatedBackend(BaseBackend):
     def _all_copies(self) -> list[_Copy]:
         return [c for _, c in self._items()]
 
-    def _evict(self, *, keep: tuple[str, str | None]) -> None:
+    def _bound(self, key: tuple[str, str | None], copy: _Copy, *, evict: bool = True) -> bool:
+        """Keep the copies within ``max_docs``; False when this one is too big to keep."""
+        with self._lock:
+            if len(copy.part) > self.max_docs // 2:
+                if self._copies.get(key) is copy:
+                    del self._copies[key]
+                self._too_big[key[0]] = None
+                while len(self._too_big) > 10_000:
+                    self._too_big.popitem(last=False)
+                return False
+            if evict:
+                self._evict(keep=key)
+            return True
+
+    def _unregister(self, key: tuple[str, str | None], copy: _Copy) -> None:
+        with self._lock:
+            if self._copies.get(key) is copy:
+                del self._copies[key]
+
+    def _evict(self, *, keep: tuple[str, str | None] | None) -> None:
         total = sum(len(c.part) for c in self._copies.values())
         for key in list(self._copies):
             if total <= self.max_docs:

@@ -84,9 +84,11 @@ class Transfer:
             for i in range(0, len(records), BULK_BATCH):
                 e.writer.write(records[i:i + BULK_BATCH], vectors[i:i + BULK_BATCH], batch_size=BULK_BATCH)
             e.writer.flush(BULK_BATCH)
+        # Imported ids may replace existing ones (a shared record may come back private):
+        # every process rebuilds its keywords and copies, before anything else can fail.
+        e.deleted(user)
         for state in states:
             e.state.replace(state)
-        e.deleted(user)  # imported ids may replace existing ones: rebuild keywords everywhere
         return len(records)
 
     # ------------------------------------------------------------- sessions

@@ -95,6 +95,7 @@ class Upkeep:
         doomed = plan.deletions
         if doomed:
             self.e.backend.delete(ids=doomed)
+            self.e.deleted(user)  # other processes stop serving them now, not after the updates below
         by_id = {r.id: r for r in records}
         if plan.archive:
             self.e.writer.update([by_id[i].copy(archived=True, expire_at=now + policy.grace_days * 86400.0)

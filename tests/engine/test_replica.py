@@ -14,7 +14,8 @@ with the replica on (the default).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -165,4 +166,95 @@ def test_after_a_reembed_in_one_process_the_other_reads_the_new_vectors(
     a.backend.upsert(records, rng.standard_normal((5, DIM)).astype(np.float32))
     a.vectors_changed()
     _same(server, b, where, q)
+    _same(server, a, where, q)
+
+
+def _fact(i: int, text: str | None = None) -> MemoryRecord:
+    return MemoryRecord(id=f"m{i}", text=text or f"t{i}", role="user", user_id="u1", session_id="s",
+                        timestamp=float(i), seq=i, kind="fact")
+
+
+def test_an_own_write_landing_while_a_copy_loads_is_in_the_copy() -> None:
+    """The load's scan is taken, then this process stores and logs a row: the
+    copy must get it, not skip it as already caught up."""
+    written = threading.Event()
+
+    class Server(_Server):
+        during_scan: Callable[[], None] | None = None
+
+        def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+            out = super().scan_vectors(where)  # the scan misses what is written next
+            hook, self.during_scan = self.during_scan, None
+            if hook is not None and where.ids is None:
+                hook()
+            return out
+
+        def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+            super().upsert(records, vectors)
+            written.set()
+
+    loaded = threading.Event()
+
+    class State(InMemoryStateStore):
+        def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
+            if "m1" in ids:  # the log entry comes after the copy is in place
+                loaded.wait(5)
+            return super().log_writes(user_id, ids)
+
+    server, state = Server(), State()
+    store = Store(server, state, collection="c", replica_docs=1000)
+    store.open(dimension=DIM, model_id="m")
+    rng = np.random.default_rng(0)
+    store.writer.write([_fact(0)], rng.standard_normal((1, DIM)).astype(np.float32))
+    writer = threading.Thread(target=lambda: store.writer.write(
+        [_fact(1)], rng.standard_normal((1, DIM)).astype(np.float32)))
+
+    def write_now() -> None:
+        written.clear()
+        writer.start()
+        assert written.wait(5)  # in the backend; its copy update and log entry follow
+
+    server.during_scan = write_now
+    where = RecordFilter(user_id="u1", kinds=("message", "fact"))
+    q = rng.standard_normal(DIM).astype(np.float32)
+    store.backend.query(q, k=10, where=where)  # loads the copy
+    loaded.set()
+    writer.join(5)
+    assert sorted(h.record.id for h in store.backend.query(q, k=10, where=where)) == ["m0", "m1"]
+
+
+def test_copies_stay_within_replica_docs_as_they_grow() -> None:
+    server, state = _Server(), InMemoryStateStore()
+    store = Store(server, state, collection="c", replica_docs=10)
+    store.open(dimension=DIM, model_id="m")
+    rng = np.random.default_rng(0)
+    where = RecordFilter(user_id="u1", kinds=("message", "fact"))
+    q = rng.standard_normal(DIM).astype(np.float32)
+    for i in range(12):
+        store.writer.write([_fact(i)], rng.standard_normal((1, DIM)).astype(np.float32))
+        _same(server, store, where, q)
+        assert isinstance(store.backend, ReplicatedBackend) and store.backend.copied_docs <= 5
+
+
+def test_an_own_update_overtaken_by_another_process_leaves_the_newer_version(
+        two_stores: tuple[InMemoryBackend, Store, Store]) -> None:
+    """a's update reaches the backend, then b rewrites the row and a's copy fetches b's
+    version, then a's copy update lands: the copy must end on b's version."""
+    server, a, b = two_stores
+    rng = np.random.default_rng(0)
+    a.writer.write([_fact(0)], rng.standard_normal((1, DIM)).astype(np.float32))
+    where = RecordFilter(user_id="u1", kinds=("message", "fact"), include_superseded=True)
+    q = rng.standard_normal(DIM).astype(np.float32)
+    _same(server, a, where, q)  # a holds a copy
+    inner_update = server.update
+
+    def update_then_overtaken(records: Sequence[MemoryRecord]) -> None:
+        inner_update(records)
+        if records[0].text == "a's version":
+            b.writer.update([_fact(0, text="b's version")])
+            a.backend.query(q, k=5, where=where)  # a's copy catches up with b's write
+
+    server.update = update_then_overtaken  # type: ignore[method-assign]
+    a.writer.update([_fact(0, text="a's version")])
+    assert [r.text for r in server.get(["m0"])] == ["b's version"]
     _same(server, a, where, q)
