@@ -51,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(default: a new connection per request, spread over the workers)")
     parser.add_argument("--memory-per", choices=["request", "session"], default="request",
                         help="the service builds the memory per request (default) or keeps it per session")
+    parser.add_argument("--replica-docs", type=int, default=None,
+                        help="MemoryConfig.replica_docs of the service's stores (default: the config's; "
+                             "0 reads every recall from the Chroma server)")
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -69,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pids["redis"] = redis.pid
         settings = LoadSettings(chroma_url=chroma_url, redis_url=redis_url, users=args.users, turns=args.turns,
                                 workers=args.workers, timeout_s=args.timeout, skip_floor=args.skip_floor,
-                                sticky=args.sticky, memory_per=args.memory_per)
+                                sticky=args.sticky, memory_per=args.memory_per, replica_docs=args.replica_docs)
         report = run_load(settings, args.out, server_pids=pids).report
     finally:
         release_stores()

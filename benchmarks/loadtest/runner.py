@@ -40,6 +40,7 @@ class LoadSettings:
     skip_floor: bool = False
     sticky: bool = False  # one keep-alive connection per user (stays on one worker)
     memory_per: str = "request"  # or "session": the service keeps each session's memory
+    replica_docs: int | None = None  # MemoryConfig.replica_docs of the service (None: the default)
 
 
 @dataclass
@@ -91,6 +92,7 @@ def _start_service(settings: LoadSettings, collection: str, log_dir: Path) -> tu
         "LOADTEST_CHROMA_URL": settings.chroma_url, "LOADTEST_REDIS_URL": settings.redis_url,
         "LOADTEST_COLLECTION": collection, "LOADTEST_READY_DIR": str(ready_dir),
         "LOADTEST_MEMORY_PER": settings.memory_per,
+        **({"LOADTEST_REPLICA_DOCS": str(settings.replica_docs)} if settings.replica_docs is not None else {}),
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
     }

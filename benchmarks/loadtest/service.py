@@ -88,11 +88,13 @@ class CountingEmbedder:
 
 
 def _store_settings() -> dict[str, Any]:
+    replica = os.environ.get("LOADTEST_REPLICA_DOCS")
     return {
         "backend": "chroma",
         "url": os.environ["LOADTEST_CHROMA_URL"],
         "redis_url": os.environ["LOADTEST_REDIS_URL"],
         "collection": os.environ["LOADTEST_COLLECTION"],
+        **({"replica_docs": int(replica)} if replica else {}),
     }
 
 
