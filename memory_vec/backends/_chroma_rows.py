@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..records import MemoryRecord
 
-__all__ = ["RECORD_JSON", "clear_stale_keys", "decode", "encode", "zip_page"]
+__all__ = ["RECORD_JSON", "clear_stale_keys", "decode", "encode", "rows_with_vectors", "zip_page"]
 
 RECORD_JSON = "record_json"
 
@@ -96,3 +96,15 @@ def zip_page(page: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
     docs = page.get("documents") or [None] * len(ids)
     metas = page.get("metadatas") or [None] * len(ids)
     return zip(ids, docs, metas)
+
+
+def rows_with_vectors(collection: Any, narrow: dict[str, Any] | None, *,
+                      page: int) -> Iterator[tuple[str, Any, Any, Any]]:
+    """(id, document, metadata, vector) of every row matching ``narrow``, ``page`` rows per get."""
+    offset = 0
+    while True:
+        got = collection.get(where=narrow, include=["metadatas", "documents", "embeddings"], limit=page, offset=offset)
+        yield from zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"])
+        if len(got["ids"]) < page:
+            return
+        offset += page

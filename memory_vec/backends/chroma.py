@@ -54,7 +54,7 @@ from ._chroma_collection import import_chromadb as import_chromadb
 from ._chroma_errors import Translate, is_not_found
 from ._chroma_filters import NothingMatches, owner_wheres, where_clause
 from ._chroma_query import query_where, score_ids
-from ._chroma_rows import clear_stale_keys, decode, encode, zip_page
+from ._chroma_rows import clear_stale_keys, decode, encode, rows_with_vectors, zip_page
 from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
@@ -350,15 +350,29 @@ class ChromaBackend(BaseBackend):
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """Every record matching ``where`` with its stored vector, rows aligned."""
         collection = self._readable()
+        records: list[MemoryRecord] = []
+        rows: list[np.ndarray] = []
         with self._translated("scan records with vectors"):
-            found = {row_id: decode(row_id, doc, meta)
-                     for row_id, doc, meta in self._rows(collection, where, None, include=["metadatas", "documents"])}
-            ids, records, rows = list(found), [], []
-            for start in range(0, len(ids), self._max_batch):
-                page = collection.get(ids=ids[start:start + self._max_batch], include=["embeddings"])
-                for row_id, vector in zip(page["ids"], page["embeddings"]):
-                    records.append(found[row_id])  # a row deleted in between is left out
-                    rows.append(np.asarray(vector, dtype=np.float32))
+            if where.user_id is not None and where.ids is None:
+                # A user's scope (a replica's load): each owner narrow is one equality,
+                # read with the vectors in one pass and checked here (owner_wheres).
+                seen: set[str] = set()
+                for narrow in owner_wheres(where):
+                    for row_id, doc, meta, vector in rows_with_vectors(collection, narrow, page=_PAGE):
+                        record = decode(row_id, doc, meta)
+                        if row_id not in seen and where.matches(record):
+                            seen.add(row_id)
+                            records.append(record)
+                            rows.append(np.asarray(vector, dtype=np.float32))
+            else:
+                found = {row_id: decode(row_id, doc, meta) for row_id, doc, meta
+                         in self._rows(collection, where, None, include=["metadatas", "documents"])}
+                ids = list(found)
+                for start in range(0, len(ids), self._max_batch):
+                    page = collection.get(ids=ids[start:start + self._max_batch], include=["embeddings"])
+                    for row_id, vector in zip(page["ids"], page["embeddings"]):
+                        records.append(found[row_id])  # a row deleted in between is left out
+                        rows.append(np.asarray(vector, dtype=np.float32))
         dimension = self._dimension if self._dimension is not None else 0
         return records, (np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32))
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memory_vec.backends import RecordFilter
@@ -95,6 +96,12 @@ def test_rows_of_the_first_layout_are_read_filtered_and_rewritten(store: ChromaB
     assert {h.record.id for h in store.query(vectors_for(old)[0], k=5, where=budget)} == {"old1", "new1"}
     travel = RecordFilter(metadata={"topic": "travel"})
     assert store.count(travel) == 1
+    # A replica's load (a user's scope with its vectors) reads both layouts too.
+    scope = RecordFilter(user_id="u1", include_shared=True, include_superseded=True, include_archived=True)
+    loaded, vectors = store.scan_vectors(scope)
+    assert sorted(r.id for r in loaded) == sorted(r.id for r in store.scan(scope)) == ["new1", "old1", "old2"]
+    assert {r.id: r for r in loaded} == {r.id: r for r in [*old, *new]}
+    assert np.allclose(vectors, vectors_for(loaded), atol=1e-5)
     # Rewriting an old row (an update: conflict-overwrite, reinforcement) leaves only the new keys.
     changed = old[0].copy(importance=0.25, metadata={"topic": "budget", "v": 2})
     store.update([changed])
