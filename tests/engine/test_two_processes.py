@@ -75,3 +75,43 @@ def test_the_keyword_cache_stays_bounded(make_core: Any) -> None:
         core.recall(f"topic{i}", user_id=f"user{i}")
     assert core.store.keywords.users == 3
     assert core.recall("topic0", user_id="user0")[0].components["bm25"] > 0  # rebuilt when needed
+
+
+def _texts(core: MemoryCore, query: str) -> list[str]:
+    return [h.text for h in core.recall(query, k=10)]
+
+
+def _within_a_second(check: Any) -> bool:
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        if check():
+            return True
+    return bool(check())
+
+
+@pytest.mark.parametrize("server", ["chroma_server", "milvus_server"])
+def test_a_long_lived_process_follows_the_other_process_updates_and_shared_memories(
+        server: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """The worker's recall reads its local copy of the user's memories (replica_docs,
+    on by default): another process's supersede, a global memory of another user
+    reach it through the keyword log; that user's private memory never does."""
+    url = request.getfixturevalue(server).url
+    config = MemoryConfig(backend="chroma" if server.startswith("chroma") else "milvus", url=url,
+                          collection=f"rp_{uuid.uuid4().hex[:8]}", persist_dir=str(tmp_path),
+                          user_id="u1", session_id="s1", score_threshold=0.0, fact_extractor="none")
+    other_user = config.model_copy(update={"user_id": "u2"})
+    worker = MemoryCore(config, embedder=EMBEDDER)
+    try:
+        old = worker.remember("the team budget is 5000 euros").id
+        assert "the team budget is 5000 euros" in _texts(worker, "team budget")  # the copy is loaded
+        _other_process(config, f"core.update({old!r}, 'the team budget is 8000 euros')")
+        assert _within_a_second(lambda: "the team budget is 8000 euros" in _texts(worker, "team budget")
+                                and "the team budget is 5000 euros" not in _texts(worker, "team budget")), \
+            "the other process's supersede did not reach the worker's recall"
+        _other_process(other_user, "core.remember('the office wifi password is KIWI-42', visibility='global')\n"
+                                   "core.remember('my private diary code is PRIVATE-99')")
+        assert _within_a_second(lambda: "the office wifi password is KIWI-42" in _texts(worker, "wifi password")), \
+            "another user's global memory did not reach the worker's recall"
+        assert not any("PRIVATE-99" in t for t in _texts(worker, "private diary code PRIVATE-99"))
+    finally:
+        release_stores()
