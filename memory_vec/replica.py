@@ -46,7 +46,7 @@ __all__ = ["COPIED_KINDS", "ReplicatedBackend"]
 COPIED_KINDS = INDEXED_KINDS
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity (fetch marks)
 class _Copy:
     """One user's rows (and the shared rows visible to ``agent_id``) and their log positions."""
 
