@@ -27,6 +27,7 @@ more rows than half the cap is never copied (read from the backend).
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ __all__ = ["COPIED_KINDS", "ReplicatedBackend"]
 
 #: Kinds the keyword log covers, hence the kinds a copy holds (recall's kinds).
 COPIED_KINDS = INDEXED_KINDS
+#: On a lagging server, the last log entries per key a new copy re-reads (module doc).
+RECENT = 64
 
 
 @dataclass(eq=False)  # compared by identity (fetch marks)
@@ -58,6 +61,7 @@ class _Copy:
     loaded: bool = False  # registered before its first scan (so own writes wait for it)
     fetches: int = 0  # rows fetched from the backend so far (load, catch-ups)
     refetch: set[str] = field(default_factory=set)  # own writes a fetch may have overtaken
+    settling: dict[str, float] = field(default_factory=dict)  # others' writes re-read until (monotonic)
 
     def holds(self, record: MemoryRecord) -> bool:
         """Whether ``record`` belongs in this copy."""
@@ -103,6 +107,9 @@ class ReplicatedBackend(BaseBackend):
         self._lock = threading.Lock()
         self._loading: dict[tuple[str, str | None], threading.Lock] = {}
         self._dimension = 0
+        # A server whose reads may lag other clients' writes (Milvus "Bounded") names
+        # the bound: what others wrote is re-read for that long, then trusted.
+        self._staleness = float(getattr(inner, "read_staleness", 0.0) or 0.0)
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":
@@ -275,19 +282,26 @@ class ReplicatedBackend(BaseBackend):
         if not copy.loaded:
             return False
         changed: dict[str, int] = {}
-        ids = list(copy.refetch)
+        logged: list[str] = []
         for log_key, (generation, position) in copy.positions.items():
             changes = self._state.keyword_changes(log_key, after=position, generation=generation)
             if changes.ids is None:
                 return False
             if changes.counter != position:
                 changed[log_key] = changes.counter
-                ids += changes.ids
+                logged += changes.ids
+        now = time.monotonic()
+        ids = [*copy.refetch, *copy.settling, *logged]
         if ids:
             where = RecordFilter(ids=tuple(dict.fromkeys(ids)), include_superseded=True, include_archived=True)
             records, vectors = self.inner.scan_vectors(where)
             copy.fetches += 1
             copy.put(records, unit_rows(np.asarray(vectors, dtype=np.float32)))
+            if self._staleness:
+                # This read may predate another client's write: read it again until the bound passes.
+                copy.settling = {i: t for i, t in copy.settling.items() if t > now}
+                for i in logged:
+                    copy.settling.setdefault(i, now + self._staleness)
             if len(records) < len(where.ids or ()):
                 # A logged row not readable yet (a server's consistency window):
                 # keep the positions, so the next read fetches it again.
@@ -313,6 +327,11 @@ class ReplicatedBackend(BaseBackend):
                 for log_key in (user, SHARED_LOG):
                     changes = self._state.keyword_changes(log_key, after=0, generation=-1)
                     copy.positions[log_key] = (changes.generation, changes.counter)
+                    if self._staleness:  # the scan may lag the last writes before them: re-read those
+                        recent = self._state.keyword_changes(log_key, after=max(0, changes.counter - RECENT),
+                                                             generation=changes.generation)
+                        until = time.monotonic() + self._staleness
+                        copy.settling.update(dict.fromkeys(recent.ids or (), until))
                 where = RecordFilter(user_id=user, agent_id=agent, include_shared=True, kinds=COPIED_KINDS,
                                      include_superseded=True, include_archived=True)
                 records, vectors = self.inner.scan_vectors(where)

@@ -162,6 +162,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         self._num_partitions = num_partitions
         self._batch = max(1, batch_size)
         self._consistency = consistency_level
+        self._own_window = float(own_writes_window)
         # Reads that do not wait for this process' writes get them merged in.
         self._own = (OwnWrites(own_writes_window)
                      if self.is_server and consistency_level in ("Bounded", "Eventually") else None)
@@ -299,6 +300,12 @@ class MilvusBackend(MilvusWrites, BaseBackend):
     @property
     def model_id(self) -> str | None:
         return self._model_id
+
+    @property
+    def read_staleness(self) -> float:
+        """Seconds another client's write may stay invisible to this one's reads
+        (0 with "Strong"); a replica copy re-reads what others wrote for that long."""
+        return 0.0 if self._consistency == "Strong" or not self.is_server else float(self._own_window)
 
     def _connect(self) -> Any:
         if self._client is not None:

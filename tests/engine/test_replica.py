@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -257,4 +259,37 @@ def test_an_own_update_overtaken_by_another_process_leaves_the_newer_version(
     server.update = update_then_overtaken  # type: ignore[method-assign]
     a.writer.update([_fact(0, text="a's version")])
     assert [r.text for r in server.get(["m0"])] == ["b's version"]
+    _same(server, a, where, q)
+
+
+def test_on_a_lagging_server_another_process_write_is_read_again_until_the_bound() -> None:
+    """A server whose reads lag other clients' writes (Milvus "Bounded") may hand the
+    copy the old version of a row another process just rewrote: the copy re-reads
+    what others wrote until the server's bound (read_staleness) has passed."""
+
+    class Lagging(_Server):
+        read_staleness = 0.3
+        stale: ClassVar[dict[str, tuple[MemoryRecord, float]]] = {}
+
+        def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+            records, vectors = super().scan_vectors(where)
+            now = time.monotonic()
+            return [self.stale[r.id][0] if r.id in self.stale and now < self.stale[r.id][1] else r
+                    for r in records], vectors
+
+    server, state = Lagging(), InMemoryStateStore()
+    server.open(dimension=DIM, model_id="m")
+    a, b = (Store(server, state, collection="c", replica_docs=1000) for _ in range(2))
+    for store in (a, b):
+        store.open(dimension=DIM, model_id="m")
+    rng = np.random.default_rng(0)
+    a.writer.write([_fact(0)], rng.standard_normal((1, DIM)).astype(np.float32))
+    where = RecordFilter(user_id="u1", kinds=("message", "fact"))
+    q = rng.standard_normal(DIM).astype(np.float32)
+    _same(server, a, where, q)  # a holds a copy
+    Lagging.stale = {"m0": (_fact(0), time.monotonic() + 0.2)}  # reads show the old text for 0.2 s
+    b.writer.update([_fact(0, text="rewritten by b")])
+    assert isinstance(a.backend, ReplicatedBackend)
+    assert [h.record.text for h in a.backend.query(q, k=5, where=where)] == ["t0"]  # the lagging read
+    time.sleep(0.35)
     _same(server, a, where, q)

@@ -81,8 +81,8 @@ def _texts(core: MemoryCore, query: str) -> list[str]:
     return [h.text for h in core.recall(query, k=10)]
 
 
-def _within_a_second(check: Any) -> bool:
-    deadline = time.monotonic() + 1.0
+def _within(seconds: float, check: Any) -> bool:
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if check():
             return True
@@ -100,17 +100,20 @@ def test_a_long_lived_process_follows_the_other_process_updates_and_shared_memor
                           collection=f"rp_{uuid.uuid4().hex[:8]}", persist_dir=str(tmp_path),
                           user_id="u1", session_id="s1", score_threshold=0.0, fact_extractor="none")
     other_user = config.model_copy(update={"user_id": "u2"})
+    # Milvus reads are "Bounded": another client's supersede showed after ~8 s here,
+    # with the copy and without it (replica_docs=0) alike; Chroma's at once.
+    wait = 1.0 if server.startswith("chroma") else 20.0
     worker = MemoryCore(config, embedder=EMBEDDER)
     try:
         old = worker.remember("the team budget is 5000 euros").id
         assert "the team budget is 5000 euros" in _texts(worker, "team budget")  # the copy is loaded
         _other_process(config, f"core.update({old!r}, 'the team budget is 8000 euros')")
-        assert _within_a_second(lambda: "the team budget is 8000 euros" in _texts(worker, "team budget")
+        assert _within(wait, lambda: "the team budget is 8000 euros" in _texts(worker, "team budget")
                                 and "the team budget is 5000 euros" not in _texts(worker, "team budget")), \
             "the other process's supersede did not reach the worker's recall"
         _other_process(other_user, "core.remember('the office wifi password is KIWI-42', visibility='global')\n"
                                    "core.remember('my private diary code is PRIVATE-99')")
-        assert _within_a_second(lambda: "the office wifi password is KIWI-42" in _texts(worker, "wifi password")), \
+        assert _within(wait, lambda: "the office wifi password is KIWI-42" in _texts(worker, "wifi password")), \
             "another user's global memory did not reach the worker's recall"
         assert not any("PRIVATE-99" in t for t in _texts(worker, "private diary code PRIVATE-99"))
     finally:
