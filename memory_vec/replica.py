@@ -61,7 +61,7 @@ class _Copy:
     loaded: bool = False  # registered before its first scan (so own writes wait for it)
     fetches: int = 0  # rows fetched from the backend so far (load, catch-ups)
     refetch: set[str] = field(default_factory=set)  # own writes a fetch may have overtaken
-    settling: dict[str, float] = field(default_factory=dict)  # others' writes re-read until (monotonic)
+    settling: dict[str, float] = field(default_factory=dict)  # others' writes read again at (monotonic)
 
     def holds(self, record: MemoryRecord) -> bool:
         """Whether ``record`` belongs in this copy."""
@@ -108,7 +108,7 @@ class ReplicatedBackend(BaseBackend):
         self._loading: dict[tuple[str, str | None], threading.Lock] = {}
         self._dimension = 0
         # A server whose reads may lag other clients' writes (Milvus "Bounded") names
-        # the bound: what others wrote is re-read for that long, then trusted.
+        # the bound: what others wrote is read once more when it has passed.
         self._staleness = float(getattr(inner, "read_staleness", 0.0) or 0.0)
 
     def __getattr__(self, name: str) -> Any:
@@ -291,15 +291,18 @@ class ReplicatedBackend(BaseBackend):
                 changed[log_key] = changes.counter
                 logged += changes.ids
         now = time.monotonic()
-        ids = [*copy.refetch, *copy.settling, *logged]
+        due = [i for i, until in copy.settling.items() if until <= now]
+        ids = [*copy.refetch, *due, *logged]
         if ids:
             where = RecordFilter(ids=tuple(dict.fromkeys(ids)), include_superseded=True, include_archived=True)
             records, vectors = self.inner.scan_vectors(where)
             copy.fetches += 1
             copy.put(records, unit_rows(np.asarray(vectors, dtype=np.float32)))
+            for i in due:
+                del copy.settling[i]
             if self._staleness:
-                # This read may predate another client's write: read it again until the bound passes.
-                copy.settling = {i: t for i, t in copy.settling.items() if t > now}
+                # This read may predate another client's write (as any read of the
+                # server within its bound may): read it once more after the bound.
                 for i in logged:
                     copy.settling.setdefault(i, now + self._staleness)
             if len(records) < len(where.ids or ()):
@@ -327,7 +330,7 @@ class ReplicatedBackend(BaseBackend):
                 for log_key in (user, SHARED_LOG):
                     changes = self._state.keyword_changes(log_key, after=0, generation=-1)
                     copy.positions[log_key] = (changes.generation, changes.counter)
-                    if self._staleness:  # the scan may lag the last writes before them: re-read those
+                    if self._staleness:  # the scan may lag the last writes before them: read those again
                         recent = self._state.keyword_changes(log_key, after=max(0, changes.counter - RECENT),
                                                              generation=changes.generation)
                         until = time.monotonic() + self._staleness

@@ -264,8 +264,8 @@ def test_an_own_update_overtaken_by_another_process_leaves_the_newer_version(
 
 def test_on_a_lagging_server_another_process_write_is_read_again_until_the_bound() -> None:
     """A server whose reads lag other clients' writes (Milvus "Bounded") may hand the
-    copy the old version of a row another process just rewrote: the copy re-reads
-    what others wrote until the server's bound (read_staleness) has passed."""
+    copy the old version of a row another process just rewrote: the copy reads what
+    others wrote once more when the server's bound (read_staleness) has passed."""
 
     class Lagging(_Server):
         read_staleness = 0.3
