@@ -18,7 +18,14 @@ The copy stays true the way the keyword index does (``keywords.py``):
   read of the log names what changed since the copy's position, and only
   those rows are fetched (``scan_vectors`` by id);
 - a delete anywhere bumps the log's generation, and copies rebuild (an
-  import too: it is the one way a shared record becomes private again).
+  import too: it is the one way a shared record becomes private again);
+- on a server whose reads may lag other clients' writes (Milvus
+  "Bounded"), the backend names the bound (``read_staleness``) and what
+  others wrote is read once more when it has passed (at load: the last
+  :data:`RECENT` log entries).
+
+A write made outside memory-vec (another client writing the collection
+directly) is not logged, so no copy sees it until it is rebuilt.
 
 Bounded: an LRU over users, capped by the rows held in total; a user with
 more rows than half the cap is never copied (read from the backend).
@@ -45,7 +52,7 @@ __all__ = ["COPIED_KINDS", "ReplicatedBackend"]
 
 #: Kinds the keyword log covers, hence the kinds a copy holds (recall's kinds).
 COPIED_KINDS = INDEXED_KINDS
-#: On a lagging server, the last log entries per key a new copy re-reads (module doc).
+#: On a lagging server, the last log entries per key a new copy reads again (module doc).
 RECENT = 64
 
 
@@ -59,7 +66,7 @@ class _Copy:
     positions: dict[str, tuple[int, int]]  # log key -> (generation, counter) caught up to
     lock: threading.Lock = field(default_factory=threading.Lock)
     loaded: bool = False  # registered before its first scan (so own writes wait for it)
-    fetches: int = 0  # rows fetched from the backend so far (load, catch-ups)
+    fetches: int = 0  # reads of rows from the backend so far (load, catch-ups)
     refetch: set[str] = field(default_factory=set)  # own writes a fetch may have overtaken
     settling: dict[str, float] = field(default_factory=dict)  # others' writes read again at (monotonic)
 
