@@ -100,10 +100,13 @@ class Store:
         replica_docs: int = 0,
         legacy_state_path: str | None = None,
     ) -> None:
-        # A persistent engine answers a user's recall reads from a local copy (replica.py).
+        # A persistent engine answers a user's recall reads from a local copy (replica.py),
+        # kept true by the keyword log: not when other processes write the engine and
+        # this process's working state (hence its log) is its own.
+        private_log = getattr(state, "name", "") == "memory" and getattr(backend, "supports_multiprocess", False)
         self.replica = (ReplicatedBackend(backend, state, max_docs=replica_docs)
                         if replica_docs > 0 and getattr(backend, "persistent", False) and reads_vectors(backend)
-                        else None)
+                        and not private_log else None)
         self.backend: Backend = self.replica if self.replica is not None else backend
         self.state = state
         self.collection = collection

@@ -145,10 +145,17 @@ def test_a_user_too_big_for_the_cap_is_read_from_the_backend() -> None:
     assert isinstance(store.backend, ReplicatedBackend) and store.backend.copied_docs == 0
 
 
-def test_off_when_asked_or_in_process() -> None:
+def test_off_when_asked_in_process_or_without_a_shared_log() -> None:
     state = InMemoryStateStore()
     assert not isinstance(Store(_Server(), state, collection="c", replica_docs=0).backend, ReplicatedBackend)
     assert not isinstance(Store(InMemoryBackend(), state, collection="c", replica_docs=100).backend,
+                          ReplicatedBackend)
+
+    class ServerForMany(_Server):
+        supports_multiprocess = True
+
+    # Other processes write the server, and their log entries would never reach this in-memory one.
+    assert not isinstance(Store(ServerForMany(), state, collection="c", replica_docs=100).backend,
                           ReplicatedBackend)
 
 
