@@ -260,7 +260,9 @@ class MemoryConfig(BaseModel):
         20_000, ge=0,
         description="Memories (with their vectors) of recently used users a store on a persistent backend keeps "
         "in process, so recall reads them locally instead of asking the server (kept true across processes by "
-        "the keyword log; roughly 3 KB each with a 384-dimension model). 0 always asks the backend.",
+        "the keyword log of the shared working state, so not on a server with state='memory'; roughly 3 KB each "
+        "with a 384-dimension model). A user with more than half of it is read from the backend. 0 always asks "
+        "the backend.",
     )
 
     # --- writes, conflicts, privacy ---------------------------------------------------
