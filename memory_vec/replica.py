@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from .backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord, insert_new_of
 from .backends.memory import Partition, unit_rows
 from .keywords import INDEXED_KINDS, SHARED_LOG
 from .records import MemoryRecord
@@ -165,6 +165,11 @@ class ReplicatedBackend(BaseBackend):
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
         before = self._fetch_marks()
         self.inner.upsert(records, vectors)
+        self._apply(records, unit_rows(np.asarray(vectors, dtype=np.float32)), before)
+
+    def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        before = self._fetch_marks()
+        insert_new_of(self.inner)(records, vectors)
         self._apply(records, unit_rows(np.asarray(vectors, dtype=np.float32)), before)
 
     def update(self, records: Sequence[MemoryRecord]) -> None:

@@ -146,9 +146,10 @@ class WritePath:
         to_write = records + facts.fact_records
         write_vectors = np.concatenate([vectors, np.asarray(facts.fact_vectors, dtype=np.float32)]) \
             if facts.fact_records else vectors
-        # A big batch of messages goes to the backend in one call, not in the writer's usual 64s.
+        # A big batch of messages goes to the backend in one call, not in the writer's usual 64s;
+        # their ids are fresh, so the backend need not look for old rows first.
         durable = e.writer.write(to_write, write_vectors,
-                                 batch_size=max(len(to_write), e.writer.settings.batch_size))
+                                 batch_size=max(len(to_write), e.writer.settings.batch_size), new=True)
         e.written(scope.user_id, to_write)
         if completed is not None:  # the user message's reply came in this call: it shares the pair's vector
             durable = self._restore(scope, [completed.id], stored[:1]) and durable

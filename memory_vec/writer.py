@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .backends.base import Backend, RecordFilter, ScoredRecord
+from .backends.base import Backend, RecordFilter, ScoredRecord, insert_new_of
 from .errors import BackendError, BackendUnavailableError, MemoryVecError, RecordRejectedError
 from .records import MemoryRecord
 from .state.base import DeadLetter, StateStore
@@ -82,6 +82,9 @@ class RecordWriter:
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._pending: dict[str, _Held] = {}
+        # Pending ids that were never stored (new messages and facts): they go
+        # through ``insert_new``, which skips the backend's checks for old rows.
+        self._new: set[str] = set()
         # Recently refused ids -> reason, so a sync caller learns about its own
         # records even when another thread's flush carried them (bounded).
         self._rejected: OrderedDict[str, str] = OrderedDict()
@@ -98,8 +101,12 @@ class RecordWriter:
         return self.settings.background
 
     # --- writes ---------------------------------------------------------------------
-    def write(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, batch_size: int | None = None) -> bool:
+    def write(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, batch_size: int | None = None,
+              new: bool = False) -> bool:
         """Store records; True when durable now, False when pending.
+
+        ``new``: the ids are fresh (never stored), so the backend's
+        ``insert_new`` may store them without looking for old rows.
 
         ``batch_size`` overrides the settings' for this call's flush (bulk
         writes: a backend round trip costs about the same for 64 rows as
@@ -115,6 +122,10 @@ class RecordWriter:
         with self._lock:
             for record, vector in zip(records, vectors):
                 self._pending[record.id] = (record, np.asarray(vector, dtype=np.float32))
+                if new:
+                    self._new.add(record.id)
+                else:
+                    self._new.discard(record.id)
         return self._after_queue([r.id for r in records], batch_size)
 
     def update(self, records: Sequence[MemoryRecord]) -> bool:
@@ -149,12 +160,14 @@ class RecordWriter:
         with self._lock:
             for record_id in ids:
                 self._pending.pop(record_id, None)
+                self._new.discard(record_id)
 
     def forget_where(self, where: RecordFilter) -> int:
         with self._lock:
             doomed = [rid for rid, (r, _) in self._pending.items() if where.matches(r)]
             for rid in doomed:
                 del self._pending[rid]
+                self._new.discard(rid)
             return len(doomed)
 
     @property
@@ -185,7 +198,12 @@ class RecordWriter:
                     batch = list(itertools.islice(self._pending.items(), size))
                 if not batch:
                     return
-                stored = self._store_batch([held for _, held in batch])
+                try:
+                    stored = self._store_batch([held for _, held in batch])
+                finally:
+                    with self._lock:
+                        # Written, or maybe written before a failure: not new any more.
+                        self._new.difference_update(rid for rid, _ in batch)
                 with self._lock:
                     for rid, held in batch:
                         if self._pending.get(rid) is held:  # unchanged while we wrote
@@ -220,8 +238,13 @@ class RecordWriter:
     def _store(self, batch: Sequence[_Held]) -> None:
         # Retries with backoff belong to the backend guard (GuardedBackend);
         # retrying here too would multiply the attempts.
-        inserts = [(r, v) for r, v in batch if v is not None]
+        with self._lock:
+            new = {r.id for r, _ in batch if r.id in self._new}
+        fresh = [(r, v) for r, v in batch if v is not None and r.id in new]
+        inserts = [(r, v) for r, v in batch if v is not None and r.id not in new]
         updates = [r for r, v in batch if v is None]
+        if fresh:
+            insert_new_of(self.backend)([r for r, _ in fresh], np.stack([v for _, v in fresh]))
         if inserts:
             self.backend.upsert([r for r, _ in inserts], np.stack([v for _, v in inserts]))
         if updates:

@@ -47,6 +47,13 @@ class MilvusWrites:
         def _translate(self, action: str) -> Translate: ...
 
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        self._upsert(records, vectors, new=False)
+
+    def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        # A fresh id has no row in another partition: no read before the write.
+        self._upsert(records, vectors, new=True)
+
+    def _upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, new: bool) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(records) != len(vectors):
             raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
@@ -62,7 +69,7 @@ class MilvusWrites:
             # The last occurrence of an id wins, as in a sequence of upserts.
             latest = {r.id: i for i, r in enumerate(records)}
             rows = [to_row(records[i], vectors[i]) for i in latest.values()]
-            moved = self._moved_ids(client, rows) if self._pk_enabled else []
+            moved = self._moved_ids(client, rows) if self._pk_enabled and not new else []
             self._dirty = self._dirty or bool(moved)  # a moved row leaves its old copy in the files
             self._write(client, rows, moved)
             self._remember([records[i] for i in latest.values()], vectors[list(latest.values())])

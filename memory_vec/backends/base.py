@@ -232,6 +232,14 @@ class BaseBackend:
         note = f"{self.name}: this backend has no purge; deleted records may remain in the engine's files"
         return PurgeReport(False, 0, (note,))
 
+    def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        """Store records whose ids were never stored (fresh ids of new messages
+        and facts). A backend may skip what ``upsert`` does for rows that exist
+        (Chroma: read the old metadata; Milvus: look for a row in another
+        partition); storing a row twice this way must still leave one row.
+        The default is ``upsert``."""
+        self.upsert(records, vectors)
+
     # Optional, for the local replica of a user's scope (memory_vec.replica):
     #   def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]
     # every record matching ``where`` with its stored vector, rows aligned
@@ -266,6 +274,13 @@ class BaseBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def insert_new_of(backend: object) -> Callable[[Sequence[MemoryRecord], np.ndarray], None]:
+    """``backend.insert_new`` when it has one, else its ``upsert`` (a backend
+    written against the protocol alone)."""
+    method = getattr(backend, "insert_new", None)
+    return method if callable(method) else backend.upsert  # type: ignore[attr-defined, no-any-return]
 
 
 def reads_vectors(backend: object) -> bool:

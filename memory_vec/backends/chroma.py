@@ -244,6 +244,13 @@ class ChromaBackend(BaseBackend):
 
     # --- writes ----------------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        self._write(records, vectors, new=False)
+
+    def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        # No old metadata to clear: one call instead of a get and an upsert.
+        self._write(records, vectors, new=True)
+
+    def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, new: bool) -> None:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(records) != len(vectors):
             raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
@@ -262,8 +269,10 @@ class ChromaBackend(BaseBackend):
             for start in range(0, len(records), self._max_batch):
                 end = start + self._max_batch
                 ids = [r.id for r in records[start:end]]
-                stored = collection.get(ids=ids, include=["metadatas"])
-                metadatas = clear_stale_keys(dict(zip(stored["ids"], stored["metadatas"])), ids, encoded[start:end])
+                metadatas = encoded[start:end]
+                if not new:
+                    stored = collection.get(ids=ids, include=["metadatas"])
+                    metadatas = clear_stale_keys(dict(zip(stored["ids"], stored["metadatas"])), ids, metadatas)
                 collection.upsert(ids=ids, embeddings=vectors[start:end], metadatas=metadatas,
                                   documents=[r.text for r in records[start:end]])
 

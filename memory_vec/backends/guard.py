@@ -27,7 +27,16 @@ import numpy as np
 
 from ..errors import BackendTimeoutError, BackendUnavailableError
 from ..records import MemoryRecord
-from .base import Backend, BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord, reads_vectors
+from .base import (
+    Backend,
+    BackendLimits,
+    BaseBackend,
+    PurgeReport,
+    RecordFilter,
+    ScoredRecord,
+    insert_new_of,
+    reads_vectors,
+)
 
 __all__ = ["GuardedBackend"]
 
@@ -99,6 +108,10 @@ class GuardedBackend(BaseBackend):
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
         # Upserts by id are idempotent, so a retry after a lost reply is safe.
         self._call("upsert", lambda: self.inner.upsert(records, vectors))
+
+    def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        # Idempotent as upsert: a retry stores the same rows again, still one row per id.
+        self._call("upsert", lambda: insert_new_of(self.inner)(records, vectors))
 
     def update(self, records: Sequence[MemoryRecord]) -> None:
         self._call("update", lambda: self.inner.update(records))

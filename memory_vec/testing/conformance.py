@@ -67,7 +67,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 import pytest
 
-from ..backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord, reads_vectors
+from ..backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord, insert_new_of, reads_vectors
 from ..errors import EmbeddingModelMismatchError, InvalidInputError, MemoryVecError, StoreLockedError
 from ..records import MemoryRecord
 
@@ -287,6 +287,28 @@ class BackendConformance:
         assert store.count(RecordFilter(metadata={"stale": "yes"})) == 0
         [hit] = store.query(self.vec("new"), k=1, where=RecordFilter(user_id="u1"))
         assert hit.record.id == "r1" and hit.similarity == pytest.approx(1.0, abs=1e-3)
+
+    def test_insert_new_stores_what_upsert_stores(self, store: Backend) -> None:
+        # New messages and facts take insert_new (the default is upsert): the rows
+        # must read back, filter and rank exactly as upserted ones would.
+        corpus = _corpus()
+        insert = insert_new_of(store)
+        insert(corpus, vectors_for(corpus, self.dimension))
+        insert(corpus[:2], vectors_for(corpus[:2], self.dimension))  # a retry after a lost reply
+        assert store.count(EVERYTHING) == len(corpus)
+        assert {r.id: r for r in store.get([r.id for r in corpus], where=EVERYTHING)} == {r.id: r for r in corpus}
+        for case, where in sorted(FILTER_CASES.items()):
+            expected = sorted(r.id for r in corpus if where.matches(r))
+            assert sorted(r.id for r in store.scan(where)) == expected, case
+            assert sorted(h.record.id for h in store.query(self.vec("p1"), k=len(corpus) + 5, where=where)) \
+                == expected, case
+        # An inserted row is an ordinary row: upsert and update rewrite it.
+        store.upsert([corpus[0].copy(text="alpha again", metadata={})], np.stack([self.vec("new")]))
+        store.update([corpus[1].copy(archived=True)])
+        [again] = store.get([corpus[0].id])
+        assert (again.text, again.metadata) == ("alpha again", {})
+        assert store.get([corpus[1].id], where=EVERYTHING)[0].archived
+        assert store.query(self.vec("new"), k=1, where=RecordFilter(user_id="u1"))[0].record.id == corpus[0].id
 
     def test_upsert_rejects_mismatched_lengths_and_writes_nothing(self, store: Backend) -> None:
         records = [make_record("r1"), make_record("r2")]
