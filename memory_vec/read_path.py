@@ -28,7 +28,7 @@ from .facts import is_chinese
 from .keywords import INDEXED_KINDS
 from .recall.bm25 import BM25Index, mentioned_speakers
 from .recall.order import event_order_parts
-from .recall.ranking import Candidate, RankingPolicy, rank
+from .recall.ranking import Candidate, RankingPolicy, dedupe_key, rank
 from .recall.temporal import parse_relation, residual_question
 from .records import MemoryContext, MemoryRecord, RecalledMemory
 from .scope import Scope
@@ -44,17 +44,29 @@ RECALL_KINDS = INDEXED_KINDS
 FEEDBACK_TERMS = 10
 
 
-def interleave(lists: Sequence[Sequence[RecalledMemory]], k: int) -> list[RecalledMemory]:
-    """Round-robin over ranked lists, first occurrence wins, at most ``k``."""
+def interleave(lists: Sequence[Sequence[RecalledMemory]], k: int, *,
+               collapse: bool = False) -> list[RecalledMemory]:
+    """Round-robin over ranked lists, first occurrence wins, at most ``k``.
+
+    ``collapse``: as one ranking does, a fact and the message it came from
+    (or two equal texts) take one slot, though each list holds one of them.
+    """
     out: list[RecalledMemory] = []
     seen: set[str] = set()
     for rank_ in range(max((len(hits) for hits in lists), default=0)):
         for hits in lists:
-            if rank_ < len(hits) and hits[rank_].id not in seen:
-                seen.add(hits[rank_].id)
-                out.append(hits[rank_])
-                if len(out) == k:
-                    return out
+            if rank_ >= len(hits):
+                continue
+            hit = hits[rank_]
+            keys = {f"id:{hit.id}"}
+            if collapse:
+                keys |= {dedupe_key(hit.text), *(f"id:{i}" for i in hit.source_ids)}
+            if keys & seen:
+                continue
+            seen |= keys
+            out.append(hit)
+            if len(out) == k:
+                return out
     return out
 
 
@@ -137,7 +149,7 @@ class ReadPath:
                 spent[name] = spent.get(name, 0.0) + seconds
         trace.timings.clear()
         trace.timings.update(spent)
-        hits = interleave(lists, k)
+        hits = interleave(lists, k, collapse=self.ranking_policy().collapse_duplicates)
         trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
         return hits
 

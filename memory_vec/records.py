@@ -132,6 +132,7 @@ class RecalledMemory:
     similarity: float = 0.0
     components: dict[str, float] = field(default_factory=dict)
     neighbors: list[RecalledMemory] = field(default_factory=list)
+    source_ids: list[str] = field(default_factory=list)  # a fact: the message(s) it was extracted from
 
     @classmethod
     def from_record(
@@ -150,6 +151,7 @@ class RecalledMemory:
             seq=record.seq,
             importance=record.importance,
             similarity=similarity,
+            source_ids=list(record.source_ids),
         )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.backends import InMemoryBackend
+from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.read_path import interleave
 from memory_vec.recall.order import event_order_parts
 from memory_vec.records import MemoryRecord, RecalledMemory
@@ -40,6 +40,22 @@ def test_an_order_question_splits_into_its_two_events(question: str, parts: tupl
     assert event_order_parts(question) == parts
 
 
+@pytest.mark.integration
+def test_an_order_question_never_serves_a_fact_next_to_its_message() -> None:
+    memory = core(split_order_questions=True)
+    memory.add_messages([{"role": "user", "content": text} for text in (
+        "I moved to Berlin in 2019 and I love it there.", "I started my new job at the bakery last spring.",
+        "My sister visited me in Berlin last week.", "The bakery job is hard but fun.")])
+    assert memory.backend.count(RecordFilter(kinds=("fact",))) >= 1
+    # Before the fix, one event's list held a fact and the other its message: both were served.
+    hits = memory.recall("Which came first, my move to Berlin or my job at the bakery?", k=10)
+    served = {h.id for h in hits}
+    sources = {r.id: set(r.source_ids) for r in memory.backend.scan(RecordFilter(kinds=("fact",)))}
+    assert hits and not any(sources.get(h.id, set()) & served for h in hits)
+    assert all(h.source_ids == sorted(sources.get(h.id, ())) for h in hits)
+    assert any("Berlin" in h.text for h in hits) and any("bakery" in h.text for h in hits)
+
+
 @pytest.mark.parametrize("question", [
     "What did Priya do the day after her interview?",  # a relative date, not an order
     "Did Priya go hiking two weeks after the wedding?",
@@ -71,6 +87,23 @@ def test_interleave_takes_turns_skips_repeats_and_stops_at_k() -> None:
     assert [h.id for h in interleave([a, b, c], 10)] == ["a1", "x", "c1", "b1", "a2"]
     assert [h.id for h in interleave([a, b, c], 2)] == ["a1", "x"]
     assert interleave([], 3) == []
+
+
+def test_interleave_gives_a_fact_and_its_message_one_slot() -> None:
+    message = MemoryRecord(id="m1", text="Priya: I joined the chess club in March, it is great",
+                           role="user", user_id="u", session_id="s", timestamp=1.0)
+    fact = MemoryRecord(id="f1", text="Priya joined the chess club in March", role="user", user_id="u",
+                        session_id="s", timestamp=1.0, kind="fact", source_ids=["m1"])
+    as_fact, as_message = RecalledMemory.from_record(fact, score=0.9), RecalledMemory.from_record(message, score=0.8)
+    # Each event's list holds one of the two: one ranking would have collapsed them.
+    both = [[as_fact, hit("a")], [as_message, hit("b")]]
+    assert [h.id for h in interleave(both, 10, collapse=True)] == ["f1", "a", "b"]
+    assert [h.id for h in interleave(list(reversed(both)), 10, collapse=True)] == ["m1", "b", "a"]
+    assert [h.id for h in interleave(both, 10)] == ["f1", "m1", "a", "b"]
+    echo = RecalledMemory.from_record(MemoryRecord(id="m2", text="priya joined the Chess Club in March!",
+                                                   role="user", user_id="u", session_id="s", timestamp=2.0),
+                                      score=0.5)
+    assert [h.id for h in interleave([[as_fact], [echo]], 10, collapse=True)] == ["f1"]
 
 
 def core(**settings: object) -> MemoryCore:
