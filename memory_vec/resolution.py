@@ -23,10 +23,18 @@ from .records import MemoryRecord, WriteEvent
 from .scope import Scope
 from .trace import TurnTrace
 
-__all__ = ["FactOutcome", "FactResolution"]
+__all__ = ["FactOutcome", "FactResolution", "fact_id"]
 
 _NEIGHBOURS = 5
 _PATCH_ATTEMPTS = 5
+_FACT_IDS = uuid.UUID("6f1d3c2e-54a7-4c1b-9a57-7e0b3f6d8a21")
+
+
+def fact_id(message_id: str, index: int) -> str:
+    """The id of a message's ``index``-th extracted fact. Derived, not random:
+    a message re-stored after a crash (``WritePath.heal``) re-derives its facts
+    under the same ids, so a fact that did reach the store is not stored twice."""
+    return uuid.uuid5(_FACT_IDS, f"{message_id}:{index}").hex
 
 
 @dataclass
@@ -110,7 +118,7 @@ class FactResolution:
                 out.events[message.id] = WriteEvent.SKIPPED_LOW_VALUE
                 out.reasons[message.id] = "transient instruction: not kept as a fact"
                 trace.event(f"value filter skipped a transient instruction in {message.id}")
-            for fact in facts:
+            for index, fact in enumerate(facts):
                 if fact.transient and e.config.skip_transient:
                     continue
                 fact_vector = vector if e.extractor is None else next(vec_iter)
@@ -137,7 +145,7 @@ class FactResolution:
                     message.subject = fact.subject
                 else:
                     new_record = MemoryRecord(
-                        id=uuid.uuid4().hex, text=fact.text, role=message.role, user_id=scope.user_id,
+                        id=fact_id(message.id, index), text=fact.text, role=message.role, user_id=scope.user_id,
                         session_id=scope.session_id, timestamp=message.timestamp, kind="fact", seq=message.seq,
                         agent_id=message.agent_id, importance=fact.importance,
                         metadata={"type": fact.type, **message.metadata}, subject=fact.subject,

@@ -26,9 +26,9 @@ from . import _validate as v
 from .backends.base import RecordFilter
 from .background import BackgroundFolds
 from .engine import Engine
-from .errors import BackendError, InvalidInputError, SummaryRejectedError
-from .records import WriteEvent, WriteResult
-from .resolution import FactResolution
+from .errors import BackendError, InvalidInputError, RecordRejectedError, SummaryRejectedError
+from .records import MemoryRecord, WriteEvent, WriteResult
+from .resolution import FactResolution, fact_id
 from .scope import Scope
 from .state import NewMessage, WorkingState
 from .summary import FoldPlan, plan_fold
@@ -141,20 +141,30 @@ class WritePath:
         t0 = time.perf_counter()
         facts = self.resolution.resolve(scope, records, plain_vectors, extracted, fact_vectors, trace)
         trace.timings["conflict"] = time.perf_counter() - t0
-        # 6. write
+        # 6. write: supersedes of stored records first, then the facts, then their
+        # messages. A process killed in between leaves the message unstored, and
+        # heal re-stores it with its facts; the other order could leave a stored
+        # message whose supersede was lost, and the old value served as current.
         t0 = time.perf_counter()
-        to_write = records + facts.fact_records
-        write_vectors = np.concatenate([vectors, np.asarray(facts.fact_vectors, dtype=np.float32)]) \
+        to_write = facts.fact_records + records
+        write_vectors = np.concatenate([np.asarray(facts.fact_vectors, dtype=np.float32), vectors]) \
             if facts.fact_records else vectors
+        new_ids = {r.id for r in to_write}
+        stored_updates = [u for u in facts.updates if u.id not in new_ids]  # the new ones carry theirs
+        refused: RecordRejectedError | None = None
+        try:
+            durable = e.writer.update(stored_updates) if stored_updates else True
+        except RecordRejectedError as exc:  # a dead letter now; the turn's own rows still go in
+            refused, durable = exc, True
         # A big batch of messages goes to the backend in one call, not in the writer's usual 64s;
         # their ids are fresh, so the backend need not look for old rows first.
         durable = e.writer.write(to_write, write_vectors,
-                                 batch_size=max(len(to_write), e.writer.settings.batch_size), new=True)
+                                 batch_size=max(len(to_write), e.writer.settings.batch_size), new=True) and durable
         e.written(scope.user_id, to_write)
         if completed is not None:  # the user message's reply came in this call: it shares the pair's vector
             durable = self._restore(scope, [completed.id], stored[:1]) and durable
-        if facts.updates:
-            durable = e.writer.update(facts.updates) and durable
+        if refused is not None:
+            raise refused
         for subject, old_texts, new_text in facts.summary_patches:
             self.resolution.patch_summary(scope, subject, old_texts, new_text)
         trace.timings["write"] = time.perf_counter() - t0
@@ -211,6 +221,7 @@ class WritePath:
             ]
             e.store.validate(records)
             vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
+            self._heal_facts(scope, records)  # before the messages, in add_messages' order
             e.writer.write(records, vectors[:len(lost)])
             e.written(scope.user_id, records)
             self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost):])
@@ -220,6 +231,47 @@ class WritePath:
             with self._healed_lock:
                 self._healed.discard(key)  # try again when the backend is back
             log.warning("memory-vec: could not check the session against the store: %s", exc)
+
+    def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
+        """The facts and supersedes of re-stored messages, derived again as on their
+        first write (fact ids are derived from the message, so the same ones).
+        A message with a fact in the store is skipped: its facts and supersedes
+        were written before it (add_messages' order), so they are all there."""
+        e, cfg = self.e, self.e.config
+        trace = TurnTrace("heal", scope.user_id, scope.session_id)
+        extracted = [self.resolution.extract(m.role, m.text, trace) for m in messages]
+        kept = [[i for i, f in enumerate(facts) if not (f.transient and cfg.skip_transient)] for facts in extracted]
+        if e.extractor is not None:
+            ids = [fact_id(m.id, i) for m, idx in zip(messages, kept) for i in idx]
+            present = {r.id: r for r in e.backend.get(ids)} if ids else {}
+            todo = []
+            for j, (m, idx) in enumerate(zip(messages, kept)):
+                arrived = [present[f] for f in (fact_id(m.id, i) for i in idx) if f in present]
+                if idx and not arrived:
+                    todo.append(j)
+                for fact in arrived:  # superseded since: so is its message, as supersede() does
+                    if fact.valid_to is not None and m.valid_to is None:
+                        m.valid_to, m.superseded_by = fact.valid_to, fact.superseded_by
+        else:  # the message is its own fact: it is being re-stored, so it never got there
+            todo = [j for j, idx in enumerate(kept) if idx]
+        if not todo:
+            return
+        chosen = [messages[j] for j in todo]
+        fact_texts = [extracted[j][i].text for j in todo for i in kept[j]] if e.extractor is not None else []
+        vectors = e.embed_documents([*(m.text for m in chosen), *fact_texts], scope.user_id)
+        out = self.resolution.resolve(scope, chosen, vectors[:len(chosen)], [extracted[j] for j in todo],
+                                      vectors[len(chosen):], trace)
+        new_ids = {m.id for m in messages} | {r.id for r in out.fact_records}
+        stored_updates = [u for u in out.updates if u.id not in new_ids]
+        if stored_updates:
+            e.writer.update(stored_updates)
+        if out.fact_records:
+            e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32))
+            e.written(scope.user_id, out.fact_records)
+        for subject, old_texts, new_text in out.summary_patches:
+            self.resolution.patch_summary(scope, subject, old_texts, new_text)
+        log.warning("memory-vec: re-derived %d fact(s) and %d supersede(s) of %d re-stored message(s) of %s/%s",
+                    len(out.fact_records), len(stored_updates), len(chosen), scope.user_id, scope.session_id)
 
     def _restore(self, scope: Scope, ids: Sequence[str], vectors: np.ndarray) -> bool:
         """Store records of ``scope``'s user again, unchanged, with new vectors."""

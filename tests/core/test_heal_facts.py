@@ -1,0 +1,128 @@
+"""A process killed between the working-state append and the vector write:
+the next core re-stores the messages (heal) and their facts and supersedes,
+so the old value is never served as current again (issue #15: nothing
+acknowledged is lost, whatever the write mode)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_vec.backends import InMemoryBackend, RecordFilter
+from memory_vec.errors import BackendError, BackendUnavailableError, RecordRejectedError
+from memory_vec.resolution import fact_id
+from memory_vec.state import InMemoryStateStore
+
+EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
+
+
+class Outage(InMemoryBackend):
+    """The in-process backend, refusing writes while ``down`` (a store that went away)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise BackendUnavailableError("the store is down")
+
+    def upsert(self, records, vectors) -> None:  # type: ignore[no-untyped-def]
+        self._check()
+        super().upsert(records, vectors)
+
+    def update(self, records) -> None:  # type: ignore[no-untyped-def]
+        self._check()
+        super().update(records)
+
+
+def _crashed_after(make_core, backend: Outage, state, text: str):  # type: ignore[no-untyped-def]
+    """``text`` added by a core whose writes never reach the store (it dies first)."""
+    doomed = make_core(backend=backend, state=state)
+    backend.down = True
+    result = doomed.add_message("user", text)
+    backend.down = False  # the store is back, the process that held the pending writes is gone
+    assert result.pending
+    return result
+
+
+def test_the_next_core_re_derives_the_lost_facts_and_supersede(make_core) -> None:  # type: ignore[no-untyped-def]
+    backend, state = Outage(), InMemoryStateStore()
+    first = make_core(backend=backend, state=state)
+    old = first.add_message("user", "The budget is 5000 dollars.")
+    assert old.fact_ids
+    lost = _crashed_after(make_core, backend, state, "Actually the budget is now 8000 dollars.")
+    assert lost.fact_ids and lost.superseded_ids
+    assert backend.get([lost.id]) == []  # only the working state has it
+
+    restarted = make_core(backend=backend, state=state)
+    restarted.build_context("what is the budget")  # the session's first read heals it
+    hits = restarted.recall("what is the budget", k=5)
+    assert "8000" in hits[0].text
+    assert not any("5000" in h.text for h in hits)  # the old value is history, not current
+    # The facts carry the ids the lost write gave them, so a fact that did arrive is not doubled.
+    facts = backend.scan(RecordFilter(kinds=("fact",), include_superseded=True))
+    assert {f.id for f in facts if lost.id in f.source_ids} == set(lost.fact_ids)
+    assert lost.fact_ids == [fact_id(lost.id, 0)]
+    [old_fact] = backend.get(old.fact_ids)
+    assert old_fact.superseded_by == lost.fact_ids[0]
+
+    again = make_core(backend=backend, state=state)  # a second restart finds nothing to do
+    before = backend.count(EVERYTHING)
+    again.build_context("what is the budget")
+    assert backend.count(EVERYTHING) == before
+
+
+def test_a_message_whose_facts_arrived_is_not_resolved_again(make_core) -> None:  # type: ignore[no-untyped-def]
+    # The facts (and supersedes) are written before their message: when a
+    # crash lands between the two, heal re-stores the message alone; deciding
+    # its fact again could supersede what was said after it.
+    backend, state = Outage(), InMemoryStateStore()
+    first = make_core(backend=backend, state=state)
+    first.add_message("user", "The budget is 5000 dollars.")
+    second = first.add_message("user", "Actually the budget is now 8000 dollars.")
+    third = first.add_message("user", "Sorry, the budget is 6500 dollars after all.")
+    assert third.superseded_ids
+    backend.delete(ids=[second.id])  # as if the process died before the message itself was stored
+
+    restarted = make_core(backend=backend, state=state)
+    restarted.build_context("what is the budget")  # the session's first read heals it
+    hits = restarted.recall("what is the budget", k=5)
+    assert [r.id for r in backend.get([second.id])] == [second.id]  # the message is back
+    assert "6500" in hits[0].text
+    assert not any("8000" in h.text for h in hits)
+    [kept] = backend.get(second.fact_ids)
+    assert kept.superseded_by == third.fact_ids[0]  # untouched by the heal
+
+
+@pytest.mark.parametrize("extractor", ["rules", "none"])
+def test_heal_restores_the_supersede_in_both_fact_modes(make_core, extractor: str) -> None:  # type: ignore[no-untyped-def]
+    backend, state = Outage(), InMemoryStateStore()
+    first = make_core(backend=backend, state=state, fact_extractor=extractor)
+    first.add_message("user", "My favourite city is Lisbon.")
+    _crashed_after(lambda **kw: make_core(fact_extractor=extractor, **kw), backend, state,
+                   "My favourite city is now Porto.")
+    restarted = make_core(backend=backend, state=state, fact_extractor=extractor)
+    restarted.build_context("favourite city")
+    hits = restarted.recall("favourite city", k=5)
+    assert "Porto" in hits[0].text
+    assert not any("Lisbon" in h.text for h in hits)
+
+
+class RefusesUpdates(InMemoryBackend):
+    """The in-process backend, refusing every update as bad data (not an outage)."""
+
+    def update(self, records) -> None:  # type: ignore[no-untyped-def]
+        raise BackendError("refused: a field the collection does not accept")
+
+
+def test_a_refused_supersede_still_stores_the_turn_and_says_so(make_core) -> None:  # type: ignore[no-untyped-def]
+    # Supersedes are written first now; their refusal must not keep the turn's own rows out.
+    backend = RefusesUpdates()
+    core = make_core(backend=backend)
+    core.add_message("user", "The budget is 5000 dollars.")
+    with pytest.raises(RecordRejectedError):
+        core.add_message("user", "Actually the budget is now 8000 dollars.")
+    stored = backend.scan(RecordFilter(user_id="u1"))
+    assert any("8000" in r.text and r.kind == "message" for r in stored)
+    assert any("8000" in r.text and r.kind == "fact" for r in stored)
+    assert {d.record_id for d in core.dead_letters()}  # the refused supersedes are kept, not dropped
