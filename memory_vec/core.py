@@ -323,8 +323,12 @@ class MemoryCore:
     # ------------------------------------------------------------------ upkeep
     def maintain(self, *, user_id: str | None = None, now: float | None = None, lifecycle: bool = True,
                  consolidate: bool = True) -> MaintenanceReport:
-        """Apply TTLs, caps, forgetting and consolidation to one user's memories."""
-        return self._upkeep.maintain(user_id=user_id, now=now, lifecycle=lifecycle, consolidate=consolidate)
+        """Re-store what a killed process left only in the working state (every
+        session of the user), then apply TTLs, caps, forgetting and consolidation."""
+        restored = self._writes.heal_user(self._engine.scope(user_id).user_id)
+        report = self._upkeep.maintain(user_id=user_id, now=now, lifecycle=lifecycle, consolidate=consolidate)
+        report.restored = restored
+        return report
 
     def compact(self, *, user_id: str | None = None) -> dict[str, list[str]]:
         """Merge a user's near-duplicate facts into one each (provenance kept)."""

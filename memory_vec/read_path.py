@@ -79,7 +79,7 @@ class ReadPath:
         on_recalled: told which memories were served (reinforcement).
     """
 
-    def __init__(self, engine: Engine, *, heal: Callable[[Scope, WorkingState], None],
+    def __init__(self, engine: Engine, *, heal: Callable[[Scope, WorkingState], object],
                  on_recalled: Callable[[Sequence[str]], None]) -> None:
         self.e = engine
         self._heal = heal

@@ -30,6 +30,7 @@ class MaintenanceReport:
     evicted: list[str] = field(default_factory=list)
     merged: dict[str, list[str]] = field(default_factory=dict)  # survivor -> merged ids
     reinforced: int = 0
+    restored: int = 0  # messages found only in the working state, re-stored with their facts
 
 
 class Upkeep:

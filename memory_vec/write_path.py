@@ -185,9 +185,15 @@ class WritePath:
         ]
 
     # ------------------------------------------------------------------ healing
-    def heal(self, scope: Scope, state: WorkingState | None = None) -> None:
+    def heal_user(self, user_id: str) -> int:
+        """``heal`` every session of the user the working state holds (for
+        ``maintain()``: a session nobody opens again is healed too). Returns
+        the number of messages re-stored."""
+        return sum(self.heal(self.e.scope(user_id, session)) for session in self.e.state.sessions(user_id))
+
+    def heal(self, scope: Scope, state: WorkingState | None = None) -> int:
         """Once per session and core: re-store messages the working state
-        holds but the backend lacks.
+        holds but the backend lacks. Returns how many.
 
         The working state is appended before the vector write, so a process
         killed between the two leaves a message in the state only; it is
@@ -197,20 +203,20 @@ class WritePath:
         key = (scope.user_id, scope.session_id)
         with self._healed_lock:
             if key in self._healed:
-                return
+                return 0
             self._healed.add(key)
         e = self.e
         try:
             state = state or e.state.load(scope.user_id, scope.session_id)
             if not state.messages:
-                return
+                return 0
             ids = [m.id for m in state.messages]
             present = {r.id for r in e.backend.get(ids)}
             present |= {r.id for r in e.writer.pending_records(RecordFilter(ids=tuple(ids)))}
             present |= {d.record_id for d in e.store.dead_letters(scope.user_id)}
             lost = [i for i, m in enumerate(state.messages) if m.id not in present]
             if not lost:
-                return
+                return 0
             turns = [(m.role, m.content) for m in state.messages]
             # A lost reply also changes the vector of the stored user message it answers.
             partners = [i - 1 for i in lost if i - 1 not in lost and i > 0
@@ -227,10 +233,12 @@ class WritePath:
             self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost):])
             log.warning("memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
                         len(records), scope.user_id, scope.session_id)
+            return len(records)
         except BackendError as exc:
             with self._healed_lock:
                 self._healed.discard(key)  # try again when the backend is back
             log.warning("memory-vec: could not check the session against the store: %s", exc)
+            return 0
 
     def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
         """The facts and supersedes of re-stored messages, derived again as on their

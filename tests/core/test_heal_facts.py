@@ -126,3 +126,16 @@ def test_a_refused_supersede_still_stores_the_turn_and_says_so(make_core) -> Non
     assert any("8000" in r.text and r.kind == "message" for r in stored)
     assert any("8000" in r.text and r.kind == "fact" for r in stored)
     assert {d.record_id for d in core.dead_letters()}  # the refused supersedes are kept, not dropped
+
+
+def test_maintain_heals_the_sessions_nobody_opens_again(make_core) -> None:  # type: ignore[no-untyped-def]
+    backend, state = Outage(), InMemoryStateStore()
+    lost = _crashed_after(make_core, backend, state, "My favourite city is Porto.")  # session s1
+    other = make_core(backend=backend, state=state, session_id="s2")  # the user comes back in a new chat
+    other.build_context("where should we travel?")
+    assert backend.get([lost.id]) == []  # s1 is not opened again
+    report = other.maintain()
+    assert report.restored == 1
+    assert [r.id for r in backend.get([lost.id])] == [lost.id]
+    assert {r.id for r in backend.get(lost.fact_ids)} == set(lost.fact_ids)
+    assert other.maintain().restored == 0
