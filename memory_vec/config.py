@@ -68,7 +68,9 @@ class MemoryConfig(BaseModel):
     )
     redis_url: str | None = Field(None, description="redis:// URL for a working state shared by processes.")
     background_writes: bool = Field(
-        False, description="Write vectors from a background thread; acknowledged on flush()/close()."
+        False, description="Write vectors from a background thread; acknowledged on flush()/close(). A turn "
+        "the process could not write before it died is re-stored with its facts from the working state when its "
+        "session is next read (or by maintain())."
     )
     write_batch_size: int = Field(64, ge=1, description="Background writer: records per backend call.")
     flush_interval: float = Field(0.5, gt=0, description="Background writer: seconds between flushes.")
