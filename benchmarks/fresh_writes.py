@@ -56,7 +56,7 @@ def record(i: int, user: str, text: str) -> MemoryRecord:
 
 
 def measure(backend: Any, size: int, reps: int, rng: np.random.Generator) -> tuple[float, float]:
-    text = "I went to the support group yesterday; the stories there really stayed with me."
+    text = "We planted tomatoes in the community garden this morning, and then it rained."
     for start in range(0, size, 1000):
         batch = [record(i, "me" if i < 300 else f"u{(i - 300) // 10:05d}", text) for i in range(start, start + 1000)]
         backend.upsert(batch, rng.standard_normal((len(batch), DIM)).astype(np.float32))
