@@ -49,21 +49,25 @@ def interleave(lists: Sequence[Sequence[RecalledMemory]], k: int, *,
     """Round-robin over ranked lists, first occurrence wins, at most ``k``.
 
     ``collapse``: as one ranking does, a fact and the message it came from
-    (or two equal texts) take one slot, though each list holds one of them.
+    (or two equal texts) take one slot, though each list holds one of them;
+    two facts of one message are two memories and both stay.
     """
     out: list[RecalledMemory] = []
-    seen: set[str] = set()
+    served: set[str] = set()
+    sources: set[str] = set()  # messages a served fact came from
+    texts: set[str] = set()
     for rank_ in range(max((len(hits) for hits in lists), default=0)):
         for hits in lists:
-            if rank_ >= len(hits):
+            if rank_ >= len(hits) or hits[rank_].id in served:
                 continue
             hit = hits[rank_]
-            keys = {f"id:{hit.id}"}
             if collapse:
-                keys |= {dedupe_key(hit.text), *(f"id:{i}" for i in hit.source_ids)}
-            if keys & seen:
-                continue
-            seen |= keys
+                text = dedupe_key(hit.text)
+                if text in texts or hit.id in sources or any(s in served for s in hit.source_ids):
+                    continue
+                texts.add(text)
+                sources.update(hit.source_ids)
+            served.add(hit.id)
             out.append(hit)
             if len(out) == k:
                 return out

@@ -143,6 +143,7 @@ class FactResolution:
                 if e.extractor is None:
                     new_record = message
                     message.subject = fact.subject
+                    local.append((message, fact_vector))  # a later message of this batch may supersede it
                 else:
                     new_record = MemoryRecord(
                         id=fact_id(message.id, index), text=fact.text, role=message.role, user_id=scope.user_id,
@@ -156,7 +157,8 @@ class FactResolution:
                     out.fact_ids.setdefault(message.id, []).append(new_record.id)
                     local.append((new_record, fact_vector))
                 if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
-                    superseded = self.supersede(decision.superseded, by=new_record, out=out, local=local)
+                    superseded = self.supersede(decision.superseded, by=new_record, out=out, local=local,
+                                                batch=messages)
                     out.superseded.setdefault(message.id, []).extend(superseded)
                     out.events[message.id] = WriteEvent.UPDATED
                     old_texts = [u.text for u in out.updates if u.id in superseded]
@@ -165,9 +167,10 @@ class FactResolution:
 
     def supersede(
         self, ids: Sequence[str], *, by: MemoryRecord, out: FactOutcome,
-        local: list[tuple[MemoryRecord, np.ndarray]],
+        local: list[tuple[MemoryRecord, np.ndarray]], batch: Sequence[MemoryRecord] = (),
     ) -> list[str]:
-        """Mark records (and their source messages) as no longer current."""
+        """Mark records (and their source messages) as no longer current. ``batch``:
+        the messages being written with ``by``, not in the store yet."""
         e = self.e
         targets = {r.id: r for r in e.writer.overlay(e.backend.get(list(ids)))}
         for record, _ in local:
@@ -175,7 +178,9 @@ class FactResolution:
                 targets[record.id] = record
         source_ids = [s for r in targets.values() for s in r.source_ids if s not in targets]
         if source_ids:
-            for r in e.writer.overlay(e.backend.get(source_ids)):
+            unwritten = {m.id: m for m in batch}
+            for r in [*(unwritten[s] for s in source_ids if s in unwritten),
+                      *e.writer.overlay(e.backend.get([s for s in source_ids if s not in unwritten]))]:
                 targets.setdefault(r.id, r)
         for echo in self._echoes(list(targets.values()), new_text=by.text):
             targets.setdefault(echo.id, echo)

@@ -37,6 +37,7 @@ from .trace import SummarizerCall, TurnTrace
 __all__ = ["MessageInput", "WritePath"]
 
 log = logging.getLogger("memory_vec")
+_FACT_PROBES = 16  # fact ids probed per healed message (an LLM extractor may give others this time)
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,9 @@ class WritePath:
             log.warning("memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
                         len(records), scope.user_id, scope.session_id)
             return len(records)
+        except RecordRejectedError as exc:  # dead letters now (kept for a retry); not tried again each turn
+            log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
+            return 0
         except BackendError as exc:
             with self._healed_lock:
                 self._healed.discard(key)  # try again when the backend is back
@@ -242,20 +246,31 @@ class WritePath:
 
     def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
         """The facts and supersedes of re-stored messages, derived again as on their
-        first write (fact ids are derived from the message, so the same ones).
-        A message with a fact in the store is skipped: its facts and supersedes
-        were written before it (add_messages' order), so they are all there."""
+        first write (fact ids derive from the message, so the same ones).
+
+        A message with any fact in the store is not decided again: its facts
+        and supersedes were written before it (add_messages' order), and a new
+        decision could supersede what was said after it. A re-derived decision
+        that would supersede a record newer than the message is turned round:
+        the fact (and its message) is stored as superseded by that record, as
+        it would have been had it arrived in time.
+        """
         e, cfg = self.e, self.e.config
         trace = TurnTrace("heal", scope.user_id, scope.session_id)
         extracted = [self.resolution.extract(m.role, m.text, trace) for m in messages]
         kept = [[i for i, f in enumerate(facts) if not (f.transient and cfg.skip_transient)] for facts in extracted]
         if e.extractor is not None:
-            ids = [fact_id(m.id, i) for m, idx in zip(messages, kept) for i in idx]
-            present = {r.id: r for r in e.backend.get(ids)} if ids else {}
+            # Probe more ids than this extraction gave: an LLM extractor need not give the same facts again.
+            probes = [[fact_id(m.id, i) for i in range(max(_FACT_PROBES, len(facts)))]
+                      for m, facts in zip(messages, extracted)]
+            present = {r.id: r for r in e.backend.get([f for ids in probes for f in ids])}
+            present.update({r.id: r for r in e.writer.pending_records(
+                RecordFilter(ids=tuple(f for ids in probes for f in ids), include_superseded=True,
+                             include_archived=True))})
             todo = []
-            for j, (m, idx) in enumerate(zip(messages, kept)):
-                arrived = [present[f] for f in (fact_id(m.id, i) for i in idx) if f in present]
-                if idx and not arrived:
+            for j, (m, ids) in enumerate(zip(messages, probes)):
+                arrived = [present[f] for f in ids if f in present]
+                if kept[j] and not arrived:
                     todo.append(j)
                 for fact in arrived:  # superseded since: so is its message, as supersede() does
                     if fact.valid_to is not None and m.valid_to is None:
@@ -270,16 +285,38 @@ class WritePath:
         out = self.resolution.resolve(scope, chosen, vectors[:len(chosen)], [extracted[j] for j in todo],
                                       vectors[len(chosen):], trace)
         new_ids = {m.id for m in messages} | {r.id for r in out.fact_records}
-        stored_updates = [u for u in out.updates if u.id not in new_ids]
-        if stored_updates:
-            e.writer.update(stored_updates)
-        if out.fact_records:
-            e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32))
-            e.written(scope.user_id, out.fact_records)
+        derived = {r.id: r for r in [*out.fact_records, *chosen]}
+        stored_updates: list[MemoryRecord] = []
+        later: dict[str, list[MemoryRecord]] = {}  # derived record id -> newer records it would supersede
+        for u in out.updates:
+            if u.id in new_ids:
+                continue  # written with the new rows
+            n = derived.get(u.superseded_by or "")
+            if n is not None and u.timestamp > n.timestamp:
+                later.setdefault(n.id, []).append(u)
+            else:
+                stored_updates.append(u)
+        for n_id, newer in later.items():
+            n = derived[n_id]
+            target = max([r for r in newer if r.kind == n.kind] or newer, key=lambda r: r.timestamp)
+            for record in [n, *(m for m in messages if m.id in n.source_ids)]:
+                if record.valid_to is None:
+                    record.valid_to, record.superseded_by = target.timestamp, target.id
+        try:
+            if stored_updates:
+                e.writer.update(stored_updates)
+            if out.fact_records:
+                e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32))
+                e.written(scope.user_id, out.fact_records)
+        except RecordRejectedError as exc:  # dead letters now, kept for a retry; the messages still go in
+            log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
+        patched = {derived[i].text for i in later}
         for subject, old_texts, new_text in out.summary_patches:
-            self.resolution.patch_summary(scope, subject, old_texts, new_text)
-        log.warning("memory-vec: re-derived %d fact(s) and %d supersede(s) of %d re-stored message(s) of %s/%s",
-                    len(out.fact_records), len(stored_updates), len(chosen), scope.user_id, scope.session_id)
+            if new_text not in patched:
+                self.resolution.patch_summary(scope, subject, old_texts, new_text)
+        log.warning("memory-vec: re-derived %d fact(s) and %d supersede(s) of %d re-stored message(s) of %s/%s"
+                    "%s", len(out.fact_records), len(stored_updates), len(chosen), scope.user_id, scope.session_id,
+                    f"; {len(later)} stored as superseded by what was said after them" if later else "")
 
     def _restore(self, scope: Scope, ids: Sequence[str], vectors: np.ndarray) -> bool:
         """Store records of ``scope``'s user again, unchanged, with new vectors."""

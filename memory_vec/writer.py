@@ -243,12 +243,15 @@ class RecordWriter:
         fresh = [(r, v) for r, v in batch if v is not None and r.id in new]
         inserts = [(r, v) for r, v in batch if v is not None and r.id not in new]
         updates = [r for r, v in batch if v is None]
-        if fresh:
-            insert_new_of(self.backend)([r for r, _ in fresh], np.stack([v for _, v in fresh]))
-        if inserts:
-            self.backend.upsert([r for r, _ in inserts], np.stack([v for _, v in inserts]))
+        # Updates of stored rows (supersedes) before the new rows, as add_messages queues
+        # them: a process killed in between leaves the new message unstored, which heal
+        # re-derives whole; the other order could leave it stored and the old value current.
         if updates:
             self.backend.update(updates)
+        if inserts:
+            self.backend.upsert([r for r, _ in inserts], np.stack([v for _, v in inserts]))
+        if fresh:
+            insert_new_of(self.backend)([r for r, _ in fresh], np.stack([v for _, v in fresh]))
 
     def _dead_letter(self, held: _Held, exc: BackendError) -> None:
         record, vector = held

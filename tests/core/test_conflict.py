@@ -408,3 +408,16 @@ def test_asking_about_a_value_does_not_overwrite_it(make_core, extractor, fact: 
     # A real update still supersedes.
     update = "我的预算调整到8000元。" if "预算" in fact else "The budget is now 8000 dollars."
     assert core.add_message("user", update).event is WriteEvent.UPDATED
+
+
+@pytest.mark.parametrize("extractor", ["rules", "none"])
+def test_a_later_message_of_the_same_call_supersedes_the_earlier_one(make_core, extractor: str) -> None:  # type: ignore[no-untyped-def]
+    # Both messages reach the store in one write: the earlier one (and its fact) must be
+    # stored as history, not served next to the new value.
+    core = make_core(fact_extractor=extractor)
+    first, second = core.add_messages([("user", "The budget is 5000 dollars."),
+                                       ("user", "Actually the budget is now 8000 dollars.")])
+    assert second.superseded_ids and first.id in second.superseded_ids
+    current = [r.text for r in core.backend.scan(RecordFilter(user_id="u1"))]
+    assert current and not any("5000" in text for text in current)
+    assert not any("5000" in h.text for h in core.recall("what is the budget", k=5))

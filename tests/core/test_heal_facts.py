@@ -139,3 +139,121 @@ def test_maintain_heals_the_sessions_nobody_opens_again(make_core) -> None:  # t
     assert [r.id for r in backend.get([lost.id])] == [lost.id]
     assert {r.id for r in backend.get(lost.fact_ids)} == set(lost.fact_ids)
     assert other.maintain().restored == 0
+
+
+class DiesAtCall(Outage):
+    """Fails (as a killed process would stop) at the ``n``-th write call once armed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+        self.die_at: int | None = None
+
+    def _note(self, name: str) -> None:
+        self.calls.append(name)
+        if self.die_at is not None and len(self.calls) == self.die_at:
+            raise BackendUnavailableError(f"the process died at its {name}")
+
+    def upsert(self, records, vectors) -> None:  # type: ignore[no-untyped-def]
+        self._note("upsert")
+        super().upsert(records, vectors)
+
+    def insert_new(self, records, vectors) -> None:  # type: ignore[no-untyped-def]
+        self._note("insert_new")
+        super().upsert(records, vectors)
+
+    def update(self, records) -> None:  # type: ignore[no-untyped-def]
+        self._note("update")
+        super().update(records)
+
+
+@pytest.mark.parametrize("background", [False, True])
+@pytest.mark.parametrize("die_at", [1, 2])
+def test_a_flush_cut_between_its_calls_never_leaves_the_old_value_current(
+        make_core, background: bool, die_at: int) -> None:  # type: ignore[no-untyped-def]
+    backend, state = DiesAtCall(), InMemoryStateStore()
+    make_core(backend=backend, state=state).add_message("user", "The budget is 5000 dollars.")
+    doomed = make_core(backend=backend, state=state, background_writes=background, flush_interval=300.0)
+    backend.down = not background  # sync: an outage puts the turn in the buffer; background: it is there anyway
+    doomed.add_message("user", "Actually the budget is now 8000 dollars.")
+    backend.down = False
+    backend.calls.clear()
+    backend.die_at = die_at  # the one flush this process still gets, cut after die_at - 1 calls
+    with pytest.raises(BackendUnavailableError):
+        doomed.store.writer.flush()
+    assert backend.calls[0] == "update"  # the supersede goes first
+    backend.die_at = None
+    restarted = make_core(backend=backend, state=state)
+    restarted.build_context("what is the budget")
+    hits = restarted.recall("what is the budget", k=5)
+    assert "8000" in hits[0].text and not any("5000" in h.text for h in hits)
+
+
+@pytest.mark.parametrize("extractor", ["rules", "none"])
+def test_heal_never_supersedes_what_was_said_after_the_lost_message(make_core, extractor: str) -> None:  # type: ignore[no-untyped-def]
+    backend, state = Outage(), InMemoryStateStore()
+    worker = make_core(backend=backend, state=state, fact_extractor=extractor)  # has healed s1 already
+    worker.add_message("user", "The budget is 5000 dollars.")
+    lost = _crashed_after(lambda **kw: make_core(fact_extractor=extractor, **kw), backend, state,
+                          "Actually the budget is now 8000 dollars.")
+    later = worker.add_message("user", "Sorry, the budget is 6500 dollars after all.")
+    restarted = make_core(backend=backend, state=state, fact_extractor=extractor)
+    restarted.build_context("what is the budget")
+    current = [r.text for r in backend.scan(RecordFilter(user_id="u1"))]
+    assert current and all("6500" in text for text in current)
+    [healed] = backend.get([lost.id])
+    assert healed.valid_to is not None  # history: superseded by what was said after it
+    assert healed.superseded_by in {later.id, *later.fact_ids}
+
+
+def test_a_refused_supersede_in_heal_still_restores_the_message_once(make_core) -> None:  # type: ignore[no-untyped-def]
+    class RefusesOldValue(Outage):
+        refuse = False
+
+        def update(self, records) -> None:  # type: ignore[no-untyped-def]
+            if self.refuse and any("5000" in r.text for r in records):
+                raise BackendError("refused: a field the collection does not accept")
+            super().update(records)
+
+    backend, state = RefusesOldValue(), InMemoryStateStore()
+    make_core(backend=backend, state=state).add_message("user", "The budget is 5000 dollars.")
+    lost = _crashed_after(make_core, backend, state, "Actually the budget is now 8000 dollars.")
+    backend.refuse = True
+    restarted = make_core(backend=backend, state=state)
+    restarted.add_message("user", "The weather is nice today.")
+    assert [r.id for r in backend.get([lost.id])] == [lost.id]
+    letters = len(restarted.dead_letters())
+    assert letters >= 1
+    restarted.add_message("user", "My cat is called Miso.")
+    assert len(restarted.dead_letters()) == letters  # healed once, not again on every turn
+
+
+def test_heal_finds_the_facts_that_arrived_whatever_the_extractor_says_now(make_core) -> None:  # type: ignore[no-untyped-def]
+    from memory_vec import MemoryConfig, MemoryCore
+    from memory_vec.conflict import ExtractedFact
+    from memory_vec.testing import DeterministicHashEmbedder
+
+    class ChangeableLLM:  # stands in for an LLM extractor: another answer on the second call
+        name, last_error, calls = "llm", "", 0
+
+        def extract(self, role: str, content: str) -> list[ExtractedFact]:
+            if role != "user" or "Lisbon" not in content:
+                return []
+            self.calls += 1
+            if self.calls == 1:
+                return [ExtractedFact("Remind me tomorrow", None, 0.2, transient=True),
+                        ExtractedFact("User lives in Lisbon", "home", 0.8)]
+            return [ExtractedFact("The user lives in Lisbon", "home", 0.8)]
+
+    llm, backend, state = ChangeableLLM(), Outage(), InMemoryStateStore()
+
+    def with_llm() -> MemoryCore:
+        return MemoryCore(MemoryConfig(user_id="u1", session_id="s1", score_threshold=0.0),
+                          embedder=DeterministicHashEmbedder(dimension=64), backend=backend, state_store=state,
+                          extractor=llm)
+
+    first = with_llm().add_message("user", "Remind me tomorrow. I live in Lisbon.")
+    backend.delete(ids=[first.id])  # the facts arrived, the message did not
+    with_llm().build_context("where do I live")
+    facts = backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))
+    assert [f.id for f in facts] == first.fact_ids  # no second copy under the new answer's index

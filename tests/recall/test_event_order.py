@@ -104,6 +104,12 @@ def test_interleave_gives_a_fact_and_its_message_one_slot() -> None:
                                                    role="user", user_id="u", session_id="s", timestamp=2.0),
                                       score=0.5)
     assert [h.id for h in interleave([[as_fact], [echo]], 10, collapse=True)] == ["f1"]
+    # Two facts of one message are two memories (an order question's two events, said at once).
+    married = RecalledMemory.from_record(MemoryRecord(
+        id="f2", text="Priya got married in 2021", role="user", user_id="u", session_id="s", timestamp=1.0,
+        kind="fact", source_ids=["m1"]), score=0.7)
+    assert [h.id for h in interleave([[as_fact], [married]], 10, collapse=True)] == ["f1", "f2"]
+    assert [h.id for h in interleave([[as_fact], [married], [as_message]], 10, collapse=True)] == ["f1", "f2"]
 
 
 def core(**settings: object) -> MemoryCore:
