@@ -229,15 +229,17 @@ class WritePath:
             e.store.validate(records)
             vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
             self._heal_facts(scope, records)  # before the messages, in add_messages' order
-            e.writer.write(records, vectors[:len(lost)])
-            e.written(scope.user_id, records)
+            refused: set[str] = set()
+            try:
+                e.writer.write(records, vectors[:len(lost)])
+            except RecordRejectedError as exc:  # dead letters now (kept for a retry); the others are stored
+                refused = set(exc.record_ids)
+                log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
+            e.written(scope.user_id, [r for r in records if r.id not in refused])
             self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost):])
             log.warning("memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
                         len(records), scope.user_id, scope.session_id)
             return len(records)
-        except RecordRejectedError as exc:  # dead letters now (kept for a retry); not tried again each turn
-            log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
-            return 0
         except BackendError as exc:
             with self._healed_lock:
                 self._healed.discard(key)  # try again when the backend is back

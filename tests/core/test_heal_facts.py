@@ -257,3 +257,24 @@ def test_heal_finds_the_facts_that_arrived_whatever_the_extractor_says_now(make_
     with_llm().build_context("where do I live")
     facts = backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))
     assert [f.id for f in facts] == first.fact_ids  # no second copy under the new answer's index
+
+
+def test_a_refused_message_in_heal_is_a_dead_letter_once_not_a_retry_every_turn(make_core) -> None:  # type: ignore[no-untyped-def]
+    class RefusesPorto(Outage):
+        refuse = False
+
+        def upsert(self, records, vectors) -> None:  # type: ignore[no-untyped-def]
+            if self.refuse and any("Porto" in r.text for r in records):
+                raise BackendError("refused: a field the collection does not accept")
+            super().upsert(records, vectors)
+
+    backend, state = RefusesPorto(), InMemoryStateStore()
+    lost = _crashed_after(lambda **kw: make_core(fact_extractor="none", **kw), backend, state,
+                          "My favourite city is Porto.")
+    backend.refuse = True
+    restarted = make_core(backend=backend, state=state, fact_extractor="none")
+    restarted.add_message("user", "The weather is nice today.")  # heals first: the refusal is not its error
+    assert [d.record_id for d in restarted.dead_letters()] == [lost.id]
+    restarted.add_message("user", "My cat is called Miso.")
+    assert len(restarted.dead_letters()) == 1
+    assert any("Miso" in r.text for r in backend.scan(RecordFilter(user_id="u1")))
