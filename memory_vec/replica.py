@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,13 +163,15 @@ class ReplicatedBackend(BaseBackend):
 
     # --- writes: the backend first, then every copy they touch ------------------------------
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
-        before = self._fetch_marks()
-        self.inner.upsert(records, vectors)
-        self._apply(records, unit_rows(np.asarray(vectors, dtype=np.float32)), before)
+        self._write(self.inner.upsert, records, vectors)
 
     def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        self._write(insert_new_of(self.inner), records, vectors)
+
+    def _write(self, write: Callable[[Sequence[MemoryRecord], np.ndarray], None],
+               records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
         before = self._fetch_marks()
-        insert_new_of(self.inner)(records, vectors)
+        write(records, vectors)
         self._apply(records, unit_rows(np.asarray(vectors, dtype=np.float32)), before)
 
     def update(self, records: Sequence[MemoryRecord]) -> None:

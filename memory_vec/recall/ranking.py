@@ -100,8 +100,7 @@ def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, 
         scored.append((score, c.record.timestamp, position, components))
     # Best first; ties: newer first, a message before a fact with its very text (what
     # the user said, not a copy), then candidate order (deterministic on every backend).
-    kind_order = {"message": 0}
-    scored.sort(key=lambda row: (-row[0], -row[1], kind_order.get(candidates[row[2]].record.kind, 1), row[2]))
+    scored.sort(key=lambda row: (-row[0], -row[1], candidates[row[2]].record.kind != "message", row[2]))
     out: list[RecalledMemory] = []
     seen: set[str] = set()
     for score, _, position, components in scored:
