@@ -88,12 +88,29 @@ core.close()
 """
 
 
+def spawn(script: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+
+
 def run_writer(config: MemoryConfig, n: int, tag: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", WRITER.format(root=ROOT), config.model_dump_json(), str(n), tag],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": ROOT},
-    )
+    return spawn(WRITER.format(root=ROOT), config.model_dump_json(), str(n), tag)
+
+
+def kill_after(proc: subprocess.Popen[str], lines: int) -> list[list[str]]:
+    """The first ``lines`` lines the process printed (split), then kill -9 it."""
+    read: list[list[str]] = []
+    assert proc.stdout is not None
+    deadline = time.time() + 120
+    while len(read) < lines and time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        read.append(line.split())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert len(read) == lines, proc.stderr.read()[-2000:] if proc.stderr else ""
+    return read
 
 
 @pytest.mark.parametrize("state", ["sqlite", "redis"])
@@ -129,19 +146,7 @@ def test_kill_9_loses_no_acknowledged_write(kind, request, tmp_path) -> None:  #
         extra["redis_url"] = redis_url(request.getfixturevalue("redis_server"), db=1)
     config = _config_factory(base_kind, request, tmp_path)(
         fact_extractor="none", max_token_limit=300, summary_max_tokens=150, keep_recent_turns=2, **extra)
-    proc = run_writer(config, 0, "k")
-    acked: list[tuple[str, int]] = []
-    assert proc.stdout is not None
-    deadline = time.time() + 120
-    while len(acked) < 60 and time.time() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        rid, seq = line.split()
-        acked.append((rid, int(seq)))
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert len(acked) == 60, proc.stderr.read()[-2000:] if proc.stderr else ""
+    acked = [(rid, int(seq)) for rid, seq in kill_after(run_writer(config, 0, "k"), 60)]
     core = MemoryCore(config, embedder=EMBEDDER)  # the restarted process
     stored = {r.id: r for r in core.session_history()}
     missing = [rid for rid, _ in acked if rid not in stored]
@@ -175,20 +180,7 @@ def test_kill_9_with_background_writes_keeps_messages_facts_and_supersedes(kind,
     from .conftest import _config_factory
 
     config = _config_factory(kind, request, tmp_path)(background_writes=True, flush_interval=300.0)
-    proc = subprocess.Popen([sys.executable, "-c", BACKGROUND_WRITER, config.model_dump_json()],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, "PYTHONPATH": ROOT})
-    lines: list[list[str]] = []
-    assert proc.stdout is not None
-    deadline = time.time() + 120
-    while len(lines) < 14 and time.time() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line.split())
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert len(lines) == 14, proc.stderr.read()[-2000:] if proc.stderr else ""
+    lines = kill_after(spawn(BACKGROUND_WRITER, config.model_dump_json()), 14)
     acked = [parts[1] for parts in lines[1:]]
     new_fact_ids = lines[-1][2:]
     assert new_fact_ids
