@@ -67,11 +67,14 @@ class MemoryConfig(BaseModel):
         "backend, SQLite under persist_dir otherwise.",
     )
     redis_url: str | None = Field(None, description="redis:// URL for a working state shared by processes.")
-    background_writes: bool = Field(
-        False, description="Write vectors from a background thread; acknowledged on flush()/close(). A turn "
-        "the process could not write before it died is re-stored with its facts from the working state when its "
-        "session is next read (or by maintain())."
-    )
+    background_writes: bool | None = Field(None, description=(
+        "Write a turn's vectors from a background thread instead of inside add_messages. None: in the background "
+        "on a store one process owns with its working state on disk (embedded Chroma, Milvus Lite: the turn is "
+        "durable in the working state when add_messages returns), inline on the others. Only add_messages' "
+        "writes wait for the thread; other writes are stored before they return; close() and process exit "
+        "flush. A turn the process could not write before it died is re-stored with its facts from the working "
+        "state: on a store one process owns by the next process to open it, elsewhere when its session is next "
+        "read or by maintain()."))
     write_batch_size: int = Field(64, ge=1, description="Background writer: records per backend call.")
     flush_interval: float = Field(0.5, gt=0, description="Background writer: seconds between flushes.")
 

@@ -25,7 +25,7 @@ from .errors import ConfigError
 from .management import Management
 from .privacy import Redactor, RegexRedactor
 from .read_path import RECALL_KINDS, ReadPath
-from .records import ForgetReceipt, MemoryContext, MemoryRecord, RecalledMemory, WriteResult
+from .records import ForgetReceipt, MemoryContext, MemoryRecord, MessageInput, MessageLike, RecalledMemory, WriteResult
 from .resolution import FactResolution
 from .state import StateStore, WorkingState
 from .state.base import DeadLetter
@@ -35,7 +35,7 @@ from .tokens import TokenCounter, get_token_counter
 from .trace import TurnTrace, run_in_thread
 from .transfer import Transfer
 from .upkeep import MaintenanceReport, Upkeep
-from .write_path import MessageInput, MessageLike, WritePath
+from .write_path import WritePath
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -127,6 +127,7 @@ class MemoryCore:
                                on_recalled=self._upkeep.note_recalled)
         self._memories = Management(engine, resolution)
         self._transfer = Transfer(engine)
+        self._writes.heal_carried()  # turns a process that died had queued, before anything reads
 
     # ------------------------------------------------------------------ parts
     @property
@@ -225,6 +226,7 @@ class MemoryCore:
         ``score_threshold`` are dropped. Never returns another user's
         private memories.
         """
+        self._writes.heal_carried()  # a recall can be a new process's first call
         hits, _ = self._reads.recall(query, self._engine.scope(user_id, session_id), k=k, recall_scope=scope,
                                      filters=filters, since=since, until=until, include_shared=include_shared)
         return hits

@@ -31,10 +31,7 @@ class Management:
         e = self.e
         v.check_id(memory_id, "memory_id")
         user = e.scope(user_id).user_id
-        found = e.writer.overlay(e.backend.get([memory_id]))
-        if not found:
-            found = e.writer.pending_records(
-                RecordFilter(ids=(memory_id,), include_superseded=True, include_archived=True))
+        found = e.writer.get([memory_id])
         if not found or found[0].user_id != user:
             # Another user's memory is reported exactly like a missing one.
             raise MemoryNotFoundError(f"no memory {memory_id!r} for user {user!r}")
@@ -49,7 +46,7 @@ class Management:
         current, seen = record, {record.id}
         while current.superseded_by and current.superseded_by not in seen:
             seen.add(current.superseded_by)
-            found = self.e.writer.overlay(self.e.backend.get([current.superseded_by]))
+            found = self.e.writer.get([current.superseded_by])
             if not found or found[0].user_id != record.user_id:
                 break
             current = found[0]
@@ -158,15 +155,15 @@ class Management:
             return old
         changes: list[MemoryRecord] = [old.copy(valid_to=None, superseded_by=None)]
         if old.superseded_by:
-            for successor in e.writer.overlay(e.backend.get([old.superseded_by])):
+            for successor in e.writer.get([old.superseded_by]):
                 if successor.user_id == old.user_id and successor.valid_to is None:
                     now = time.time()
                     changes.append(successor.copy(valid_to=now, superseded_by=old.id))
                     # the message that stated the newer value stops being served too
-                    for src in e.writer.overlay(e.backend.get(list(successor.source_ids))):
+                    for src in e.writer.get(successor.source_ids):
                         if src.user_id == old.user_id and src.valid_to is None:
                             changes.append(src.copy(valid_to=now, superseded_by=old.id))
-        sources = e.writer.overlay(e.backend.get(list(old.source_ids)))
+        sources = e.writer.get(old.source_ids)
         changes += [s.copy(valid_to=None, superseded_by=None) for s in sources if s.superseded_by == old.superseded_by]
         e.writer.update(changes)
         return changes[0]

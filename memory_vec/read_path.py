@@ -274,7 +274,7 @@ class ReadPath:
                     return None, None, ""
                 anchor_id = max(ranked, key=lambda r: r[1] + (found[r[0]].similarity if r[0] in found else 0.0))[0]
                 anchor = found[anchor_id].record if anchor_id in found else next(
-                    iter(e.backend.get([anchor_id], where=dataclasses.replace(where, ids=(anchor_id,)))), None)
+                    iter(e.writer.get([anchor_id], where=dataclasses.replace(where, ids=(anchor_id,)))), None)
                 if anchor is None:
                     return None, None, ""
                 days = relation.window(self._about(anchor))
@@ -309,7 +309,7 @@ class ReadPath:
         if not wanted:
             return
         visible = RecordFilter(user_id=where.user_id, kinds=("message",))
-        by_id = {r.id: r for r in self.e.backend.get(sorted(wanted), where=visible)}
+        by_id = {r.id: r for r in self.e.writer.get(sorted(wanted), where=visible)}
         for hit in hits:
             before, after = around[hit.id]
             hit.neighbors = [

@@ -8,10 +8,12 @@ returns; ``WriteResult`` says what a write did; ``MemoryContext`` is what
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from .errors import InvalidInputError
 from .render import clean_text, render_summary, render_turn
 from .trace import TurnTrace
 
@@ -24,6 +26,7 @@ __all__ = [
     "MemoryContext",
     "MemoryKind",
     "MemoryRecord",
+    "MessageInput",
     "RecalledMemory",
     "WriteEvent",
     "WriteResult",
@@ -244,3 +247,31 @@ class ForgetReceipt:
     disk_purged: bool = True
     #: What the purge did, and what remains with how to remove it.
     disk_notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MessageInput:
+    """One message for :meth:`MemoryCore.add_messages`."""
+
+    role: str
+    content: str
+    timestamp: Any = None
+    metadata: Mapping[str, Any] | None = None
+
+
+MessageLike = MessageInput | Mapping[str, Any] | tuple[str, str]
+
+
+def coerce_message(m: MessageLike) -> MessageInput:
+    if isinstance(m, MessageInput):
+        return m
+    if isinstance(m, tuple) and len(m) == 2:
+        return MessageInput(m[0], m[1])
+    if isinstance(m, Mapping):
+        unknown = set(m) - {"role", "content", "timestamp", "metadata"}
+        if unknown or "role" not in m or "content" not in m:
+            raise InvalidInputError(
+                f"a message needs 'role' and 'content' (optional 'timestamp', 'metadata'); got keys {sorted(m)}"
+            )
+        return MessageInput(m["role"], m["content"], m.get("timestamp"), m.get("metadata"))
+    raise InvalidInputError(f"a message must be a MessageInput, dict or (role, content); got {type(m).__name__}")

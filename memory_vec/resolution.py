@@ -172,7 +172,7 @@ class FactResolution:
         """Mark records (and their source messages) as no longer current. ``batch``:
         the messages being written with ``by``, not in the store yet."""
         e = self.e
-        targets = {r.id: r for r in e.writer.overlay(e.backend.get(list(ids)))}
+        targets = {r.id: r for r in e.writer.get(ids)}
         for record, _ in local:
             if record.id in ids:
                 targets[record.id] = record
@@ -180,7 +180,7 @@ class FactResolution:
         if source_ids:
             unwritten = {m.id: m for m in batch}
             for r in [*(unwritten[s] for s in source_ids if s in unwritten),
-                      *e.writer.overlay(e.backend.get([s for s in source_ids if s not in unwritten]))]:
+                      *e.writer.get([s for s in source_ids if s not in unwritten])]:
                 targets.setdefault(r.id, r)
         for echo in self._echoes(list(targets.values()), new_text=by.text):
             targets.setdefault(echo.id, echo)
@@ -212,7 +212,7 @@ class FactResolution:
                 continue
             where = RecordFilter(user_id=old.user_id, session_id=old.session_id, kinds=("message",),
                                  roles=("assistant",), seq_min=old.seq + 1, seq_max=old.seq + 1)
-            for reply in e.writer.overlay(e.backend.scan(where)):
+            for reply in e.writer.scan(where):
                 if extract_values(reply.text) & stale:
                     echoes.append(reply)
         return echoes

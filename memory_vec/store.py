@@ -16,6 +16,7 @@ in by the caller gets a store of its own (not cached): the caller owns it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -35,6 +36,7 @@ from .records import MemoryRecord
 from .replica import ReplicatedBackend
 from .state import StateStore, create_state_store, resolve_state_kind
 from .state.base import DeadLetter
+from .unflushed import open_unflushed, release_unflushed
 from .vector_cache import SharedVectors, VectorCache
 from .writer import RecordWriter, WriterSettings
 
@@ -75,6 +77,7 @@ class DeadLetterRetry:
 
 
 def writer_settings(config: MemoryConfig) -> WriterSettings:
+    """The config's writer settings; ``background`` None is decided by the store."""
     return WriterSettings(config.background_writes, config.write_batch_size, config.flush_interval)
 
 
@@ -111,8 +114,17 @@ class Store:
         self.state = state
         self.collection = collection
         self.keywords = KeywordIndex(self.backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
-        self.writer = RecordWriter(self.backend, settings or WriterSettings(), validate=self.validate,
-                                   dead_letters=state, on_stored=self._stored)
+        # One process owns the engine's files (a file lock) and the working state is on disk:
+        # a turn is durable once appended there, so its vector write can leave the turn.
+        state_path = getattr(state, "path", None) if getattr(state, "name", "") == "sqlite" else None
+        self.owned = (bool(getattr(backend, "persistent", False))
+                      and not getattr(backend, "supports_multiprocess", True) and isinstance(state_path, str))
+        settings = self.resolve(settings or WriterSettings())
+        # Read even when this store writes inline: a process before it may have died with rows queued.
+        self._unflushed = open_unflushed(f"{state_path}.unflushed") if isinstance(state_path, str) and self.owned \
+            else None
+        self.writer = RecordWriter(self.backend, settings, validate=self.validate,
+                                   dead_letters=state, on_stored=self._stored, unflushed=self._unflushed)
         self._legacy_state_path = legacy_state_path
         self._opened: tuple[int, str] | None = None
         self._open_lock = threading.Lock()
@@ -160,8 +172,17 @@ class Store:
             log.info("memory-vec: moved %d session(s) of the shared state file %s into collection %r",
                      claimed, path, self.collection)
 
+    def resolve(self, settings: WriterSettings) -> WriterSettings:
+        """``background`` None: in the background on a store this process owns."""
+        if settings.background is not None:
+            return settings
+        return dataclasses.replace(settings, background=self.owned)
+
     def check_settings(self, settings: WriterSettings) -> None:
-        """A store has one writer; a core asking for another raises."""
+        """A store has one writer; a core asking for another raises (``background``
+        None takes the store's)."""
+        if settings.background is None:
+            settings = dataclasses.replace(settings, background=self.writer.background)
         if settings != self.writer.settings:
             mine, theirs = self.writer.settings, settings
             diffs = [
@@ -211,6 +232,8 @@ class Store:
         try:
             self.writer.close()
         finally:
+            if self._unflushed is not None:
+                release_unflushed(self._unflushed)
             self.keywords.drop()
             self.backend.close()
             self.state.close()
@@ -276,11 +299,15 @@ def build_store(config: MemoryConfig, *, backend: Backend | None = None,
     legacy = None
     if state is None and resolve_state_kind(config) == "sqlite":
         legacy = os.path.join(config.persist_dir, "state.sqlite3")
+    settings = writer_settings(config)
+    if backend is not None and settings.background is None:
+        # A store of its own per core (often one per request): no writer thread to outlive it.
+        settings = dataclasses.replace(settings, background=False)
     return Store(
         backend if backend is not None else create_backend(config),
         state if state is not None else create_state_store(config),
         collection=config.collection,
-        settings=writer_settings(config),
+        settings=settings,
         keyword_cache_users=config.keyword_cache_users,
         keyword_cache_docs=config.keyword_cache_docs,
         replica_docs=config.replica_docs,

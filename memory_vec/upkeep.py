@@ -71,8 +71,8 @@ class Upkeep:
         records = self.e.writer.overlay(self.e.backend.get(list(pending)))
         updated = [r.copy(recall_count=r.recall_count + pending[r.id][0], last_recalled_at=pending[r.id][1])
                    for r in records]
-        if updated:
-            self.e.writer.update(updated)
+        if updated:  # counters, not anything a user was told is stored: may wait for the writer's thread
+            self.e.writer.update(updated, deferred=True)
         return len(updated)
 
     def maintain(self, *, user_id: str | None = None, now: float | None = None,

@@ -16,9 +16,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -26,11 +24,11 @@ from . import _validate as v
 from .backends.base import RecordFilter
 from .background import BackgroundFolds
 from .engine import Engine
-from .errors import BackendError, InvalidInputError, RecordRejectedError, SummaryRejectedError
-from .records import MemoryRecord, WriteEvent, WriteResult
+from .errors import BackendError, RecordRejectedError, SummaryRejectedError
+from .records import MemoryRecord, MessageInput, MessageLike, WriteEvent, WriteResult, coerce_message
 from .resolution import FactResolution, fact_id
 from .scope import Scope
-from .state import NewMessage, WorkingState
+from .state import NewMessage, StateMessage, WorkingState
 from .summary import FoldPlan, plan_fold
 from .trace import SummarizerCall, TurnTrace
 
@@ -38,34 +36,6 @@ __all__ = ["MessageInput", "WritePath"]
 
 log = logging.getLogger("memory_vec")
 _FACT_PROBES = 16  # fact ids probed per healed message (an LLM extractor may give others this time)
-
-
-@dataclass(frozen=True)
-class MessageInput:
-    """One message for :meth:`MemoryCore.add_messages`."""
-
-    role: str
-    content: str
-    timestamp: Any = None
-    metadata: Mapping[str, Any] | None = None
-
-
-MessageLike = MessageInput | Mapping[str, Any] | tuple[str, str]
-
-
-def coerce_message(m: MessageLike) -> MessageInput:
-    if isinstance(m, MessageInput):
-        return m
-    if isinstance(m, tuple) and len(m) == 2:
-        return MessageInput(m[0], m[1])
-    if isinstance(m, Mapping):
-        unknown = set(m) - {"role", "content", "timestamp", "metadata"}
-        if unknown or "role" not in m or "content" not in m:
-            raise InvalidInputError(
-                f"a message needs 'role' and 'content' (optional 'timestamp', 'metadata'); got keys {sorted(m)}"
-            )
-        return MessageInput(m["role"], m["content"], m.get("timestamp"), m.get("metadata"))
-    raise InvalidInputError(f"a message must be a MessageInput, dict or (role, content); got {type(m).__name__}")
 
 
 class WritePath:
@@ -76,6 +46,7 @@ class WritePath:
         self.resolution = resolution
         self._healed: set[tuple[str, str]] = set()
         self._healed_lock = threading.Lock()
+        self._carried_checked = False
         self._fold_locks: dict[tuple[str, str], threading.Lock] = {}
         self._fold_locks_guard = threading.Lock()
         self.folds = BackgroundFolds(self._fold_off_turn)
@@ -153,17 +124,20 @@ class WritePath:
         new_ids = {r.id for r in to_write}
         stored_updates = [u for u in facts.updates if u.id not in new_ids]  # the new ones carry theirs
         refused: RecordRejectedError | None = None
-        try:
-            durable = e.writer.update(stored_updates) if stored_updates else True
-        except RecordRejectedError as exc:  # a dead letter now; the turn's own rows still go in
-            refused, durable = exc, True
-        # A big batch of messages goes to the backend in one call, not in the writer's usual 64s;
-        # their ids are fresh, so the backend need not look for old rows first.
-        durable = e.writer.write(to_write, write_vectors,
-                                 batch_size=max(len(to_write), e.writer.settings.batch_size), new=True) and durable
-        e.written(scope.user_id, to_write)
-        if completed is not None:  # the user message's reply came in this call: it shares the pair's vector
-            durable = self._restore(scope, [completed.id], stored[:1]) and durable
+        # Deferred: a background writer may store these after the turn returns, since heal
+        # re-derives all of them from the working state appended above.
+        with e.writer.turn((scope.user_id, scope.session_id)):
+            try:
+                durable = e.writer.update(stored_updates, deferred=True) if stored_updates else True
+            except RecordRejectedError as exc:  # a dead letter now; the turn's own rows still go in
+                refused, durable = exc, True
+            # A big batch of messages goes to the backend in one call, not in the writer's usual 64s;
+            # their ids are fresh, so the backend need not look for old rows first.
+            durable = e.writer.write(to_write, write_vectors, new=True, deferred=True,
+                                     batch_size=max(len(to_write), e.writer.settings.batch_size)) and durable
+            e.written(scope.user_id, to_write)
+            if completed is not None:  # the user message's reply came in this call: it shares the pair's vector
+                durable = self._restore(scope, [completed.id], stored[:1]) and durable
         if refused is not None:
             raise refused
         for subject, old_texts, new_text in facts.summary_patches:
@@ -201,6 +175,10 @@ class WritePath:
         embedded (same text policy as a normal write) and stored again. A
         record on the dead-letter list is never re-queued.
         """
+        self.heal_carried()
+        return self._heal_session(scope, state)
+
+    def _heal_session(self, scope: Scope, state: WorkingState | None = None) -> int:
         key = (scope.user_id, scope.session_id)
         with self._healed_lock:
             if key in self._healed:
@@ -228,15 +206,16 @@ class WritePath:
             ]
             e.store.validate(records)
             vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
-            self._heal_facts(scope, records)  # before the messages, in add_messages' order
-            refused: set[str] = set()
-            try:
-                e.writer.write(records, vectors[:len(lost)])
-            except RecordRejectedError as exc:  # dead letters now (kept for a retry); the others are stored
-                refused = set(exc.record_ids)
-                log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
-            e.written(scope.user_id, [r for r in records if r.id not in refused])
-            self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost):])
+            with e.writer.turn(key):
+                self._heal_facts(scope, records)  # before the messages, in add_messages' order
+                refused: set[str] = set()
+                try:
+                    e.writer.write(records, vectors[:len(lost)], deferred=True)
+                except RecordRejectedError as exc:  # dead letters now (kept for a retry); the others are stored
+                    refused = set(exc.record_ids)
+                    log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
+                e.written(scope.user_id, [r for r in records if r.id not in refused])
+                self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost):])
             log.warning("memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
                         len(records), scope.user_id, scope.session_id)
             return len(records)
@@ -245,6 +224,28 @@ class WritePath:
                 self._healed.discard(key)  # try again when the backend is back
             log.warning("memory-vec: could not check the session against the store: %s", exc)
             return 0
+
+    def heal_carried(self) -> None:
+        """Once per core, at its start (and again after an outage): the sessions
+        a process that died had turns unwritten in (a store one process owns
+        names them), so recall from any session of the user has those turns.
+        Bounded by what that process had queued (``flush_interval``'s worth)."""
+        with self._healed_lock:
+            if self._carried_checked:
+                return
+            self._carried_checked = True
+        for session in self.e.writer.carried_sessions():
+            try:
+                self._heal_session(self.e.scope(*session))
+            except Exception as exc:  # noqa: BLE001  # another user's heal must not fail this call
+                log.error("memory-vec: could not heal %s/%s left by a process that died (maintain() "
+                          "retries): %s", *session, exc)
+                continue
+            with self._healed_lock:
+                if session not in self._healed:  # the backend is down: the next call tries again
+                    self._carried_checked = False
+                    return
+            self.e.writer.session_healed(session)
 
     def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
         """The facts and supersedes of re-stored messages, derived again as on their
@@ -306,9 +307,9 @@ class WritePath:
                     record.valid_to, record.superseded_by = target.timestamp, target.id
         try:
             if stored_updates:
-                e.writer.update(stored_updates)
+                e.writer.update(stored_updates, deferred=True)
             if out.fact_records:
-                e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32))
+                e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32), deferred=True)
                 e.written(scope.user_id, out.fact_records)
         except RecordRejectedError as exc:  # dead letters now, kept for a retry; the messages still go in
             log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
@@ -330,7 +331,7 @@ class WritePath:
         found.update({r.id: r for r in e.writer.pending_records(where)})
         current = {r.id: r for r in e.writer.overlay(list(found.values())) if r.user_id == scope.user_id}
         rows = [i for i, rid in enumerate(ids) if rid in current]
-        return e.writer.write([current[ids[i]] for i in rows], vectors[rows]) if rows else True
+        return e.writer.write([current[ids[i]] for i in rows], vectors[rows], deferred=True) if rows else True
 
     def forget_healed(self, user_id: str, session_id: str | None = None) -> None:
         with self._healed_lock:
@@ -372,6 +373,19 @@ class WritePath:
         self.fold(scope, trace)
         trace.emit()
 
+    def _stored(self, messages: Sequence[StateMessage], trace: TurnTrace) -> bool:
+        """A fold takes turns out of the working state, which heal re-stores them
+        from: the ones still queued (background writes, an outage) are stored first."""
+        ids = tuple(m.id for m in messages)
+        if not self.e.writer.pending_records(RecordFilter(ids=ids, include_superseded=True, include_archived=True)):
+            return True
+        try:
+            self.e.writer.flush()
+            return True
+        except BackendError as exc:
+            trace.event(f"fold waits for its turns to be stored: {exc}")
+            return False
+
     def fold(self, scope: Scope, trace: TurnTrace) -> bool:
         """Fold the oldest chunk into the summary when over the trigger.
 
@@ -402,6 +416,8 @@ class WritePath:
                 log.warning("memory-vec: summary fold refused for %s/%s: %s", scope.user_id, scope.session_id, exc)
                 return False
             trace.summarizer_calls.append(SummarizerCall(name, len(plan.messages), time.perf_counter() - t0, True))
+            if not self._stored(plan.messages, trace):
+                return False
             committed = e.state.commit_fold(
                 scope.user_id, scope.session_id, expected_folded_through=plan.expected_folded_through,
                 folded_through=plan.folded_through, summary=summary, summary_tokens=e.counter.count(summary),

@@ -6,10 +6,15 @@ returned ``WriteResult`` is durable. If the backend is unreachable the
 records stay in the pending buffer, the result says ``pending=True``, and
 every later call (and ``flush()``) retries them: nothing is dropped.
 
-Background mode (``background_writes=True``): ``write`` only queues; a
-thread upserts in batches every ``flush_interval`` seconds or
-``write_batch_size`` records. A write is acknowledged when ``flush()`` or
-``close()`` returns. Reads and conflict checks see pending records.
+Background mode (``background_writes``, by default on a store one process
+owns): a ``deferred`` write (``add_messages``' own, whose turn is already in
+the working state, so ``heal`` can re-derive it) only queues; a thread
+stores the queue in batches every ``flush_interval`` seconds or
+``write_batch_size`` records, and at process exit. Every other write is
+stored before it returns, as in synchronous mode. Reads and conflict checks
+see pending records. On a store one process owns, the sessions with
+records queued are named in a file (unflushed.py) so that the next process
+heals them if this one dies first.
 
 Failure isolation: every record passes the store's validation hook before
 it is queued. When the backend still refuses a batch (not an outage: an
@@ -23,13 +28,16 @@ dead-letters anything: the records wait in the buffer.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import itertools
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -37,12 +45,14 @@ from .backends.base import Backend, RecordFilter, ScoredRecord, insert_new_of
 from .errors import BackendError, BackendUnavailableError, MemoryVecError, RecordRejectedError
 from .records import MemoryRecord
 from .state.base import DeadLetter, StateStore
+from .unflushed import Session, UnflushedSessions
 
 __all__ = ["RecordWriter", "WriterSettings"]
 
 log = logging.getLogger("memory_vec.writer")
 
 _Held = tuple[MemoryRecord, "np.ndarray | None"]
+_guard = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +60,7 @@ class WriterSettings:
     """How a store's writer runs; one store has one writer, so every core on
     the store must ask for the same settings."""
 
-    background: bool = False
+    background: bool | None = False  # None: the store decides (Store.resolve)
     batch_size: int = 64
     flush_interval: float = 0.5
 
@@ -63,6 +73,8 @@ class RecordWriter:
             record the library or the backend would refuse.
         dead_letters: the state store that keeps refused records.
         on_stored: called with records once they are durable.
+        unflushed: where a background writer names the sessions it has
+            records queued for (a store one process owns).
     """
 
     def __init__(
@@ -73,12 +85,15 @@ class RecordWriter:
         validate: Callable[[Sequence[MemoryRecord], np.ndarray | None], None] | None = None,
         dead_letters: StateStore | None = None,
         on_stored: Callable[[Sequence[MemoryRecord]], None] | None = None,
+        unflushed: UnflushedSessions | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings = settings or WriterSettings()
         self._validate = validate
         self._dead_letters = dead_letters
         self._on_stored = on_stored
+        self._unflushed = unflushed
+        self._turns = 0  # turns between their first deferred write and their last
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._pending: dict[str, _Held] = {}
@@ -95,18 +110,23 @@ class RecordWriter:
         if settings.background:
             self._thread = threading.Thread(target=self._run, name="memory-vec-writer", daemon=True)
             self._thread.start()
+            _flush_before_exit(self)
 
     @property
     def background(self) -> bool:
-        return self.settings.background
+        return bool(self.settings.background)
 
     # --- writes ---------------------------------------------------------------------
     def write(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, batch_size: int | None = None,
-              new: bool = False) -> bool:
+              new: bool = False, deferred: bool = False) -> bool:
         """Store records; True when durable now, False when pending.
 
         ``new``: the ids are fresh (never stored), so the backend's
         ``insert_new`` may store them without looking for old rows.
+
+        ``deferred``: a background writer may leave them to its thread
+        (records ``heal`` can re-derive from the working state); otherwise
+        they are stored before this returns.
 
         ``batch_size`` overrides the settings' for this call's flush (bulk
         writes: a backend round trip costs about the same for 64 rows as
@@ -120,27 +140,50 @@ class RecordWriter:
         if self._validate is not None:
             self._validate(records, np.asarray(vectors))
         with self._lock:
+            self._mark(records, deferred)
             for record, vector in zip(records, vectors):
                 self._pending[record.id] = (record, np.asarray(vector, dtype=np.float32))
                 if new:
                     self._new.add(record.id)
                 else:
                     self._new.discard(record.id)
-        return self._after_queue([r.id for r in records], batch_size)
+        return self._after_queue([r.id for r in records], batch_size, deferred)
 
-    def update(self, records: Sequence[MemoryRecord]) -> bool:
-        """Change fields of stored records (vectors unchanged)."""
+    def update(self, records: Sequence[MemoryRecord], *, deferred: bool = False) -> bool:
+        """Change fields of stored records (vectors unchanged); ``deferred`` as in ``write``."""
         if self._validate is not None:
             self._validate(records, None)
-        with self._lock:
+        with self._lock:  # not marked: a turn's own session is (``expect``), an update's rows are stored
             for record in records:
                 held = self._pending.get(record.id)
                 vector = held[1] if held is not None else None  # still unwritten: patch in place
                 self._pending[record.id] = (record, vector)
-        return self._after_queue([r.id for r in records])
+        return self._after_queue([r.id for r in records], None, deferred)
 
-    def _after_queue(self, ids: Sequence[str], batch_size: int | None = None) -> bool:
-        if self.background:
+    @contextlib.contextmanager
+    def turn(self, session: Session) -> Iterator[None]:
+        """Around a turn's deferred writes: its session is named before the
+        first, and stays named until all are queued (the thread may store
+        the turn's supersedes before its own rows are even queued)."""
+        with self._lock:
+            self._mark_sessions([session])
+            self._turns += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._turns -= 1
+
+    def _mark(self, records: Sequence[MemoryRecord], deferred: bool) -> None:
+        if deferred:
+            self._mark_sessions([(r.user_id, r.session_id) for r in records if r.session_id])
+
+    def _mark_sessions(self, sessions: Sequence[Session]) -> None:
+        if self._unflushed is not None and self.background and sessions:
+            self._unflushed.mark(id(self), sessions)
+
+    def _after_queue(self, ids: Sequence[str], batch_size: int | None, deferred: bool) -> bool:
+        if self.background and deferred:
             if self.pending_count >= self.settings.batch_size:
                 self._wake.set()
             return False
@@ -157,13 +200,15 @@ class RecordWriter:
         return durable
 
     def forget(self, ids: Sequence[str]) -> None:
-        with self._lock:
+        """Drop pending records (before their backend delete); a batch the thread is
+        storing right now is waited for, or the delete could land before it."""
+        with self._flush_lock, self._lock:
             for record_id in ids:
                 self._pending.pop(record_id, None)
                 self._new.discard(record_id)
 
     def forget_where(self, where: RecordFilter) -> int:
-        with self._lock:
+        with self._flush_lock, self._lock:
             doomed = [rid for rid, (r, _) in self._pending.items() if where.matches(r)]
             for rid in doomed:
                 del self._pending[rid]
@@ -196,8 +241,10 @@ class RecordWriter:
             while True:
                 with self._lock:
                     batch = list(itertools.islice(self._pending.items(), size))
-                if not batch:
-                    return
+                    if not batch:
+                        if self._unflushed is not None and not self._turns:
+                            self._unflushed.clear(id(self))
+                        return
                 try:
                     stored = self._store_batch([held for _, held in batch])
                 finally:
@@ -287,10 +334,35 @@ class RecordWriter:
         with self._lock:
             return [r for r, _ in self._pending.values() if where.matches(r)]
 
+    def get(self, ids: Sequence[str], where: RecordFilter | None = None) -> list[MemoryRecord]:
+        """``backend.get`` as this process sees it: pending versions win and
+        pending records not stored yet are included (background writes)."""
+        ids = list(ids)
+        stored = self.overlay(self.backend.get(ids) if where is None else self.backend.get(ids, where=where))
+        missing = tuple(i for i in ids if i not in {r.id for r in stored})
+        if not missing:
+            return stored
+        where = where or RecordFilter(include_superseded=True, include_archived=True)
+        return stored + self.pending_records(dataclasses.replace(where, ids=missing))
+
+    def scan(self, where: RecordFilter) -> list[MemoryRecord]:
+        """``backend.scan`` as this process sees it (see ``get``)."""
+        stored = self.overlay(self.backend.scan(where))
+        seen = {r.id for r in stored}
+        return stored + [r for r in self.pending_records(where) if r.id not in seen]
+
     def overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         """Replace stored versions by pending newer ones (e.g. a supersede)."""
         with self._lock:
             return [self._pending[r.id][0] if r.id in self._pending else r for r in records]
+
+    # --- sessions a process that died left unwritten (a store one process owns) ----------
+    def carried_sessions(self) -> list[Session]:
+        return self._unflushed.to_heal() if self._unflushed is not None else []
+
+    def session_healed(self, session: Session) -> None:
+        if self._unflushed is not None:
+            self._unflushed.healed(session)
 
     # --- background thread ------------------------------------------------------------
     def _run(self) -> None:
@@ -305,4 +377,35 @@ class RecordWriter:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        with _guard:
+            _background_writers.discard(self)
         self.flush()
+
+
+# A script that never calls close() still stores its last turns: the thread is a daemon.
+_background_writers: weakref.WeakSet[RecordWriter] = weakref.WeakSet()
+_exit_hook: list[bool] = []
+
+
+def _flush_before_exit(writer: RecordWriter) -> None:
+    with _guard:
+        _background_writers.add(writer)
+        if not _exit_hook:
+            # Before the interpreter stops thread pools (the backend guard runs calls on one):
+            # a plain atexit handler runs after that, when no backend call can start any
+            # more. Exit hooks run last-registered first, and the pools exist by now.
+            getattr(threading, "_register_atexit", atexit.register)(_flush_at_exit)
+            _exit_hook.append(True)
+
+
+def _flush_at_exit() -> None:
+    for writer in list(_background_writers):
+        if isinstance(writer.last_error, BackendUnavailableError):  # no waiting out retries at exit
+            log.warning("memory-vec: backend unavailable at exit, %d record(s) left to heal on the next open",
+                        writer.pending_count)
+            continue
+        try:
+            writer.flush()
+        except Exception as exc:  # noqa: BLE001  # at exit: say so, heal re-stores it on the next open
+            log.warning("memory-vec: could not store %d pending record(s) at exit: %s", writer.pending_count, exc)
+

@@ -68,7 +68,7 @@ def test_writer_flush_batch_size_overrides_the_settings_for_one_flush() -> None:
         records = [MemoryRecord(id=f"w{i}", text=f"t{i}", role="user", user_id="u", session_id="s",
                                 timestamp=1.0 + i, kind="message", seq=i + 1) for i in range(500)]
         vectors = np.eye(4, dtype=np.float32)[np.arange(500) % 4]
-        assert writer.write(records, vectors) is False  # background: queued
+        assert writer.write(records, vectors, deferred=True) is False  # background: queued
         writer.flush(200)
         assert backend.upserts[-3:] == [200, 200, 100] and writer.pending_count == 0
         assert backend.count() == 500

@@ -80,8 +80,8 @@ def test_a_fresh_record_patched_before_its_flush_is_inserted_patched() -> None:
     backend.open(dimension=8, model_id="m")
     writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=60))
     try:
-        writer.write([_record(1), _record(2)], _vectors(2), new=True)
-        writer.update([_record(1, archived=True)])  # e.g. superseded within the same turn
+        writer.write([_record(1), _record(2)], _vectors(2), new=True, deferred=True)
+        writer.update([_record(1, archived=True)], deferred=True)  # e.g. superseded within the same turn
         writer.flush()
         assert backend.methods() == ["insert_new"]
         [stored] = backend.get(["r1"], where=RecordFilter(include_archived=True))
@@ -110,8 +110,8 @@ def test_a_later_write_of_the_same_id_decides_how_it_is_stored(new: bool) -> Non
     backend.open(dimension=8, model_id="m")
     writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=60))
     try:
-        writer.write([_record(1)], _vectors(1), new=not new)
-        writer.write([_record(1, text="note 1, again")], _vectors(1), new=new)
+        writer.write([_record(1)], _vectors(1), new=not new, deferred=True)
+        writer.write([_record(1, text="note 1, again")], _vectors(1), new=new, deferred=True)
         writer.flush()
         assert backend.methods() == ["insert_new" if new else "upsert"]
         assert [r.text for r in backend.get(["r1"])] == ["note 1, again"]

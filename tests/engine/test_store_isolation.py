@@ -55,14 +55,18 @@ class PoisonEmbedder(DeterministicHashEmbedder):
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("background", [False, None], ids=["sync", "default"])
 @pytest.mark.parametrize("backend", EMBEDDED)
-def test_a_refused_record_is_dead_lettered_and_blocks_nobody(backend: str, tmp_path: Path,
+def test_a_refused_record_is_dead_lettered_and_blocks_nobody(backend: str, background: bool | None, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    config = _config(backend, tmp_path, user_id="mallory", contextual_embedding=False)
+    config = _config(backend, tmp_path, user_id="mallory", contextual_embedding=False, background_writes=background)
     embedder = PoisonEmbedder(dimension=64)
     core = MemoryCore(config, embedder=embedder)
     canary = MemoryCore(config.model_copy(update={"user_id": "canary"}), embedder=embedder)
     assert canary.store is core.store
+    # An embedded store is one process's: by default its turns are written by the writer's thread.
+    queued = core.store.writer.background
+    assert queued is (background is None)
     # Switch the library's checks off, so that only the real engine can refuse
     # the record: Milvus refuses integers beyond int64 in JSON, Chroma a NaN
     # vector. The writer's isolation is what is tested here.
@@ -75,13 +79,17 @@ def test_a_refused_record_is_dead_lettered_and_blocks_nobody(backend: str, tmp_p
         bad: dict[str, Any] = {"content": "a huge number", "metadata": {"n": 2**70}}
     else:
         bad = {"content": "POISON pill"}
-    with pytest.raises(RecordRejectedError) as refused:
-        core.add_message("user", **bad)
-    bad_id = refused.value.record_ids[0]
+    if queued:  # the thread meets the refusal: a dead letter, logged; the turn had returned
+        bad_id = core.add_message("user", **bad).id
+        core.flush()
+    else:
+        with pytest.raises(RecordRejectedError) as refused:
+            core.add_message("user", **bad)
+        bad_id = refused.value.record_ids[0]
     assert [d.record_id for d in core.dead_letters()] == [bad_id]
-    # Nobody is stalled: the canary and mallory's next message are durable.
-    assert not canary.add_message("user", "the canary sings at dawn").pending
-    assert not core.add_message("user", "a normal message").pending
+    # Nobody is stalled: the canary and mallory's next message are stored.
+    assert canary.add_message("user", "the canary sings at dawn").pending is queued
+    assert core.add_message("user", "a normal message").pending is queued
     core.flush()
     assert canary.recall("canary sings", k=1)[0].text == "the canary sings at dawn"
     monkeypatch.undo()
@@ -89,7 +97,7 @@ def test_a_refused_record_is_dead_lettered_and_blocks_nobody(backend: str, tmp_p
     release_stores()
     again = MemoryCore(config, embedder=embedder)
     result = again.add_message("user", "after the restart")
-    assert not result.pending
+    assert result.pending is queued
     again.flush()
     assert [d.record_id for d in again.dead_letters()] == [bad_id]
     assert bad_id not in {r.id for r in again.session_history()}
