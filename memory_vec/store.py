@@ -36,7 +36,7 @@ from .records import MemoryRecord
 from .replica import ReplicatedBackend
 from .state import StateStore, create_state_store, resolve_state_kind
 from .state.base import DeadLetter
-from .unflushed import open_unflushed, release_unflushed
+from .unflushed import UnflushedSessions, open_unflushed, release_unflushed
 from .vector_cache import SharedVectors, VectorCache
 from .writer import RecordWriter, WriterSettings
 
@@ -120,11 +120,10 @@ class Store:
         self.owned = (bool(getattr(backend, "persistent", False))
                       and not getattr(backend, "supports_multiprocess", True) and isinstance(state_path, str))
         settings = self.resolve(settings or WriterSettings())
-        # Read even when this store writes inline: a process before it may have died with rows queued.
-        self._unflushed = open_unflushed(f"{state_path}.unflushed") if isinstance(state_path, str) and self.owned \
-            else None
+        self._unflushed_path = f"{state_path}.unflushed" if isinstance(state_path, str) and self.owned else None
+        self._unflushed: UnflushedSessions | None = None  # read once the engine's file lock is ours (open)
         self.writer = RecordWriter(self.backend, settings, validate=self.validate,
-                                   dead_letters=state, on_stored=self._stored, unflushed=self._unflushed)
+                                   dead_letters=state, on_stored=self._stored)
         self._legacy_state_path = legacy_state_path
         self._opened: tuple[int, str] | None = None
         self._open_lock = threading.Lock()
@@ -158,6 +157,9 @@ class Store:
             self.backend.open(dimension=dimension, model_id=model_id)
             first = self._opened is None
             self._opened = (dimension, model_id)
+            if first and self._unflushed_path is not None:
+                # Read even when this store writes inline: the process before may have died with rows queued.
+                self._unflushed = self.writer.unflushed = open_unflushed(self._unflushed_path)
         if first and self._legacy_state_path and os.path.exists(self._legacy_state_path):
             self._claim_legacy_state(self._legacy_state_path)
 
@@ -300,7 +302,7 @@ def build_store(config: MemoryConfig, *, backend: Backend | None = None,
     if state is None and resolve_state_kind(config) == "sqlite":
         legacy = os.path.join(config.persist_dir, "state.sqlite3")
     settings = writer_settings(config)
-    if backend is not None and settings.background is None:
+    if (backend is not None or state is not None) and settings.background is None:
         # A store of its own per core (often one per request): no writer thread to outlive it.
         settings = dataclasses.replace(settings, background=False)
     return Store(

@@ -70,7 +70,7 @@ class Transfer:
         ids = [r.id for r in records]
         if len(set(ids)) != len(ids):
             raise InvalidInputError("import refused, nothing written: duplicate record ids in the export")
-        taken = [r.id for r in e.backend.get(ids) if r.user_id != user]
+        taken = [r.id for r in e.writer.get(ids) if r.user_id != user]
         if taken:
             raise InvalidInputError(
                 f"import refused, nothing written: record id(s) {taken[:10]} belong to another user"
@@ -83,7 +83,7 @@ class Transfer:
             vectors = e.record_vectors(records)
             for i in range(0, len(records), BULK_BATCH):
                 e.writer.write(records[i:i + BULK_BATCH], vectors[i:i + BULK_BATCH], batch_size=BULK_BATCH)
-            e.writer.flush(BULK_BATCH)
+        e.writer.flush(BULK_BATCH)  # also the user's queued turns: their working state is replaced below
         # Imported ids may replace existing ones (a shared record may come back private):
         # every process rebuilds its keywords and copies, before anything else can fail.
         e.deleted(user)
@@ -101,6 +101,7 @@ class Transfer:
         return sorted(records.values(), key=lambda r: (r.seq, r.timestamp))
 
     def reset_working_state(self, scope: Scope) -> None:
+        self.e.writer.flush()  # queued turns first: the log heal re-stores them from is emptied
         state = self.e.state.load(scope.user_id, scope.session_id)
         self.e.state.replace(WorkingState(scope.user_id, scope.session_id, next_seq=state.next_seq,
                                           folded_through=state.next_seq - 1))

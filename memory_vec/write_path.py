@@ -24,7 +24,7 @@ from . import _validate as v
 from .backends.base import RecordFilter
 from .background import BackgroundFolds
 from .engine import Engine
-from .errors import BackendError, RecordRejectedError, SummaryRejectedError
+from .errors import BackendError, MemoryVecError, RecordRejectedError, SummaryRejectedError
 from .records import MemoryRecord, MessageInput, MessageLike, WriteEvent, WriteResult, coerce_message
 from .resolution import FactResolution, fact_id
 from .scope import Scope
@@ -103,30 +103,31 @@ class WritePath:
         plain_vectors[plain_needed] = all_vectors[k : k + n_plain]
         trace.timings["embed"] = time.perf_counter() - t0
         e.store.validate(drafts, vectors)  # a broken model's vector is refused before anything is written
-        # 4. append to the working state (the write-ahead log)
-        seqs = e.state.append(
-            scope.user_id, scope.session_id,
-            [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts],
-        )
-        records = [r.copy(seq=seq) for r, seq in zip(drafts, seqs)]
-        # 5. resolve conflicts
-        t0 = time.perf_counter()
-        facts = self.resolution.resolve(scope, records, plain_vectors, extracted, fact_vectors, trace)
-        trace.timings["conflict"] = time.perf_counter() - t0
-        # 6. write: supersedes of stored records first, then the facts, then their
-        # messages. A process killed in between leaves the message unstored, and
-        # heal re-stores it with its facts; the other order could leave a stored
-        # message whose supersede was lost, and the old value served as current.
-        t0 = time.perf_counter()
-        to_write = facts.fact_records + records
-        write_vectors = np.concatenate([np.asarray(facts.fact_vectors, dtype=np.float32), vectors]) \
-            if facts.fact_records else vectors
-        new_ids = {r.id for r in to_write}
-        stored_updates = [u for u in facts.updates if u.id not in new_ids]  # the new ones carry theirs
-        refused: RecordRejectedError | None = None
-        # Deferred: a background writer may store these after the turn returns, since heal
-        # re-derives all of them from the working state appended above.
+        # Deferred writes from here: a background writer may store them after the turn
+        # returns, since heal re-derives all of them from the working state appended
+        # below. The session is named first: a supersede may be stored before the rest.
         with e.writer.turn((scope.user_id, scope.session_id)):
+            # 4. append to the working state (the write-ahead log)
+            seqs = e.state.append(
+                scope.user_id, scope.session_id,
+                [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts],
+            )
+            records = [r.copy(seq=seq) for r, seq in zip(drafts, seqs)]
+            # 5. resolve conflicts
+            t0 = time.perf_counter()
+            facts = self.resolution.resolve(scope, records, plain_vectors, extracted, fact_vectors, trace)
+            trace.timings["conflict"] = time.perf_counter() - t0
+            # 6. write: supersedes of stored records first, then the facts, then their
+            # messages. A process killed in between leaves the message unstored, and
+            # heal re-stores it with its facts; the other order could leave a stored
+            # message whose supersede was lost, and the old value served as current.
+            t0 = time.perf_counter()
+            to_write = facts.fact_records + records
+            write_vectors = np.concatenate([np.asarray(facts.fact_vectors, dtype=np.float32), vectors]) \
+                if facts.fact_records else vectors
+            new_ids = {r.id for r in to_write}
+            stored_updates = [u for u in facts.updates if u.id not in new_ids]  # the new ones carry theirs
+            refused: RecordRejectedError | None = None
             try:
                 durable = e.writer.update(stored_updates, deferred=True) if stored_updates else True
             except RecordRejectedError as exc:  # a dead letter now; the turn's own rows still go in
@@ -191,7 +192,8 @@ class WritePath:
                 return 0
             ids = [m.id for m in state.messages]
             present = {r.id for r in e.backend.get(ids)}
-            present |= {r.id for r in e.writer.pending_records(RecordFilter(ids=tuple(ids)))}
+            present |= {r.id for r in e.writer.pending_records(
+                RecordFilter(ids=tuple(ids), include_superseded=True, include_archived=True))}
             present |= {d.record_id for d in e.store.dead_letters(scope.user_id)}
             lost = [i for i, m in enumerate(state.messages) if m.id not in present]
             if not lost:
@@ -382,7 +384,7 @@ class WritePath:
         try:
             self.e.writer.flush()
             return True
-        except BackendError as exc:
+        except MemoryVecError as exc:  # an outage, or the log for other processes
             trace.event(f"fold waits for its turns to be stored: {exc}")
             return False
 

@@ -1,4 +1,5 @@
-"""Record writes: validated first, durable by default, background opt-in,
+"""Record writes: validated first, durable when they return (a turn's on a
+store one process owns: durable in the working state, stored by a thread),
 and one bad record never blocks anyone else's.
 
 Synchronous mode (default): ``write`` upserts before returning, so a
@@ -92,10 +93,11 @@ class RecordWriter:
         self._validate = validate
         self._dead_letters = dead_letters
         self._on_stored = on_stored
-        self._unflushed = unflushed
+        self.unflushed = unflushed
         self._turns = 0  # turns between their first deferred write and their last
         self._lock = threading.RLock()
-        self._flush_lock = threading.Lock()
+        self._flush_lock = threading.Lock()  # one flush at a time
+        self._storing = threading.Lock()  # held while one batch is in the backend's hands
         self._pending: dict[str, _Held] = {}
         # Pending ids that were never stored (new messages and facts): they go
         # through ``insert_new``, which skips the backend's checks for old rows.
@@ -179,8 +181,8 @@ class RecordWriter:
             self._mark_sessions([(r.user_id, r.session_id) for r in records if r.session_id])
 
     def _mark_sessions(self, sessions: Sequence[Session]) -> None:
-        if self._unflushed is not None and self.background and sessions:
-            self._unflushed.mark(id(self), sessions)
+        if self.unflushed is not None and self.background and sessions:
+            self.unflushed.mark(id(self), sessions)
 
     def _after_queue(self, ids: Sequence[str], batch_size: int | None, deferred: bool) -> bool:
         if self.background and deferred:
@@ -202,13 +204,13 @@ class RecordWriter:
     def forget(self, ids: Sequence[str]) -> None:
         """Drop pending records (before their backend delete); a batch the thread is
         storing right now is waited for, or the delete could land before it."""
-        with self._flush_lock, self._lock:
+        with self._storing, self._lock:
             for record_id in ids:
                 self._pending.pop(record_id, None)
                 self._new.discard(record_id)
 
     def forget_where(self, where: RecordFilter) -> int:
-        with self._flush_lock, self._lock:
+        with self._storing, self._lock:
             doomed = [rid for rid, (r, _) in self._pending.items() if where.matches(r)]
             for rid in doomed:
                 del self._pending[rid]
@@ -242,19 +244,20 @@ class RecordWriter:
                 with self._lock:
                     batch = list(itertools.islice(self._pending.items(), size))
                     if not batch:
-                        if self._unflushed is not None and not self._turns:
-                            self._unflushed.clear(id(self))
+                        if self.unflushed is not None and not self._turns:
+                            self.unflushed.clear(id(self))
                         return
-                try:
-                    stored = self._store_batch([held for _, held in batch])
-                finally:
+                with self._storing:
+                    try:
+                        stored = self._store_batch([held for _, held in batch])
+                    finally:
+                        with self._lock:
+                            # Written, or maybe written before a failure: not new any more.
+                            self._new.difference_update(rid for rid, _ in batch)
                     with self._lock:
-                        # Written, or maybe written before a failure: not new any more.
-                        self._new.difference_update(rid for rid, _ in batch)
-                with self._lock:
-                    for rid, held in batch:
-                        if self._pending.get(rid) is held:  # unchanged while we wrote
-                            del self._pending[rid]
+                        for rid, held in batch:
+                            if self._pending.get(rid) is held:  # unchanged while we wrote
+                                del self._pending[rid]
                 self.last_error = None
                 if stored and self._on_stored is not None:
                     self._on_stored(stored)
@@ -331,14 +334,17 @@ class RecordWriter:
         return [ScoredRecord(r, float(s)) for (r, _), s in zip(held, sims)]
 
     def pending_records(self, where: RecordFilter) -> list[MemoryRecord]:
+        """Copies: a caller changing one (a supersede) queues it again, never edits the queue."""
         with self._lock:
-            return [r for r, _ in self._pending.values() if where.matches(r)]
+            return [r.copy() for r, _ in self._pending.values() if where.matches(r)]
 
     def get(self, ids: Sequence[str], where: RecordFilter | None = None) -> list[MemoryRecord]:
         """``backend.get`` as this process sees it: pending versions win and
         pending records not stored yet are included (background writes)."""
         ids = list(ids)
         stored = self.overlay(self.backend.get(ids) if where is None else self.backend.get(ids, where=where))
+        if where is not None:  # a queued version (e.g. superseded since) may not match any more
+            stored = [r for r in stored if where.matches(r)]
         missing = tuple(i for i in ids if i not in {r.id for r in stored})
         if not missing:
             return stored
@@ -347,29 +353,33 @@ class RecordWriter:
 
     def scan(self, where: RecordFilter) -> list[MemoryRecord]:
         """``backend.scan`` as this process sees it (see ``get``)."""
-        stored = self.overlay(self.backend.scan(where))
+        stored = [r for r in self.overlay(self.backend.scan(where)) if where.matches(r)]
         seen = {r.id for r in stored}
         return stored + [r for r in self.pending_records(where) if r.id not in seen]
 
     def overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         """Replace stored versions by pending newer ones (e.g. a supersede)."""
         with self._lock:
-            return [self._pending[r.id][0] if r.id in self._pending else r for r in records]
+            return [self._pending[r.id][0].copy() if r.id in self._pending else r for r in records]
 
     # --- sessions a process that died left unwritten (a store one process owns) ----------
     def carried_sessions(self) -> list[Session]:
-        return self._unflushed.to_heal() if self._unflushed is not None else []
+        return self.unflushed.to_heal() if self.unflushed is not None else []
 
     def session_healed(self, session: Session) -> None:
-        if self._unflushed is not None:
-            self._unflushed.healed(session)
+        if self.unflushed is not None:
+            self.unflushed.healed(session)
 
     # --- background thread ------------------------------------------------------------
     def _run(self) -> None:
         while not self._closed:
             self._wake.wait(self.settings.flush_interval)
             self._wake.clear()
-            self._try_flush()
+            try:
+                self._try_flush()
+            except Exception as exc:  # noqa: BLE001  # e.g. the log for other processes: the thread goes on
+                self.last_error = exc
+                log.error("memory-vec: background write failed, %d records pending: %s", self.pending_count, exc)
 
     def close(self) -> None:
         """Flush (acknowledging pending writes) and stop the thread."""

@@ -266,3 +266,81 @@ def test_a_forget_waits_for_the_batch_the_thread_is_storing() -> None:
     finally:
         backend.release.set()
         writer.close()
+
+
+@pytest.mark.parametrize("kind", ["chroma"])
+def test_a_queued_superseded_message_is_not_healed_back_to_current(kind: str, request: pytest.FixtureRequest,
+                                                                   tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                                                   ) -> None:
+    from .conftest import _config_factory
+
+    config = _config_factory(kind, request, tmp_path)(flush_interval=300.0, fact_extractor="none")
+    core = MemoryCore(config, embedder=EMBEDDER)  # no facts: the message itself is superseded
+    old = core.add_message("user", "The budget is 5000 dollars.")
+    new = core.add_message("user", "Actually the budget is now 8000 dollars.")
+    assert old.id in new.superseded_ids and core.store.writer.pending_count > 0
+    # A per-request core on the same store heals the session: the queued, superseded
+    # message is there (in the queue), not lost.
+    with caplog.at_level("WARNING", logger="memory_vec"):
+        MemoryCore(config, embedder=EMBEDDER).build_context("what is the budget?")
+    assert "re-stored" not in caplog.text  # nothing taken for lost, nothing embedded again
+    core.flush()
+    [stored] = core.store.backend.get([old.id], where=RecordFilter(include_superseded=True))
+    assert stored.superseded_by is not None
+    assert not any("5000" in h.text for h in core.recall("what is the budget", k=5))
+
+
+@pytest.mark.parametrize("kind", ["chroma"])
+def test_reset_and_import_store_the_queued_turns_before_changing_the_log(kind: str, request: pytest.FixtureRequest,
+                                                                         tmp_path: Path) -> None:
+    from .conftest import _config_factory
+
+    core = MemoryCore(_config_factory(kind, request, tmp_path)(flush_interval=300.0), embedder=EMBEDDER)
+    turn = core.add_message("user", "I keep bees on the roof.")
+    assert core.store.writer.pending_count > 0
+    core.reset_working_state()  # the log heal would re-store the turn from is emptied
+    assert core.store.writer.pending_count == 0 and core.store.backend.get([turn.id])
+    exported = core.export_memories()
+    other = core.add_message("user", "The hives face south.", session_id="s2")
+    core.import_memories({**exported, "records": []})  # sessions only: it replaces working states
+    assert core.store.writer.pending_count == 0 and core.store.backend.get([other.id])
+
+
+def test_a_core_given_its_own_state_store_writes_inline(tmp_path: Path) -> None:
+    config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path), collection="own_state")
+    state = SQLiteStateStore(str(tmp_path / "mine.sqlite3"))
+    core = MemoryCore(config, state_store=state, embedder=EMBEDDER)  # a store of its own: no thread to outlive it
+    assert core.store.writer.background is False
+    core.close()
+
+
+def test_the_thread_goes_on_after_an_error_that_is_not_the_backend_s() -> None:
+    import time
+
+    import numpy as np
+
+    from memory_vec.errors import StateStoreError
+    from memory_vec.records import MemoryRecord
+    from memory_vec.writer import RecordWriter, WriterSettings
+
+    backend = InMemoryBackend()
+    backend.open(dimension=4, model_id="m")
+    failures = [StateStoreError("the log for other processes is down")]
+
+    def on_stored(records: Any) -> None:
+        if failures:
+            raise failures.pop()
+
+    writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=0.02), on_stored=on_stored)
+    try:
+        for i in (1, 2):
+            record = MemoryRecord(id=f"r{i}", text=f"note {i}", role="user", user_id="u", session_id="s",
+                                  timestamp=float(i), seq=i)
+            writer.write([record], np.eye(4, dtype=np.float32)[:1], new=True, deferred=True)
+            deadline = time.time() + 10
+            while writer.pending_count and time.time() < deadline:
+                time.sleep(0.01)
+        assert backend.count() == 2 and writer.pending_count == 0
+        assert isinstance(writer.last_error, StateStoreError) or writer.last_error is None
+    finally:
+        writer.close()
