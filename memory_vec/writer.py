@@ -155,7 +155,7 @@ class RecordWriter:
         """Change fields of stored records (vectors unchanged); ``deferred`` as in ``write``."""
         if self._validate is not None:
             self._validate(records, None)
-        with self._lock:  # not marked: a turn's own session is (``expect``), an update's rows are stored
+        with self._lock:  # not marked: the turn around it named its session (``turn``)
             for record in records:
                 held = self._pending.get(record.id)
                 vector = held[1] if held is not None else None  # still unwritten: patch in place
