@@ -133,8 +133,7 @@ class Management:
         start = self.own(memory_id, user_id)
         where = RecordFilter(user_id=start.user_id, kinds=(start.kind,), include_superseded=True,
                              include_archived=True)
-        by_id = {r.id: r for r in e.writer.overlay(e.backend.scan(where))}
-        by_id.update({r.id: r for r in e.writer.pending_records(where)})
+        by_id = {r.id: r for r in e.writer.scan(where)}
         predecessors = {r.superseded_by: r for r in by_id.values() if r.superseded_by}
         chain = [start]
         current = start

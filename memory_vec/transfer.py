@@ -96,9 +96,7 @@ class Transfer:
         e = self.e
         where = RecordFilter(user_id=scope.user_id, session_id=scope.session_id, kinds=("message",),
                              include_superseded=True, include_archived=True)
-        records = {r.id: r for r in e.backend.scan(where)}
-        records.update({r.id: r for r in e.writer.pending_records(where)})
-        return sorted(records.values(), key=lambda r: (r.seq, r.timestamp))
+        return sorted(e.writer.scan(where), key=lambda r: (r.seq, r.timestamp))
 
     def reset_working_state(self, scope: Scope) -> None:
         self.e.writer.flush()  # queued turns first: the log heal re-stores them from is emptied

@@ -191,9 +191,7 @@ class WritePath:
             if not state.messages:
                 return 0
             ids = [m.id for m in state.messages]
-            present = {r.id for r in e.backend.get(ids)}
-            present |= {r.id for r in e.writer.pending_records(
-                RecordFilter(ids=tuple(ids), include_superseded=True, include_archived=True))}
+            present = {r.id for r in e.writer.get(ids)}  # queued ones too, superseded or not
             present |= {d.record_id for d in e.store.dead_letters(scope.user_id)}
             lost = [i for i, m in enumerate(state.messages) if m.id not in present]
             if not lost:
@@ -268,10 +266,7 @@ class WritePath:
             # Probe more ids than this extraction gave: an LLM extractor need not give the same facts again.
             probes = [[fact_id(m.id, i) for i in range(max(_FACT_PROBES, len(facts)))]
                       for m, facts in zip(messages, extracted)]
-            present = {r.id: r for r in e.backend.get([f for ids in probes for f in ids])}
-            present.update({r.id: r for r in e.writer.pending_records(
-                RecordFilter(ids=tuple(f for ids in probes for f in ids), include_superseded=True,
-                             include_archived=True))})
+            present = {r.id: r for r in e.writer.get([f for ids in probes for f in ids])}
             todo = []
             for j, (m, ids) in enumerate(zip(messages, probes)):
                 arrived = [present[f] for f in ids if f in present]
@@ -328,10 +323,7 @@ class WritePath:
         if not ids:
             return True
         e = self.e
-        where = RecordFilter(ids=tuple(ids), include_superseded=True, include_archived=True)
-        found = {r.id: r for r in e.backend.get(list(ids), where=where)}
-        found.update({r.id: r for r in e.writer.pending_records(where)})
-        current = {r.id: r for r in e.writer.overlay(list(found.values())) if r.user_id == scope.user_id}
+        current = {r.id: r for r in e.writer.get(ids) if r.user_id == scope.user_id}
         rows = [i for i, rid in enumerate(ids) if rid in current]
         return e.writer.write([current[ids[i]] for i in rows], vectors[rows], deferred=True) if rows else True
 

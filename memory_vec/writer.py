@@ -177,7 +177,7 @@ class RecordWriter:
                 self._turns -= 1
 
     def _mark(self, records: Sequence[MemoryRecord], deferred: bool) -> None:
-        if deferred:
+        if deferred and self.unflushed is not None and self.background:  # nothing to build otherwise
             self._mark_sessions([(r.user_id, r.session_id) for r in records if r.session_id])
 
     def _mark_sessions(self, sessions: Sequence[Session]) -> None:
