@@ -72,7 +72,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.backends import start_server  # noqa: E402
+from benchmarks.backends import start_redis, start_server  # noqa: E402
 from benchmarks.overhead import live_turns, pct, sessions_of  # noqa: E402
 from memory_vec import MemoryConfig, MemoryCore, release_stores  # noqa: E402
 from memory_vec.backends import RecordFilter  # noqa: E402
@@ -82,11 +82,13 @@ from memory_vec.records import MemoryRecord  # noqa: E402
 
 # --set FIELD=JSON: MemoryConfig fields of every core of the run (store settings included).
 CONFIG_SET: dict[str, Any] = {}
+# --server-state redis: the servers' working state in Redis, as a deployment of worker processes has it.
+SERVER_STATE: dict[str, dict[str, Any]] = {}
 
 # MemoryConfig fields a Store reads when it opens (writer settings, where and how it stores):
 # a twin on the same store cannot change them.
 STORE_SETTINGS = {"background_writes", "write_batch_size", "flush_interval", "backend", "url", "persist_dir",
-                  "collection", "backend_options", "state_store", "redis_url", "backend_timeout", "backend_retries",
+                  "collection", "backend_options", "state", "redis_url", "backend_timeout", "backend_retries",
                   "keyword_cache_users", "keyword_cache_docs", "replica_docs"}
 
 BACKENDS = ("memory", "sqlite", "chroma", "chroma-server", "milvus-lite", "milvus-server")
@@ -174,7 +176,7 @@ def make_core(backend: str, size: int, urls: dict[str, str], embedder: DictEmbed
     kind = {"chroma-server": "chroma", "milvus-lite": "milvus", "milvus-server": "milvus"}.get(backend, backend)
     config = MemoryConfig(**{"user_id": user, "session_id": "warmup", "backend": kind, "url": urls.get(backend),
                              "persist_dir": persist, "collection": f"turns_{size}", "backend_timeout": 120.0,
-                             **CONFIG_SET})
+                             **SERVER_STATE.get(backend, {}), **CONFIG_SET})
     return Store(backend, size, MemoryCore(config, embedder=embedder), persist, user)  # type: ignore[arg-type]
 
 
@@ -305,6 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--milvus-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a setting of the C++ Milvus server's config (repeatable), e.g. "
                    "queryNode.segcore.interimIndex.enableIndex=false")
+    p.add_argument("--server-state", choices=("sqlite", "redis"), default="sqlite",
+                   help="the Chroma and Milvus servers' working state: sqlite (the default of one process) or "
+                   "redis (a Redis server started for the run, as worker processes share it; the in-process "
+                   "and embedded stores keep theirs)")
     p.add_argument("--out", default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
     for item in args.config_set:
@@ -335,6 +341,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     services: dict[str, Any] = {}
     stores: list[Store] = []
     try:
+        if args.server_state == "redis":
+            services["redis"] = start_redis()
+            for db, kind in enumerate(("chroma-server", "milvus-server"), 1):  # one database each: same collection
+                url = f"redis://127.0.0.1:{services['redis'].port}/{db}"
+                SERVER_STATE[kind] = {"state": "redis", "redis_url": url}
         for kind in ("chroma-server", "milvus-server"):
             if kind in wanted:
                 t0 = time.perf_counter()

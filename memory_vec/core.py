@@ -226,8 +226,9 @@ class MemoryCore:
         ``score_threshold`` are dropped. Never returns another user's
         private memories.
         """
-        self._writes.heal_carried()  # a recall can be a new process's first call
-        hits, _ = self._reads.recall(query, self._engine.scope(user_id, session_id), k=k, recall_scope=scope,
+        at = self._engine.scope(user_id, session_id)
+        self._writes.settle(at.user_id)  # a recall can be a new process's first call
+        hits, _ = self._reads.recall(query, at, k=k, recall_scope=scope,
                                      filters=filters, since=since, until=until, include_shared=include_shared)
         return hits
 

@@ -31,6 +31,7 @@ class Transfer:
     def export_memories(self, user_id: str) -> dict[str, Any]:
         e = self.e
         e.writer.flush()
+        e.writer.settle(user_id)  # and other workers' (a shared server)
         where = RecordFilter(user_id=user_id, include_superseded=True, include_archived=True)
         records = e.backend.scan(where)
         sessions = {s: e.state.load(user_id, s) for s in e.state.sessions(user_id)}
@@ -94,6 +95,7 @@ class Transfer:
     # ------------------------------------------------------------- sessions
     def session_history(self, scope: Scope) -> list[MemoryRecord]:
         e = self.e
+        e.writer.settle(scope.user_id)
         where = RecordFilter(user_id=scope.user_id, session_id=scope.session_id, kinds=("message",),
                              include_superseded=True, include_archived=True)
         return sorted(e.writer.scan(where), key=lambda r: (r.seq, r.timestamp))

@@ -15,6 +15,14 @@ other writers of this process (two stores over one state file) still hold
 and those a dead process left that are not healed yet. Lines are JSON
 ``[user_id, session_id]``, each written after a newline, so a line torn by a
 crash never swallows the next one.
+
+Where other processes read the same store (a Chroma or Milvus server) and
+the working state is shared (Redis), :class:`SharedUnflushed` keeps those
+names in Redis instead, as leases the writer's thread renews. Another
+process about to read a user waits (bounded) until no live lease of the
+user is left, so it never reads around a turn another worker acknowledged
+(a supersede included); a lease that ran out belongs to a process that
+died, and that session is healed by the reader.
 """
 
 from __future__ import annotations
@@ -23,9 +31,14 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
 
-__all__ = ["UnflushedSessions", "open_unflushed", "release_unflushed"]
+from .errors import MemoryVecError
+
+__all__ = ["SharedUnflushed", "UnflushedSessions", "open_unflushed", "release_unflushed"]
 
 log = logging.getLogger("memory_vec")
 
@@ -136,3 +149,81 @@ def release_unflushed(sessions: UnflushedSessions) -> None:
             del _open[sessions.path]
         else:
             _open[sessions.path] = (held[0], held[1] - 1)
+
+
+class SharedUnflushed:
+    """One per writer: its leases on (user, session) in the shared working
+    state (``RedisStateStore.mark_unflushed``). State errors are logged, not
+    raised: a lost mark costs another process a stale read or a heal, never
+    a turn (it is in the working state)."""
+
+    def __init__(self, state: Any, lease: float) -> None:
+        self.state = state
+        self.lease = lease
+        self.token = uuid.uuid4().hex
+        self._lock = threading.Lock()
+        self._held: dict[str, dict[str, float]] = {}  # user -> session -> when last marked (monotonic)
+
+    def _member(self, session_id: str) -> str:
+        return f"{self.token} {session_id}"
+
+    def mark(self, sessions: Iterable[Session], *, renew: bool = False) -> None:
+        """Lease sessions before their rows are queued; one Redis call, none
+        when all were leased recently (``renew``: every held lease past a third)."""
+        now = time.monotonic()
+        with self._lock:
+            todo = sorted({(u, s) for u, s in sessions
+                           if now - self._held.get(u, {}).get(s, -1e9) > (self.lease / 3 if renew else self.lease / 2)})
+        if not todo:
+            return
+        try:
+            self.state.mark_unflushed([(u, self._member(s)) for u, s in todo], self.lease)
+        except MemoryVecError as exc:
+            log.warning("memory-vec: cannot mark unflushed sessions (%s); other workers may read around them", exc)
+            return
+        with self._lock:
+            for u, s in todo:
+                self._held.setdefault(u, {})[s] = now
+
+    def renew(self) -> None:
+        """The writer's thread, every tick: keep the leases of a live process."""
+        with self._lock:
+            held = [(u, s) for u, sessions in self._held.items() for s in sessions]
+        self.mark(held, renew=True)
+
+    def release(self, users: Iterable[str]) -> None:
+        """Nothing of these users is queued any more."""
+        with self._lock:
+            marks = [(u, self._member(s)) for u in set(users) for s in self._held.pop(u, {})]
+        try:
+            self.state.clear_unflushed(marks)
+        except MemoryVecError as exc:  # the leases run out by themselves; readers wait that long at most
+            log.warning("memory-vec: cannot clear unflushed marks (%s)", exc)
+
+    def held_users(self) -> list[str]:
+        with self._lock:
+            return list(self._held)
+
+    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> None:
+        """Before reading ``user_id``: wait (at most one lease) while another
+        writer holds a live lease on the user; heal the sessions of leases that
+        ran out (``heal(session)`` True when healed), then drop those."""
+        give_up, pause = time.monotonic() + self.lease, 0.002
+        while True:
+            try:
+                now, marks = self.state.unflushed_marks(user_id)
+            except MemoryVecError as exc:
+                log.warning("memory-vec: cannot read unflushed marks (%s); reading without waiting", exc)
+                return
+            others = [(m, until) for m, until in marks if not m.startswith(self.token + " ")]
+            dead = [m for m, until in others if until <= now]
+            if dead and heal is not None:
+                healed = [m for m in dead if heal(m.partition(" ")[2])]
+                try:
+                    self.state.clear_unflushed([(user_id, m) for m in healed])
+                except MemoryVecError as exc:
+                    log.warning("memory-vec: cannot clear healed marks (%s)", exc)
+            if len(others) == len(dead) or time.monotonic() >= give_up:
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)

@@ -176,8 +176,22 @@ class WritePath:
         embedded (same text policy as a normal write) and stored again. A
         record on the dead-letter list is never re-queued.
         """
-        self.heal_carried()
+        self.settle(scope.user_id)
         return self._heal_session(scope, state)
+
+    def settle(self, user_id: str) -> None:
+        """Before reading a user: other processes' queued rows of it are stored (a
+        shared server; the sessions of one that died are healed), and so are the
+        sessions a process that died left (``heal_carried``)."""
+        self.e.writer.settle(user_id, lambda session: self._heal_left(self.e.scope(user_id, session)))
+        self.heal_carried()
+
+    def _heal_left(self, scope: Scope) -> bool:
+        """Heal a session another process left rows of (even if checked before); True when done."""
+        self.forget_healed(scope.user_id, scope.session_id)
+        self._heal_session(scope)
+        with self._healed_lock:
+            return (scope.user_id, scope.session_id) in self._healed
 
     def _heal_session(self, scope: Scope, state: WorkingState | None = None) -> int:
         key = (scope.user_id, scope.session_id)

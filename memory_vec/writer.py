@@ -1,21 +1,22 @@
 """Record writes: validated first, durable when they return (a turn's on a
-store one process owns: durable in the working state, stored by a thread),
-and one bad record never blocks anyone else's.
+store with background writes: durable in the working state, stored by a
+thread), and one bad record never blocks anyone else's.
 
-Synchronous mode (default): ``write`` upserts before returning, so a
-returned ``WriteResult`` is durable. If the backend is unreachable the
-records stay in the pending buffer, the result says ``pending=True``, and
-every later call (and ``flush()``) retries them: nothing is dropped.
+Synchronous mode: ``write`` upserts before returning, so a returned
+``WriteResult`` is durable. If the backend is unreachable the records stay
+in the pending buffer (``pending=True``) and every later call (and
+``flush()``) retries them: nothing is dropped.
 
-Background mode (``background_writes``, by default on a store one process
-owns): a ``deferred`` write (``add_messages``' own, whose turn is already in
-the working state, so ``heal`` can re-derive it) only queues; a thread
-stores the queue in batches every ``flush_interval`` seconds or
-``write_batch_size`` records, and at process exit. Every other write is
-stored before it returns, as in synchronous mode. Reads and conflict checks
-see pending records. On a store one process owns, the sessions with
-records queued are named in a file (unflushed.py) so that the next process
-heals them if this one dies first.
+Background mode (``background_writes``; by default where the working state
+is durable, see ``Store.resolve``): a ``deferred`` write (``add_messages``'
+own, whose turn is in the working state, so ``heal`` can re-derive it) only
+queues; a thread stores the queue every ``flush_interval`` seconds or
+``write_batch_size`` records, and at exit. Every other write is stored
+before it returns. Reads and conflict checks see pending records. The
+sessions with rows queued are named (unflushed.py): in a file on a store one
+process owns, so the next process heals them if this one dies first; as
+leases in Redis on a shared server, which other processes wait out before
+they read the user (``settle``), so there the thread stores each turn at once.
 
 Failure isolation: every record passes the store's validation hook before
 it is queued. When the backend still refuses a batch (not an outage: an
@@ -37,8 +38,8 @@ import logging
 import threading
 import time
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -46,7 +47,7 @@ from .backends.base import Backend, RecordFilter, ScoredRecord, insert_new_of
 from .errors import BackendError, BackendUnavailableError, MemoryVecError, RecordRejectedError
 from .records import MemoryRecord
 from .state.base import DeadLetter, StateStore
-from .unflushed import Session, UnflushedSessions
+from .unflushed import Session, SharedUnflushed, UnflushedSessions
 
 __all__ = ["RecordWriter", "WriterSettings"]
 
@@ -76,6 +77,8 @@ class RecordWriter:
         on_stored: called with records once they are durable.
         unflushed: where a background writer names the sessions it has
             records queued for (a store one process owns).
+        shared: its leases on those sessions where other processes read
+            the store (a server, the working state in Redis).
     """
 
     def __init__(
@@ -87,6 +90,7 @@ class RecordWriter:
         dead_letters: StateStore | None = None,
         on_stored: Callable[[Sequence[MemoryRecord]], None] | None = None,
         unflushed: UnflushedSessions | None = None,
+        shared: SharedUnflushed | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings = settings or WriterSettings()
@@ -94,7 +98,8 @@ class RecordWriter:
         self._dead_letters = dead_letters
         self._on_stored = on_stored
         self.unflushed = unflushed
-        self._turns = 0  # turns between their first deferred write and their last
+        self.shared = shared  # a synchronous writer holds no leases but waits for others' (settle)
+        self._turn_users: Counter[str] = Counter()  # turns between their first deferred write and last
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()  # one flush at a time
         self._storing = threading.Lock()  # held while one batch is in the backend's hands
@@ -169,12 +174,14 @@ class RecordWriter:
         the turn's supersedes before its own rows are even queued)."""
         with self._lock:
             self._mark_sessions([session])
-            self._turns += 1
+            self._turn_users[session[0]] += 1
         try:
             yield
         finally:
             with self._lock:
-                self._turns -= 1
+                self._turn_users[session[0]] -= 1
+                self._turn_users += Counter()  # drops zero counts
+                self._release_idle([session[0]])
 
     def _mark(self, records: Sequence[MemoryRecord], deferred: bool) -> None:
         if deferred and self.unflushed is not None and self.background:  # nothing to build otherwise
@@ -183,10 +190,25 @@ class RecordWriter:
     def _mark_sessions(self, sessions: Sequence[Session]) -> None:
         if self.unflushed is not None and self.background and sessions:
             self.unflushed.mark(id(self), sessions)
+        if self.shared is not None and self.background and sessions:
+            self.shared.mark(sessions)
+
+    def _release_idle(self, users: Iterable[str]) -> None:
+        """Under ``_lock``, so a turn's lease and a release never cross: users idle now."""
+        if self.shared is not None and self.background:
+            idle = set(users) - {r.user_id for r, _ in self._pending.values()} - set(self._turn_users)
+            if idle:
+                self.shared.release(idle)
+
+    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> None:
+        """Before reading a user: wait out other processes' queued rows of it."""
+        if self.shared is not None:
+            self.shared.settle(user_id, heal)
 
     def _after_queue(self, ids: Sequence[str], batch_size: int | None, deferred: bool) -> bool:
         if self.background and deferred:
-            if self.pending_count >= self.settings.batch_size:
+            # Other processes wait for a shared store's queued rows (settle): store them now.
+            if self.shared is not None or self.pending_count >= self.settings.batch_size:
                 self._wake.set()
             return False
         durable = self._try_flush(batch_size)
@@ -205,16 +227,16 @@ class RecordWriter:
         """Drop pending records (before their backend delete); a batch the thread is
         storing right now is waited for, or the delete could land before it."""
         with self._storing, self._lock:
-            for record_id in ids:
-                self._pending.pop(record_id, None)
-                self._new.discard(record_id)
+            dropped = [held for held in (self._pending.pop(record_id, None) for record_id in ids) if held]
+            self._new.difference_update(ids)
+            self._release_idle({r.user_id for r, _ in dropped})
 
     def forget_where(self, where: RecordFilter) -> int:
         with self._storing, self._lock:
             doomed = [rid for rid, (r, _) in self._pending.items() if where.matches(r)]
-            for rid in doomed:
-                del self._pending[rid]
-                self._new.discard(rid)
+            users = {self._pending.pop(rid)[0].user_id for rid in doomed}
+            self._new.difference_update(doomed)
+            self._release_idle(users)
             return len(doomed)
 
     @property
@@ -244,7 +266,7 @@ class RecordWriter:
                 with self._lock:
                     batch = list(itertools.islice(self._pending.items(), size))
                     if not batch:
-                        if self.unflushed is not None and not self._turns:
+                        if self.unflushed is not None and not self._turn_users:
                             self.unflushed.clear(id(self))
                         return
                 with self._storing:
@@ -259,8 +281,12 @@ class RecordWriter:
                             if self._pending.get(rid) is held:  # unchanged while we wrote
                                 del self._pending[rid]
                 self.last_error = None
-                if stored and self._on_stored is not None:
-                    self._on_stored(stored)
+                try:
+                    if stored and self._on_stored is not None:
+                        self._on_stored(stored)  # logged for other processes' copies before they stop waiting
+                finally:
+                    with self._lock:
+                        self._release_idle({held[0].user_id for _, held in batch})
 
     def _store_batch(self, batch: list[_Held]) -> list[MemoryRecord]:
         """Store a batch; on a data error, record by record. Returns what was stored."""
@@ -377,6 +403,9 @@ class RecordWriter:
             self._wake.clear()
             try:
                 self._try_flush()
+                if self.shared is not None:
+                    with self._lock:
+                        self.shared.renew()  # a live process keeps its leases (an outage, a long queue)
             except Exception as exc:  # noqa: BLE001  # e.g. the log for other processes: the thread goes on
                 self.last_error = exc
                 log.error("memory-vec: background write failed, %d records pending: %s", self.pending_count, exc)

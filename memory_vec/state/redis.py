@@ -13,7 +13,11 @@ Per user and per collection (see :class:`~memory_vec.state.base.StateStore`):
 * ``memvec:<ns>:k:<user>`` hash: keyword-log generation and counter;
 * ``memvec:<ns>:kl:<user>`` list of the newest logged ids (at most
   ``KEYWORD_LOG_LIMIT``; the last one is at position ``counter``);
-* ``memvec:<ns>:dl`` hash: record id -> dead letter JSON.
+* ``memvec:<ns>:dl`` hash: record id -> dead letter JSON;
+* ``memvec:<ns>:pw:<user>`` sorted set: the user's sessions with rows a
+  background writer has not stored yet (``unflushed.SharedUnflushed``),
+  member ``"<writer token> <session>"``, score = the mark's deadline in
+  Redis server time (so hosts' clocks need not agree).
 
 Shared vector cache (:mod:`memory_vec.vector_cache`): ``memvec:<ns>:v:<kind><digest>``
 strings of float32 bytes, expiring after ``VECTOR_TTL_S``: the vectors of
@@ -100,6 +104,21 @@ end
 return {generation, counter, 1, redis.call('LRANGE', KEYS[2], -behind, -1)}
 """
 
+_MARK_UNFLUSHED = """
+local t = redis.call('TIME')
+local deadline = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, deadline, ARGV[i + 1])
+  redis.call('EXPIRE', key, 86400)
+end
+return 1
+"""
+
+_UNFLUSHED = """
+local t = redis.call('TIME')
+return {t[1] .. '.' .. string.format('%06d', tonumber(t[2])), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
+"""
+
 _CLEAR = """
 local existed = redis.call('EXISTS', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -153,6 +172,8 @@ class RedisStateStore:
         self._fold = self._client.register_script(_COMMIT_FOLD)
         self._clear = self._client.register_script(_CLEAR)
         self._changes = self._client.register_script(_KEYWORD_CHANGES)
+        self._mark = self._client.register_script(_MARK_UNFLUSHED)
+        self._unflushed = self._client.register_script(_UNFLUSHED)
 
     # --- keys -------------------------------------------------------------------------
     def _keys(self, user_id: str, session_id: str) -> list[str]:
@@ -284,6 +305,30 @@ class RedisStateStore:
             pipe.delete(log_key)  # every reader rebuilds: the entries so far are no use
             generation, _ = pipe.execute()
         return int(generation)
+
+    # --- sessions with rows a background writer has not stored (unflushed.py) ---------
+    def mark_unflushed(self, marks: Sequence[tuple[str, str]], lease: float) -> None:
+        """``(user_id, member)`` marks, each valid for ``lease`` seconds of Redis time."""
+        if marks:
+            with self._errors("mark unflushed sessions"):
+                self._mark(keys=[self._pending_key(u) for u, _ in marks], args=[lease, *(m for _, m in marks)])
+
+    def clear_unflushed(self, marks: Sequence[tuple[str, str]]) -> None:
+        if marks:
+            with self._errors("clear unflushed sessions"):
+                pipe = self._client.pipeline(transaction=False)
+                for user_id, member in marks:
+                    pipe.zrem(self._pending_key(user_id), member)
+                pipe.execute()
+
+    def unflushed_marks(self, user_id: str) -> tuple[float, list[tuple[str, float]]]:
+        """Redis' time now, and the user's marks with their deadlines."""
+        with self._errors("read unflushed sessions"):
+            now, flat = self._unflushed(keys=[self._pending_key(user_id)])
+        return float(now), [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+    def _pending_key(self, user_id: str) -> str:
+        return f"{self._prefix}pw:{_enc(user_id)}"
 
     # --- dead letters ----------------------------------------------------------------
     def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:

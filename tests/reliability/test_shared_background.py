@@ -1,0 +1,238 @@
+"""Background writes on a shared server with the working state in Redis:
+a worker's turn is acknowledged before its vectors are stored, so another
+worker (a second store here, a second process where it matters) must wait
+for them before it reads the user, and must heal what a worker that died
+left. Leases in Redis (unflushed.SharedUnflushed) carry that; these tests
+hold a worker's backend write back to open the window on purpose."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_vec import MemoryConfig, MemoryCore
+from memory_vec.backends import create_backend
+from memory_vec.store import release_stores
+
+from .conftest import EMBEDDER
+from .test_concurrency_durability import kill_after, spawn
+
+pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_stores() -> Iterator[None]:
+    yield
+    release_stores()
+
+
+@pytest.fixture
+def shared_config(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., MemoryConfig]:
+    """A Chroma server with the working state in Redis: a deployment of workers."""
+    from tests.fixtures_redis import redis_url
+
+    from .conftest import _config_factory
+
+    url = redis_url(request.getfixturevalue("redis_server"), db=3)
+    factory = _config_factory("chroma-server", request, tmp_path)
+
+    def make(**overrides: Any) -> MemoryConfig:
+        return factory(**{"state": "redis", "redis_url": url, "user_id": "ana", "session_id": "s1", **overrides})
+
+    return make
+
+
+def other_worker(config: MemoryConfig, **overrides: Any) -> MemoryCore:
+    """A second worker: its own client and writer on the same server and Redis."""
+    config = config.model_copy(update=overrides)
+    return MemoryCore(config, backend=create_backend(config), embedder=EMBEDDER)
+
+
+class HeldWrites:
+    """Holds a writer's backend writes until released (opens the window a
+    fast write would close in milliseconds)."""
+
+    def __init__(self, core: MemoryCore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.open = threading.Event()
+        self.open.set()
+        writer = core.store.writer
+        original = writer._store
+
+        def held(batch: Any) -> None:
+            self.open.wait(30)
+            original(batch)
+
+        monkeypatch.setattr(writer, "_store", held)
+
+
+def leases(core: MemoryCore, user: str = "ana") -> list[str]:
+    return [member for member, _ in core.store.state.unflushed_marks(user)[1]]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("kind", "extra", "background"), [
+    ("chroma-server", {}, True),
+    ("milvus-server", {}, True),
+    ("chroma", {}, True),  # embedded, state in Redis: leases too
+    ("chroma-server", {"background_writes": False}, False),
+])
+def test_redis_state_writes_in_the_background_with_leases(kind: str, extra: dict[str, Any], background: bool,
+                                                          request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.fixtures_redis import redis_url
+
+    from .conftest import _config_factory
+
+    config = _config_factory(kind, request, tmp_path)(
+        state="redis", redis_url=redis_url(request.getfixturevalue("redis_server"), db=3), **extra)
+    core = MemoryCore(config, embedder=EMBEDDER)
+    assert core.store.writer.background is background
+    assert core.store.writer.shared is not None  # a synchronous worker still waits for the others
+    result = core.add_message("user", "I moved to Porto in March.")
+    assert result.pending is background
+    core.flush()
+    assert [r.id for r in core.store.backend.get([result.id])] == [result.id]
+    assert leases(core, config.user_id) == []  # let go once stored
+
+
+def test_another_worker_waits_for_a_queued_supersede(shared_config: Callable[..., MemoryConfig],
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    config = shared_config()
+    a = MemoryCore(config, embedder=EMBEDDER)
+    b = other_worker(config, session_id="s2")
+    held = HeldWrites(a, monkeypatch)
+    a.add_message("user", "The budget is 5000 dollars.")
+    a.flush()
+    assert "5000" in b.recall("what is the budget", k=1)[0].text
+
+    held.open.clear()
+    update = a.add_message("user", "Actually the budget is now 8000 dollars.")
+    assert update.pending and leases(a)
+    answers: list[Any] = []
+    reader = threading.Thread(target=lambda: answers.append(b.recall("what is the budget", k=3)))
+    reader.start()
+    reader.join(0.4)
+    assert reader.is_alive(), "the other worker read around an acknowledged turn"
+    held.open.set()
+    reader.join(10)
+    assert answers, "the other worker never stopped waiting"
+    texts = [h.text for h in answers[0]]
+    assert "8000" in texts[0]
+    assert not any("5000" in t for t in texts)  # the old value is history, not current
+    assert leases(a) == []
+    assert "re-stored" not in caplog.text  # it waited; it did not embed the turn again
+
+
+def test_a_worker_that_never_stores_holds_readers_one_lease_at_most(
+        shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch) -> None:
+    config = shared_config()
+    a = MemoryCore(config, embedder=EMBEDDER)
+    b = other_worker(config, session_id="s2")
+    held = HeldWrites(a, monkeypatch)
+    held.open.clear()
+    a.add_message("user", "My sister Lena lives in Graz.")
+    t0 = time.monotonic()
+    b.recall("where does my sister live")
+    waited = time.monotonic() - t0
+    held.open.set()
+    # Alive, so the lease is renewed: the reader gives up after one lease, not forever.
+    assert 1.5 < waited < 6.0, waited
+    a.flush()
+    assert "Graz" in b.recall("where does my sister live", k=1)[0].text
+
+
+DYING_WORKER = """
+import json, sys, time
+from memory_vec import MemoryConfig, MemoryCore
+from memory_vec.testing import DeterministicHashEmbedder
+core = MemoryCore(MemoryConfig(**json.loads(sys.argv[1])), embedder=DeterministicHashEmbedder(dimension=64))
+assert core.store.writer.background and core.store.writer.shared is not None
+core.add_message("user", "I work as a nurse in Lisbon.")
+core.flush()
+core.store.writer._store = lambda batch: time.sleep(600)  # every later write hangs
+r = core.add_message("user", "I adopted a cat named Miso last week.")
+print("acked", r.id, r.pending, flush=True)
+time.sleep(600)  # killed here
+"""
+
+
+def test_a_turn_of_a_worker_killed_before_its_write_is_healed_by_the_next_reader(
+        shared_config: Callable[..., MemoryConfig]) -> None:
+    config = shared_config()
+    [[_, acked, pending]] = kill_after(spawn(DYING_WORKER, config.model_dump_json()), 1)
+    assert pending == "True"
+    b = other_worker(config, session_id="s2")
+    assert b.store.backend.get([acked]) == []
+    assert leases(b)  # left behind by the dead worker
+    t0 = time.monotonic()
+    hits = b.recall("what is the name of my cat", k=3)  # another session, the first read
+    assert time.monotonic() - t0 < 10
+    assert "Miso" in hits[0].text and acked in (hits[0].id, *hits[0].source_ids)
+    assert leases(b) == []
+    assert [r.id for r in b.store.backend.get([acked])] == [acked]
+
+
+def test_forget_lets_go_of_the_user_leases(shared_config: Callable[..., MemoryConfig],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    config = shared_config()
+    a = MemoryCore(config, embedder=EMBEDDER)
+    held = HeldWrites(a, monkeypatch)
+    held.open.clear()
+    a.add_message("user", "I moved to Porto in March.")
+    assert leases(a)
+    forgetting = threading.Thread(target=a.forget)
+    forgetting.start()
+    time.sleep(0.2)
+    held.open.set()  # forget waits for the batch in the backend's hands, then deletes it
+    forgetting.join(30)
+    assert leases(a) == []
+    b = other_worker(config, session_id="s2")
+    t0 = time.monotonic()
+    assert b.recall("where did I move") == []
+    assert time.monotonic() - t0 < 1.0  # nothing to wait for
+
+
+def test_two_workers_in_two_processes_see_each_others_turns(shared_config: Callable[..., MemoryConfig]) -> None:
+    """Turns alternate between two processes, as a load balancer sends them:
+    each one's recall finds the turn the other acknowledged just before."""
+    config = shared_config()
+    procs = [spawn(ALTERNATING, config.model_dump_json(), str(worker)) for worker in (0, 1)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        assert out.split() == ["ok"] * 6
+
+
+ALTERNATING = """
+import json, sys, time
+from memory_vec import MemoryConfig, MemoryCore
+from memory_vec.state.redis import RedisStateStore
+from memory_vec.testing import DeterministicHashEmbedder
+ANIMALS = ["otter", "heron", "badger", "lynx", "marten", "ibis", "gecko", "walrus", "bison", "quokka", "tapir", "vole"]
+config = MemoryConfig(**json.loads(sys.argv[1]))
+me = int(sys.argv[2])
+core = MemoryCore(config, embedder=DeterministicHashEmbedder(dimension=64))
+client = RedisStateStore(config.redis_url, namespace="baton")._client
+baton = "baton-" + config.collection  # whose turn it is
+for n in range(12):
+    if n % 2 != me:
+        continue
+    deadline = time.time() + 60
+    while int(client.get(baton) or 0) != n:
+        assert time.time() < deadline, "the other worker stopped"
+        time.sleep(0.002)
+    if n > 0:  # the other worker's turn n-1 was acknowledged just now; its vectors may still be queued
+        animal = ANIMALS[n - 1]
+        hits = core.recall(f"which {animal} did I see", k=3)
+        assert any(animal in h.text for h in hits), (animal, [h.text for h in hits])
+        print("ok", flush=True)
+    core.add_message("user", f"Today I saw a {ANIMALS[n]} near the river.", session_id=f"w{me}")
+    client.set(baton, n + 1)
+if me == 0:
+    print("ok", flush=True)
+core.close()
+"""
