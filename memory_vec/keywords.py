@@ -9,6 +9,12 @@ cheap read of that log says what changed since this copy's position; only
 those records are fetched from the backend. A changed generation (something
 was deleted) or a log trimmed past our position means a rebuild.
 
+Within one operation (``one_read_view``: a turn's write, a recall) that log
+is read once per user, at the first use, not before every read: the
+operation settled first (``WritePath.settle``), and what other processes
+write while it runs is concurrent with it either way. With the state in
+Redis each read is a round trip, and a turn made a dozen.
+
 Memory is bounded: an LRU over users, capped by users and by indexed
 memories in total. Dropping a user's index loses nothing; it is rebuilt from
 the backend on next use.
@@ -16,9 +22,11 @@ the backend on next use.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from .backends.base import Backend, RecordFilter
@@ -26,7 +34,7 @@ from .recall.bm25 import BM25Index, IndexedDoc
 from .records import MemoryRecord
 from .state.base import StateStore
 
-__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex"]
+__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex", "current_view", "one_read_view"]
 
 #: Kinds the keyword index (and recall) covers.
 INDEXED_KINDS = ("message", "fact")
@@ -34,11 +42,32 @@ INDEXED_KINDS = ("message", "fact")
 SHARED_LOG = "\x1eshared"
 
 
+_view: ContextVar[object | None] = ContextVar("memory_vec_read_view", default=None)
+
+
+@contextlib.contextmanager
+def one_read_view() -> Iterator[None]:
+    """Around one operation: the log is read once per user in it (module doc). Nests."""
+    if _view.get() is not None:
+        yield
+        return
+    token = _view.set(object())
+    try:
+        yield
+    finally:
+        _view.reset(token)
+
+
+def current_view() -> object | None:
+    return _view.get()
+
+
 @dataclass
 class _Entry:
     index: BM25Index
     generation: int
     counter: int  # position in the shared keyword log this copy has caught up to
+    view: object | None = None  # the operation it last caught up in
 
 
 class KeywordIndex:
@@ -69,8 +98,11 @@ class KeywordIndex:
                 entry = self._entries.get(user_id)
                 if entry is not None:
                     self._entries.move_to_end(user_id)
+            view = _view.get()
             if entry is None:
                 entry = self._rebuild(user_id)
+            elif view is not None and entry.view is view:
+                pass  # caught up earlier in this operation
             else:
                 changes = self._state.keyword_changes(user_id, after=entry.counter, generation=entry.generation)
                 if changes.ids is None:
@@ -86,6 +118,8 @@ class KeywordIndex:
                     # window) keeps our position, so the next use fetches it.
                     if len(found) == len(missing):
                         entry.counter = changes.counter
+                if entry.counter == changes.counter:
+                    entry.view = view
             self._evict(keep=user_id)
             return entry.index
 

@@ -25,7 +25,7 @@ from .dates import DateSpan, record_span, resolve_dates
 from .engine import Engine
 from .errors import BackendError, InvalidInputError
 from .facts import is_chinese
-from .keywords import INDEXED_KINDS
+from .keywords import INDEXED_KINDS, one_read_view
 from .recall.bm25 import BM25Index, mentioned_speakers
 from .recall.order import event_order_parts
 from .recall.ranking import Candidate, RankingPolicy, dedupe_key, rank
@@ -116,6 +116,13 @@ class ReadPath:
         self, query: str, scope: Scope, *, k: int | None = None, recall_scope: str | None = None,
         filters: Mapping[str, Any] | None = None, since: Any = None, until: Any = None,
         include_shared: bool | None = None,
+    ) -> tuple[list[RecalledMemory], TurnTrace]:
+        with one_read_view():  # the keyword log is read once per user in a recall
+            return self._recall_checked(query, scope, k, recall_scope, filters, since, until, include_shared)
+
+    def _recall_checked(
+        self, query: str, scope: Scope, k: int | None, recall_scope: str | None,
+        filters: Mapping[str, Any] | None, since: Any, until: Any, include_shared: bool | None,
     ) -> tuple[list[RecalledMemory], TurnTrace]:
         cfg = self.e.config
         v.check_content(query, max_bytes=cfg.max_content_bytes, field="query")
@@ -323,6 +330,10 @@ class ReadPath:
         When the backend is unreachable the context still comes back, with
         no relevant memories and ``degraded=True`` (also in the trace).
         """
+        with one_read_view():
+            return self._build_context(query, scope, k)
+
+    def _build_context(self, query: str | None, scope: Scope, k: int | None) -> MemoryContext:
         e = self.e
         state = e.state.load(scope.user_id, scope.session_id)
         self._heal(scope, state)

@@ -44,7 +44,7 @@ import numpy as np
 
 from .backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord, insert_new_of
 from .backends.memory import Partition, unit_rows
-from .keywords import INDEXED_KINDS, SHARED_LOG
+from .keywords import INDEXED_KINDS, SHARED_LOG, current_view
 from .records import MemoryRecord
 from .state.base import StateStore
 
@@ -69,6 +69,7 @@ class _Copy:
     fetches: int = 0  # reads of rows from the backend so far (load, catch-ups)
     refetch: set[str] = field(default_factory=set)  # own writes a fetch may have overtaken
     settling: dict[str, float] = field(default_factory=dict)  # others' writes read again at (monotonic)
+    view: object | None = None  # the operation it last caught up in (keywords.one_read_view)
 
     def holds(self, record: MemoryRecord) -> bool:
         """Whether ``record`` belongs in this copy."""
@@ -295,6 +296,9 @@ class ReplicatedBackend(BaseBackend):
         """Fetch what other processes logged since the copy's positions; False: rebuild."""
         if not copy.loaded:
             return False
+        view = current_view()
+        if view is not None and copy.view is view:
+            return True  # once per operation
         changed: dict[str, int] = {}
         logged: list[str] = []
         for log_key, (generation, position) in copy.positions.items():
@@ -326,6 +330,7 @@ class ReplicatedBackend(BaseBackend):
             copy.refetch.clear()
         for log_key, counter in changed.items():
             copy.positions[log_key] = (copy.positions[log_key][0], counter)
+        copy.view = view
         return True
 
     def _load(self, key: tuple[str, str | None]) -> _Copy | None:

@@ -12,6 +12,7 @@ what a killed process appended but never stored.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -25,6 +26,7 @@ from .backends.base import RecordFilter
 from .background import BackgroundFolds
 from .engine import Engine
 from .errors import BackendError, MemoryVecError, RecordRejectedError, SummaryRejectedError
+from .keywords import one_read_view
 from .records import MemoryRecord, MessageInput, MessageLike, WriteEvent, WriteResult, coerce_message
 from .resolution import FactResolution, fact_id
 from .scope import Scope
@@ -52,6 +54,10 @@ class WritePath:
         self.folds = BackgroundFolds(self._fold_off_turn)
 
     def add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
+        with one_read_view():  # the keyword log is read once per user in a turn
+            return self._add_messages(messages, scope)
+
+    def _add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
         e, cfg = self.e, self.e.config
         items = [coerce_message(m) for m in messages]
         if not items:
@@ -83,7 +89,8 @@ class WritePath:
         # recall query, a fact is often its message's sentence)
         t0 = time.perf_counter()
         contents = [c for _, c, _, _ in checked]
-        recent = e.state.load(scope.user_id, scope.session_id).messages[-4:] if cfg.contextual_embedding else []
+        loaded = e.state.load(scope.user_id, scope.session_id)
+        recent = loaded.messages[-4:] if cfg.contextual_embedding else []
         before = [(m.role, m.content) for m in recent]
         turns = before + [(role, c) for role, c, _, _ in checked]
         completed = recent[-1] if e.embed_text.completes_pair(before, turns[len(before):]) else None
@@ -108,10 +115,9 @@ class WritePath:
         # below. The session is named first: a supersede may be stored before the rest.
         with e.writer.turn((scope.user_id, scope.session_id)):
             # 4. append to the working state (the write-ahead log)
-            seqs = e.state.append(
-                scope.user_id, scope.session_id,
-                [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts],
-            )
+            appended = [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata)
+                        for r in drafts]
+            seqs = e.state.append(scope.user_id, scope.session_id, appended)
             records = [r.copy(seq=seq) for r, seq in zip(drafts, seqs)]
             # 5. resolve conflicts
             t0 = time.perf_counter()
@@ -148,7 +154,11 @@ class WritePath:
             trace.degraded = True
             trace.event(f"backend write failed; {e.writer.pending_count} records pending retry")
         # 7. fold (a slow summarizer's off the turn)
-        summarized = self._fold_or_schedule(scope, trace)
+        # The state after the append, not read again, when nothing else was appended in between
+        after = dataclasses.replace(loaded, next_seq=seqs[-1] + 1, messages=[
+            *loaded.messages, *(StateMessage(s, *dataclasses.astuple(m)) for s, m in zip(seqs, appended))],
+        ) if seqs and seqs[0] == loaded.next_seq else None
+        summarized = self._fold_or_schedule(scope, trace, after)
         trace.emit()
         return [
             WriteResult(
@@ -367,13 +377,13 @@ class WritePath:
             target_ratio=cfg.fold_target_ratio, keep_recent=cfg.keep_recent_turns,
         )
 
-    def _fold_or_schedule(self, scope: Scope, trace: TurnTrace) -> bool:
-        if self.folds_off_turn():
-            if self._plan(self.e.state.load(scope.user_id, scope.session_id)) is None:
-                return False
-            if self.folds.schedule(scope):
-                trace.event("fold due: runs off the turn (summary_in_background)")
-                return False
+    def _fold_or_schedule(self, scope: Scope, trace: TurnTrace, after: WorkingState | None) -> bool:
+        """``after``: the session's state after this turn, if known (no fold due: no read)."""
+        if self._plan(after or self.e.state.load(scope.user_id, scope.session_id)) is None:
+            return False
+        if self.folds_off_turn() and self.folds.schedule(scope):
+            trace.event("fold due: runs off the turn (summary_in_background)")
+            return False
         return self.fold(scope, trace)
 
     def _fold_off_turn(self, scope: Scope) -> None:
