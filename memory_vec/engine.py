@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import zoneinfo
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -67,6 +67,8 @@ class Engine:
         self.redactor = redactor
         self.embed_text = EmbedTextPolicy.from_config(config)
         self.traces = TraceSlot()
+        # Before reading a user: other workers' queued rows of it (WritePath.settle, which heals too).
+        self.settle: Callable[[str], None] = store.writer.settle
         self.zone = zoneinfo.ZoneInfo(config.timezone)
         # the store's: per-request cores of one process reuse each other's vectors
         self.doc_cache, self.query_cache = store.vector_caches(config.embedding_cache_size)

@@ -34,7 +34,7 @@ from .recall.bm25 import BM25Index, IndexedDoc
 from .records import MemoryRecord
 from .state.base import StateStore
 
-__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex", "current_view", "one_read_view"]
+__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex", "current_view", "fresh_view", "one_read_view"]
 
 #: Kinds the keyword index (and recall) covers.
 INDEXED_KINDS = ("message", "fact")
@@ -60,6 +60,12 @@ def one_read_view() -> Iterator[None]:
 
 def current_view() -> object | None:
     return _view.get()
+
+
+def fresh_view() -> None:
+    """Inside a view: the next read of each copy reads the log again (after a wait for other writers)."""
+    if _view.get() is not None:
+        _view.set(object())
 
 
 @dataclass

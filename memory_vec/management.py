@@ -31,7 +31,7 @@ class Management:
         e = self.e
         v.check_id(memory_id, "memory_id")
         user = e.scope(user_id).user_id
-        e.writer.settle(user)  # another worker's queued rows of the user first (a shared server)
+        e.settle(user)  # another worker's queued rows of the user first (a shared server)
         found = e.writer.get([memory_id])
         if not found or found[0].user_id != user:
             # Another user's memory is reported exactly like a missing one.
@@ -82,7 +82,7 @@ class Management:
         e.store.validate([record])
         trace = e.start_trace("remember", scope)
         vector = e.embed_documents([text], scope.user_id)[0]
-        e.writer.settle(scope.user_id)  # its conflict check sees other workers' queued facts
+        e.settle(scope.user_id)  # its conflict check sees other workers' queued facts
         fact = ExtractedFact(text, record.subject, float(importance), "profile")
         neighbours = self.resolution.nearest_current(scope.user_id, vector, ("fact",), [])
         decision = e.resolver.decide(fact, neighbours)

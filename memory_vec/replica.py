@@ -301,8 +301,11 @@ class ReplicatedBackend(BaseBackend):
             return True  # once per operation
         changed: dict[str, int] = {}
         logged: list[str] = []
-        for log_key, (generation, position) in copy.positions.items():
-            changes = self._state.keyword_changes(log_key, after=position, generation=generation)
+        asks = [(log_key, position, generation) for log_key, (generation, position) in copy.positions.items()]
+        many = getattr(self._state, "keyword_changes_many", None)  # Redis: the user's and the shared log at once
+        replies = many(asks) if callable(many) else [
+            self._state.keyword_changes(key, after=after, generation=generation) for key, after, generation in asks]
+        for (log_key, position, _), changes in zip(asks, replies):
             if changes.ids is None:
                 return False
             if changes.counter != position:

@@ -31,7 +31,7 @@ class Transfer:
     def export_memories(self, user_id: str) -> dict[str, Any]:
         e = self.e
         e.writer.flush()
-        e.writer.settle(user_id)  # and other workers' (a shared server)
+        e.settle(user_id)  # and other workers' (a shared server)
         where = RecordFilter(user_id=user_id, include_superseded=True, include_archived=True)
         records = e.backend.scan(where)
         sessions = {s: e.state.load(user_id, s) for s in e.state.sessions(user_id)}
@@ -95,7 +95,7 @@ class Transfer:
     # ------------------------------------------------------------- sessions
     def session_history(self, scope: Scope) -> list[MemoryRecord]:
         e = self.e
-        e.writer.settle(scope.user_id)
+        e.settle(scope.user_id)
         where = RecordFilter(user_id=scope.user_id, session_id=scope.session_id, kinds=("message",),
                              include_superseded=True, include_archived=True)
         return sorted(e.writer.scan(where), key=lambda r: (r.seq, r.timestamp))
@@ -110,6 +110,7 @@ class Transfer:
         e = self.e
         where = RecordFilter(user_id=scope.user_id, session_id=scope.session_id, include_superseded=True,
                              include_archived=True)
+        e.writer.settle(scope.user_id)  # another worker's queued rows would land after the delete
         e.writer.forget_where(where)
         deleted = e.backend.delete(where=where)
         e.deleted(scope.user_id)
@@ -119,6 +120,7 @@ class Transfer:
     def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
+        e.writer.settle(user_id)  # another worker's queued rows would land after the delete
         e.writer.forget_where(where)
         deleted = e.backend.delete(where=where)
         e.deleted(user_id)

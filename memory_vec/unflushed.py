@@ -220,7 +220,7 @@ class SharedUnflushed:
             if dead and heal is not None:
                 healed = [m for m in dead if heal(m.partition(" ")[2])]
                 try:
-                    self.state.clear_unflushed([(user_id, m) for m in healed])
+                    self.state.clear_expired_unflushed(user_id, healed)
                 except MemoryVecError as exc:
                     log.warning("memory-vec: cannot clear healed marks (%s)", exc)
             if len(others) == len(dead) or time.monotonic() >= give_up:

@@ -26,7 +26,7 @@ from .backends.base import RecordFilter
 from .background import BackgroundFolds
 from .engine import Engine
 from .errors import BackendError, MemoryVecError, RecordRejectedError, SummaryRejectedError
-from .keywords import one_read_view
+from .keywords import fresh_view, one_read_view
 from .records import MemoryRecord, MessageInput, MessageLike, WriteEvent, WriteResult, coerce_message
 from .resolution import FactResolution, fact_id
 from .scope import Scope
@@ -52,6 +52,7 @@ class WritePath:
         self._fold_locks: dict[tuple[str, str], threading.Lock] = {}
         self._fold_locks_guard = threading.Lock()
         self.folds = BackgroundFolds(self._fold_off_turn)
+        engine.settle = self.settle  # management and transfer settle through it too
 
     def add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
         with one_read_view():  # the keyword log is read once per user in a turn
@@ -194,6 +195,7 @@ class WritePath:
         shared server; the sessions of one that died are healed), and so are the
         sessions a process that died left (``heal_carried``)."""
         self.e.writer.settle(user_id, lambda session: self._heal_left(self.e.scope(user_id, session)))
+        fresh_view()  # reads from here on catch up again, past what the wait let in
         self.heal_carried()
 
     def _heal_left(self, scope: Scope) -> bool:

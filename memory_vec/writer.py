@@ -71,14 +71,11 @@ class RecordWriter:
     """Args:
         backend: where records go.
         settings: sync or background, batch size, flush interval.
-        validate: the store's validation hook; raises a named error for a
-            record the library or the backend would refuse.
+        validate: the store's validation hook (a named error for a record the library or backend refuses).
         dead_letters: the state store that keeps refused records.
         on_stored: called with records once they are durable.
-        unflushed: where a background writer names the sessions it has
-            records queued for (a store one process owns).
-        shared: its leases on those sessions where other processes read
-            the store (a server, the working state in Redis).
+        unflushed: where a background writer names its sessions with rows queued (a store one process owns).
+        shared: leases on them where other processes read the store (the working state in Redis).
     """
 
     def __init__(
@@ -100,6 +97,7 @@ class RecordWriter:
         self.unflushed = unflushed
         self.shared = shared  # a synchronous writer holds no leases but waits for others' (settle)
         self._turn_users: Counter[str] = Counter()  # turns between their first deferred write and last
+        self._inflight: Counter[str] = Counter()  # users of batches not stored and logged yet
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()  # one flush at a time
         self._storing = threading.Lock()  # held while one batch is in the backend's hands
@@ -118,6 +116,9 @@ class RecordWriter:
             self._thread = threading.Thread(target=self._run, name="memory-vec-writer", daemon=True)
             self._thread.start()
             _flush_before_exit(self)
+            if shared is not None:  # its own thread: one backend call may outlast a lease (timeouts, retries)
+                threading.Thread(target=self._renew_leases, args=(shared,), name="memory-vec-leases",
+                                 daemon=True).start()
 
     @property
     def background(self) -> bool:
@@ -128,16 +129,11 @@ class RecordWriter:
               new: bool = False, deferred: bool = False) -> bool:
         """Store records; True when durable now, False when pending.
 
-        ``new``: the ids are fresh (never stored), so the backend's
-        ``insert_new`` may store them without looking for old rows.
-
-        ``deferred``: a background writer may leave them to its thread
-        (records ``heal`` can re-derive from the working state); otherwise
-        they are stored before this returns.
-
-        ``batch_size`` overrides the settings' for this call's flush (bulk
-        writes: a backend round trip costs about the same for 64 rows as
-        for 1,000).
+        ``new``: fresh ids, so the backend's ``insert_new`` may skip looking
+        for old rows. ``deferred``: a background writer may leave them to its
+        thread (records ``heal`` can re-derive from the working state).
+        ``batch_size``: this call's flush batch (bulk writes: a round trip
+        costs about the same for 64 rows as for 1,000).
 
         Raises:
             InvalidInputError: (a subclass) a record fails validation; nothing queued.
@@ -150,10 +146,7 @@ class RecordWriter:
             self._mark(records, deferred)
             for record, vector in zip(records, vectors):
                 self._pending[record.id] = (record, np.asarray(vector, dtype=np.float32))
-                if new:
-                    self._new.add(record.id)
-                else:
-                    self._new.discard(record.id)
+            (self._new.update if new else self._new.difference_update)(r.id for r in records)
         return self._after_queue([r.id for r in records], batch_size, deferred)
 
     def update(self, records: Sequence[MemoryRecord], *, deferred: bool = False) -> bool:
@@ -179,8 +172,7 @@ class RecordWriter:
             yield
         finally:
             with self._lock:
-                self._turn_users[session[0]] -= 1
-                self._turn_users += Counter()  # drops zero counts
+                self._turn_users -= Counter([session[0]])  # drops zero counts
                 self._release_idle([session[0]])
 
     def _mark(self, records: Sequence[MemoryRecord], deferred: bool) -> None:
@@ -196,7 +188,8 @@ class RecordWriter:
     def _release_idle(self, users: Iterable[str]) -> None:
         """Under ``_lock``, so a turn's lease and a release never cross: users idle now."""
         if self.shared is not None and self.background:
-            idle = set(users) - {r.user_id for r, _ in self._pending.values()} - set(self._turn_users)
+            idle = (set(users) - {r.user_id for r, _ in self._pending.values()} - set(self._turn_users)
+                    - set(self._inflight))
             if idle:
                 self.shared.release(idle)
 
@@ -269,24 +262,27 @@ class RecordWriter:
                         if self.unflushed is not None and not self._turn_users:
                             self.unflushed.clear(id(self))
                         return
-                with self._storing:
-                    try:
-                        stored = self._store_batch([held for _, held in batch])
-                    finally:
-                        with self._lock:
-                            # Written, or maybe written before a failure: not new any more.
-                            self._new.difference_update(rid for rid, _ in batch)
-                    with self._lock:
-                        for rid, held in batch:
-                            if self._pending.get(rid) is held:  # unchanged while we wrote
-                                del self._pending[rid]
-                self.last_error = None
+                    users = {held[0].user_id for _, held in batch}
+                    self._inflight.update(users)  # leased until stored and logged for other processes' copies
                 try:
+                    with self._storing:
+                        try:
+                            stored = self._store_batch([held for _, held in batch])
+                        finally:
+                            with self._lock:
+                                # Written, or maybe written before a failure: not new any more.
+                                self._new.difference_update(rid for rid, _ in batch)
+                        with self._lock:
+                            for rid, held in batch:
+                                if self._pending.get(rid) is held:  # unchanged while we wrote
+                                    del self._pending[rid]
+                    self.last_error = None
                     if stored and self._on_stored is not None:
-                        self._on_stored(stored)  # logged for other processes' copies before they stop waiting
+                        self._on_stored(stored)
                 finally:
                     with self._lock:
-                        self._release_idle({held[0].user_id for _, held in batch})
+                        self._inflight -= Counter(users)  # drops zero counts
+                        self._release_idle(users)
 
     def _store_batch(self, batch: list[_Held]) -> list[MemoryRecord]:
         """Store a batch; on a data error, record by record. Returns what was stored."""
@@ -403,12 +399,15 @@ class RecordWriter:
             self._wake.clear()
             try:
                 self._try_flush()
-                if self.shared is not None:
-                    with self._lock:
-                        self.shared.renew()  # a live process keeps its leases (an outage, a long queue)
             except Exception as exc:  # noqa: BLE001  # e.g. the log for other processes: the thread goes on
                 self.last_error = exc
                 log.error("memory-vec: background write failed, %d records pending: %s", self.pending_count, exc)
+
+    def _renew_leases(self, shared: SharedUnflushed) -> None:
+        while not self._closed:  # a live process keeps its leases (an outage, a long queue)
+            time.sleep(shared.lease / 4)
+            with self._lock:
+                shared.renew()
 
     def close(self) -> None:
         """Flush (acknowledging pending writes) and stop the thread."""

@@ -14,10 +14,8 @@ Per user and per collection (see :class:`~memory_vec.state.base.StateStore`):
 * ``memvec:<ns>:kl:<user>`` list of the newest logged ids (at most
   ``KEYWORD_LOG_LIMIT``; the last one is at position ``counter``);
 * ``memvec:<ns>:dl`` hash: record id -> dead letter JSON;
-* ``memvec:<ns>:pw:<user>`` sorted set: the user's sessions with rows a
-  background writer has not stored yet (``unflushed.SharedUnflushed``),
-  member ``"<writer token> <session>"``, score = the mark's deadline in
-  Redis server time (so hosts' clocks need not agree).
+* ``memvec:<ns>:pw:<user>`` sorted set: leases on sessions with rows not stored yet (unflushed.py),
+  ``"<writer token> <session>"`` -> deadline in Redis server time (hosts' clocks need not agree).
 
 Shared vector cache (:mod:`memory_vec.vector_cache`): ``memvec:<ns>:v:<kind><digest>``
 strings of float32 bytes, expiring after ``VECTOR_TTL_S``: the vectors of
@@ -119,6 +117,16 @@ local t = redis.call('TIME')
 return {t[1] .. '.' .. string.format('%06d', tonumber(t[2])), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
 """
 
+_CLEAR_EXPIRED = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+for _, member in ipairs(ARGV) do
+  local deadline = redis.call('ZSCORE', KEYS[1], member)
+  if deadline and tonumber(deadline) <= now then redis.call('ZREM', KEYS[1], member) end
+end
+return 1
+"""
+
 _CLEAR = """
 local existed = redis.call('EXISTS', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -174,6 +182,7 @@ class RedisStateStore:
         self._changes = self._client.register_script(_KEYWORD_CHANGES)
         self._mark = self._client.register_script(_MARK_UNFLUSHED)
         self._unflushed = self._client.register_script(_UNFLUSHED)
+        self._clear_expired = self._client.register_script(_CLEAR_EXPIRED)
 
     # --- keys -------------------------------------------------------------------------
     def _keys(self, user_id: str, session_id: str) -> list[str]:
@@ -292,10 +301,16 @@ class RedisStateStore:
         return int(counter)
 
     def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges:
+        return self.keyword_changes_many([(user_id, after, generation)])[0]
+
+    def keyword_changes_many(self, asks: Sequence[tuple[str, int, int]]) -> list[KeywordChanges]:
+        """``keyword_changes`` of several ``(log key, after, generation)`` in one round trip."""
         with self._errors("read the keyword log"):
-            reply = self._changes(keys=list(self._keyword_keys(user_id)), args=[int(after), int(generation)])
-        current, counter, complete = int(reply[0]), int(reply[1]), int(reply[2])
-        return KeywordChanges(current, counter, tuple(reply[3]) if complete else None)
+            pipe = self._client.pipeline(transaction=False)
+            for user_id, after, generation in asks:
+                self._changes(keys=list(self._keyword_keys(user_id)), args=[int(after), int(generation)], client=pipe)
+            replies = pipe.execute()
+        return [KeywordChanges(int(r[0]), int(r[1]), tuple(r[3]) if int(r[2]) else None) for r in replies]
 
     def reset_keywords(self, user_id: str) -> int:
         meta_key, log_key = self._keyword_keys(user_id)
@@ -308,8 +323,7 @@ class RedisStateStore:
 
     # --- sessions with rows a background writer has not stored (unflushed.py) ---------
     def mark_unflushed(self, marks: Sequence[tuple[str, str]], lease: float) -> None:
-        """``(user_id, member)`` marks, each valid for ``lease`` seconds of Redis time."""
-        if marks:
+        if marks:  # (user_id, member), each valid for ``lease`` seconds of Redis time
             with self._errors("mark unflushed sessions"):
                 self._mark(keys=[self._pending_key(u) for u, _ in marks], args=[lease, *(m for _, m in marks)])
 
@@ -321,9 +335,13 @@ class RedisStateStore:
                     pipe.zrem(self._pending_key(user_id), member)
                 pipe.execute()
 
+    def clear_expired_unflushed(self, user_id: str, members: Sequence[str]) -> None:
+        if members:  # only those still expired: one renewed meanwhile is a live lease
+            with self._errors("clear expired unflushed sessions"):
+                self._clear_expired(keys=[self._pending_key(user_id)], args=list(members))
+
     def unflushed_marks(self, user_id: str) -> tuple[float, list[tuple[str, float]]]:
-        """Redis' time now, and the user's marks with their deadlines."""
-        with self._errors("read unflushed sessions"):
+        with self._errors("read unflushed sessions"):  # Redis' time now, the marks with their deadlines
             now, flat = self._unflushed(keys=[self._pending_key(user_id)])
         return float(now), [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
 

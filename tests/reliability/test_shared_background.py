@@ -55,19 +55,21 @@ def other_worker(config: MemoryConfig, **overrides: Any) -> MemoryCore:
 
 class HeldWrites:
     """Holds a writer's backend writes until released (opens the window a
-    fast write would close in milliseconds)."""
+    fast write would close in milliseconds); ``before_taken``: its thread
+    waits before it takes rows off the queue (they stay pending)."""
 
-    def __init__(self, core: MemoryCore, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, core: MemoryCore, monkeypatch: pytest.MonkeyPatch, *, before_taken: bool = False) -> None:
         self.open = threading.Event()
         self.open.set()
         writer = core.store.writer
-        original = writer._store
+        name = "_try_flush" if before_taken else "_store"
+        original = getattr(writer, name)
 
-        def held(batch: Any) -> None:
+        def held(*args: Any) -> Any:
             self.open.wait(30)
-            original(batch)
+            return original(*args)
 
-        monkeypatch.setattr(writer, "_store", held)
+        monkeypatch.setattr(writer, name, held)
 
 
 def leases(core: MemoryCore, user: str = "ana") -> list[str]:
@@ -127,19 +129,23 @@ def test_another_worker_waits_for_a_queued_supersede(shared_config: Callable[...
     assert "re-stored" not in caplog.text  # it waited; it did not embed the turn again
 
 
-def test_a_worker_that_never_stores_holds_readers_one_lease_at_most(
-        shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_stuck_in_a_write_keeps_its_lease_and_holds_readers_one_lease_at_most(
+        shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     config = shared_config()
     a = MemoryCore(config, embedder=EMBEDDER)
     b = other_worker(config, session_id="s2")
     held = HeldWrites(a, monkeypatch)
     held.open.clear()
     a.add_message("user", "My sister Lena lives in Graz.")
+    time.sleep(2.5)  # past the first lease: only a renewal keeps it live while the write hangs
     t0 = time.monotonic()
     b.recall("where does my sister live")
     waited = time.monotonic() - t0
+    assert leases(a), "a live worker lost its lease while its write was slow"
+    assert "re-stored" not in caplog.text  # not taken for dead: its turn was not embedded again
     held.open.set()
-    # Alive, so the lease is renewed: the reader gives up after one lease, not forever.
+    # The reader gives up after one lease, not forever.
     assert 1.5 < waited < 6.0, waited
     a.flush()
     assert "Graz" in b.recall("where does my sister live", k=1)[0].text
@@ -180,16 +186,13 @@ def test_forget_lets_go_of_the_user_leases(shared_config: Callable[..., MemoryCo
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     config = shared_config()
     a = MemoryCore(config, embedder=EMBEDDER)
-    held = HeldWrites(a, monkeypatch)
+    held = HeldWrites(a, monkeypatch, before_taken=True)
     held.open.clear()
     a.add_message("user", "I moved to Porto in March.")
-    assert leases(a)
-    forgetting = threading.Thread(target=a.forget)
-    forgetting.start()
-    time.sleep(0.2)
-    held.open.set()  # forget waits for the batch in the backend's hands, then deletes it
-    forgetting.join(30)
+    assert leases(a) and a.store.writer.pending_count
+    a.forget()  # drops the queued rows: nothing of the user is left to wait for
     assert leases(a) == []
+    held.open.set()
     b = other_worker(config, session_id="s2")
     t0 = time.monotonic()
     assert b.recall("where did I move") == []

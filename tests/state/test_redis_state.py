@@ -128,6 +128,7 @@ def test_worker_processes_share_vectors_through_redis(redis_server: Service, tmp
         emb.calls.clear()
         worker_b = core(tmp_path / run, emb, namespace)
         worker_b.add_messages(turns[2:])
+        worker_b.flush()  # Redis holds the turn: its vectors are written off the turn by default
         embedded = [text for call in emb.calls for text in call]
         assert (first_pair in embedded) == (run == "corrupt")
         # the pair's vector plus the previous pair's, as one process stores it
