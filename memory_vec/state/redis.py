@@ -85,21 +85,22 @@ return 1
 # The list holds positions counter-LLEN+1 .. counter; a reader further behind
 # (or from another generation, or ahead of a lost log) must rebuild: flag 0.
 _KEYWORD_CHANGES = """
-local meta = redis.call('HMGET', KEYS[1], 'generation', 'counter')
-local generation = tonumber(meta[1] or '0')
-local counter = tonumber(meta[2] or '0')
-local after = tonumber(ARGV[1])
-if generation ~= tonumber(ARGV[2]) or after > counter then
-  return {generation, counter, 0}
+local function changes(meta_key, log_key, after, wanted)
+  local meta = redis.call('HMGET', meta_key, 'generation', 'counter')
+  local generation = tonumber(meta[1] or '0')
+  local counter = tonumber(meta[2] or '0')
+  local behind = counter - after
+  if generation ~= wanted or behind < 0 or behind > redis.call('LLEN', log_key) then
+    return {generation, counter, 0, {}}
+  end
+  if behind == 0 then return {generation, counter, 1, {}} end
+  return {generation, counter, 1, redis.call('LRANGE', log_key, -behind, -1)}
 end
-local behind = counter - after
-if behind == 0 then
-  return {generation, counter, 1, {}}
+local out = {}
+for i = 1, #KEYS, 2 do
+  out[#out + 1] = changes(KEYS[i], KEYS[i + 1], tonumber(ARGV[i]), tonumber(ARGV[i + 1]))
 end
-if behind > redis.call('LLEN', KEYS[2]) then
-  return {generation, counter, 0}
-end
-return {generation, counter, 1, redis.call('LRANGE', KEYS[2], -behind, -1)}
+return out
 """
 
 _MARK_UNFLUSHED = """
@@ -304,12 +305,10 @@ class RedisStateStore:
         return self.keyword_changes_many([(user_id, after, generation)])[0]
 
     def keyword_changes_many(self, asks: Sequence[tuple[str, int, int]]) -> list[KeywordChanges]:
-        """``keyword_changes`` of several ``(log key, after, generation)`` in one round trip."""
+        """``keyword_changes`` of several ``(log key, after, generation)`` in one script call."""
         with self._errors("read the keyword log"):
-            pipe = self._client.pipeline(transaction=False)
-            for user_id, after, generation in asks:
-                self._changes(keys=list(self._keyword_keys(user_id)), args=[int(after), int(generation)], client=pipe)
-            replies = pipe.execute()
+            replies = self._changes(keys=[k for user_id, _, _ in asks for k in self._keyword_keys(user_id)],
+                                    args=[int(n) for _, after, generation in asks for n in (after, generation)])
         return [KeywordChanges(int(r[0]), int(r[1]), tuple(r[3]) if int(r[2]) else None) for r in replies]
 
     def reset_keywords(self, user_id: str) -> int:
