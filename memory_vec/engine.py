@@ -68,7 +68,7 @@ class Engine:
         self.embed_text = EmbedTextPolicy.from_config(config)
         self.traces = TraceSlot()
         # Before reading a user: other workers' queued rows of it (WritePath.settle, which heals too).
-        self.settle: Callable[[str], None] = store.writer.settle
+        self.settle: Callable[[str], object] = store.writer.settle
         self.zone = zoneinfo.ZoneInfo(config.timezone)
         # the store's: per-request cores of one process reuse each other's vectors
         self.doc_cache, self.query_cache = store.vector_caches(config.embedding_cache_size)

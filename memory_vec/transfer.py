@@ -9,7 +9,7 @@ from typing import Any
 from . import _validate as v
 from .backends.base import RecordFilter
 from .engine import Engine
-from .errors import InvalidInputError, MemoryVecError, StateStoreError
+from .errors import BackendUnavailableError, InvalidInputError, MemoryVecError, StateStoreError
 from .records import ForgetReceipt, MemoryRecord
 from .scope import Scope
 from .state import StateMessage, WorkingState
@@ -110,7 +110,7 @@ class Transfer:
         e = self.e
         where = RecordFilter(user_id=scope.user_id, session_id=scope.session_id, include_superseded=True,
                              include_archived=True)
-        e.writer.settle(scope.user_id)  # another worker's queued rows would land after the delete
+        _settled_for_delete(e, scope.user_id)
         e.writer.forget_where(where)
         deleted = e.backend.delete(where=where)
         e.deleted(scope.user_id)
@@ -120,7 +120,7 @@ class Transfer:
     def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
-        e.writer.settle(user_id)  # another worker's queued rows would land after the delete
+        _settled_for_delete(e, user_id)
         e.writer.forget_where(where)
         deleted = e.backend.delete(where=where)
         e.deleted(user_id)
@@ -162,3 +162,13 @@ def _state_from_dict(user: str, session: str, d: dict[str, Any]) -> WorkingState
     messages = [StateMessage(**m) for m in d.get("messages", [])]
     return WorkingState(user, session, d.get("summary", ""), int(d.get("summary_tokens", 0)), messages,
                         int(d.get("next_seq", 1)), int(d.get("folded_through", 0)), float(d.get("updated_at", 0.0)))
+
+
+def _settled_for_delete(e: Engine, user_id: str) -> None:
+    """Another worker's queued rows of the user would land after the delete: wait
+    for them, and refuse to delete while a live worker still holds some."""
+    left = e.writer.settle(user_id)
+    if left:
+        raise BackendUnavailableError(
+            f"another worker still has unstored turns of user {user_id!r} (sessions {sorted(left)}): its "
+            "backend writes are failing or slow; nothing was deleted, call forget / clear again")

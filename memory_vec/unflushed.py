@@ -163,6 +163,8 @@ class SharedUnflushed:
         self.token = uuid.uuid4().hex
         self._lock = threading.Lock()
         self._held: dict[str, dict[str, float]] = {}  # user -> session -> when last marked (monotonic)
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
 
     def _member(self, session_id: str) -> str:
         return f"{self.token} {session_id}"
@@ -185,6 +187,26 @@ class SharedUnflushed:
             for u, s in todo:
                 self._held.setdefault(u, {})[s] = now
 
+    def start_renewing(self, lock: Any) -> None:
+        """A thread of its own renews the leases: one backend call may outlast a
+        lease (timeouts, retries) while the process is alive. ``lock``: the
+        writer's, so a renewal never crosses a release."""
+        def run() -> None:
+            while not self._stop.wait(self.lease / 4):
+                try:
+                    with lock:
+                        self.renew()
+                except Exception as exc:  # noqa: BLE001  # a dead renewer would make a live worker look dead
+                    log.error("memory-vec: renewing leases failed: %s", exc)
+
+        self._renewer = threading.Thread(target=run, name="memory-vec-leases", daemon=True)
+        self._renewer.start()
+
+    def stop_renewing(self) -> None:
+        self._stop.set()
+        if self._renewer is not None and self._renewer is not threading.current_thread():
+            self._renewer.join(timeout=10)
+
     def renew(self) -> None:
         """The writer's thread, every tick: keep the leases of a live process."""
         with self._lock:
@@ -200,30 +222,37 @@ class SharedUnflushed:
         except MemoryVecError as exc:  # the leases run out by themselves; readers wait that long at most
             log.warning("memory-vec: cannot clear unflushed marks (%s)", exc)
 
-    def held_users(self) -> list[str]:
-        with self._lock:
-            return list(self._held)
-
-    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> None:
+    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> set[str]:
         """Before reading ``user_id``: wait (at most one lease) while another
         writer holds a live lease on the user; heal the sessions of leases that
-        ran out (``heal(session)`` True when healed), then drop those."""
+        ran out (``heal(session)`` True when healed), then drop those. Returns
+        the sessions of live leases it gave up waiting for (empty: settled)."""
         give_up, pause = time.monotonic() + self.lease, 0.002
         while True:
             try:
                 now, marks = self.state.unflushed_marks(user_id)
             except MemoryVecError as exc:
                 log.warning("memory-vec: cannot read unflushed marks (%s); reading without waiting", exc)
-                return
-            others = [(m, until) for m, until in marks if not m.startswith(self.token + " ")]
+                return set()
+            others = [(m, until) for m, until in marks if " " in m and not m.startswith(self.token + " ")]
             dead = [m for m, until in others if until <= now]
             if dead and heal is not None:
-                healed = [m for m in dead if heal(m.partition(" ")[2])]
+                healed = [m for m in dead if self._healed(heal, user_id, m.partition(" ")[2])]
                 try:
                     self.state.clear_expired_unflushed(user_id, healed)
                 except MemoryVecError as exc:
                     log.warning("memory-vec: cannot clear healed marks (%s)", exc)
-            if len(others) == len(dead) or time.monotonic() >= give_up:
-                return
+            live = {m.partition(" ")[2] for m, until in others if until > now}
+            if not live or time.monotonic() >= give_up:
+                return live
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
+
+    @staticmethod
+    def _healed(heal: Callable[[str], bool], user_id: str, session_id: str) -> bool:
+        try:
+            return heal(session_id)
+        except Exception as exc:  # noqa: BLE001  # a read must not fail on another worker's leftovers
+            log.error("memory-vec: could not heal %s/%s left by a worker that died (retried on the next read, "
+                      "maintain() too): %s", user_id, session_id, exc)
+            return False

@@ -184,22 +184,22 @@ class WritePath:
 
         The working state is appended before the vector write, so a process
         killed between the two leaves a message in the state only; it is
-        embedded (same text policy as a normal write) and stored again. A
-        record on the dead-letter list is never re-queued.
+        embedded and stored again. A dead letter is never re-queued.
         """
-        self.settle(scope.user_id)
+        if scope.session_id in self.settle(scope.user_id):
+            return 0  # a live worker's queued turn (it gave up waiting): not embedded a second time
         return self._heal_session(scope, state)
 
-    def settle(self, user_id: str) -> None:
-        """Before reading a user: other processes' queued rows of it are stored (a
-        shared server; the sessions of one that died are healed), and so are the
-        sessions a process that died left (``heal_carried``)."""
-        self.e.writer.settle(user_id, lambda session: self._heal_left(self.e.scope(user_id, session)))
+    def settle(self, user_id: str) -> set[str]:
+        """Before reading a user: other processes' queued rows of it stored (a shared
+        server; those of one that died healed, ``heal_carried`` too). Returns the
+        sessions of live leases it gave up waiting for."""
+        waited_out = self.e.writer.settle(user_id, lambda session: self._heal_left(self.e.scope(user_id, session)))
         fresh_view()  # reads from here on catch up again, past what the wait let in
         self.heal_carried()
+        return waited_out
 
-    def _heal_left(self, scope: Scope) -> bool:
-        """Heal a session another process left rows of (even if checked before); True when done."""
+    def _heal_left(self, scope: Scope) -> bool:  # a session a dead process left rows of; True when healed
         self.forget_healed(scope.user_id, scope.session_id)
         self._heal_session(scope)
         with self._healed_lock:

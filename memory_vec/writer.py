@@ -116,9 +116,8 @@ class RecordWriter:
             self._thread = threading.Thread(target=self._run, name="memory-vec-writer", daemon=True)
             self._thread.start()
             _flush_before_exit(self)
-            if shared is not None:  # its own thread: one backend call may outlast a lease (timeouts, retries)
-                threading.Thread(target=self._renew_leases, args=(shared,), name="memory-vec-leases",
-                                 daemon=True).start()
+            if shared is not None:
+                shared.start_renewing(self._lock)
 
     @property
     def background(self) -> bool:
@@ -193,10 +192,10 @@ class RecordWriter:
             if idle:
                 self.shared.release(idle)
 
-    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> None:
-        """Before reading a user: wait out other processes' queued rows of it."""
-        if self.shared is not None:
-            self.shared.settle(user_id, heal)
+    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> set[str]:
+        """Before reading a user: wait out other processes' queued rows of it;
+        returns the sessions still leased when it gave up (one lease)."""
+        return self.shared.settle(user_id, heal) if self.shared is not None else set()
 
     def _after_queue(self, ids: Sequence[str], batch_size: int | None, deferred: bool) -> bool:
         if self.background and deferred:
@@ -403,16 +402,12 @@ class RecordWriter:
                 self.last_error = exc
                 log.error("memory-vec: background write failed, %d records pending: %s", self.pending_count, exc)
 
-    def _renew_leases(self, shared: SharedUnflushed) -> None:
-        while not self._closed:  # a live process keeps its leases (an outage, a long queue)
-            time.sleep(shared.lease / 4)
-            with self._lock:
-                shared.renew()
-
     def close(self) -> None:
         """Flush (acknowledging pending writes) and stop the thread."""
         self._closed = True
         self._wake.set()
+        if self.shared is not None:
+            self.shared.stop_renewing()
         if self._thread is not None:
             self._thread.join(timeout=30)
         with _guard:

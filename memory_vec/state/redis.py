@@ -108,7 +108,7 @@ local t = redis.call('TIME')
 local deadline = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
 for i, key in ipairs(KEYS) do
   redis.call('ZADD', key, deadline, ARGV[i + 1])
-  redis.call('EXPIRE', key, 86400)
+  redis.call('EXPIRE', key, 2592000)
 end
 return 1
 """

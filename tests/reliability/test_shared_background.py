@@ -151,6 +151,26 @@ def test_a_worker_stuck_in_a_write_keeps_its_lease_and_holds_readers_one_lease_a
     assert "Graz" in b.recall("where does my sister live", k=1)[0].text
 
 
+def test_forget_refuses_while_another_live_worker_still_holds_turns_of_the_user(
+        shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_vec.errors import BackendUnavailableError
+
+    config = shared_config()
+    a = MemoryCore(config, embedder=EMBEDDER)
+    b = other_worker(config, session_id="s2")
+    b.add_message("user", "I keep bees on the roof.")
+    held = HeldWrites(a, monkeypatch)
+    held.open.clear()
+    a.add_message("user", "My passport number ends in 4471.")
+    with pytest.raises(BackendUnavailableError, match="another worker"):
+        b.forget()  # A's row would land after the delete: refused, nothing deleted
+    assert b.export_memories()["records"]
+    held.open.set()
+    a.flush()
+    b.forget()
+    assert b.export_memories()["records"] == []
+
+
 DYING_WORKER = """
 import json, sys, time
 from memory_vec import MemoryConfig, MemoryCore
