@@ -18,11 +18,12 @@ crash never swallows the next one.
 
 Where other processes read the same store (a Chroma or Milvus server) and
 the working state is shared (Redis), :class:`SharedUnflushed` keeps those
-names in Redis instead, as leases the writer's thread renews. Another
-process about to read a user waits (bounded) until no live lease of the
-user is left, so it never reads around a turn another worker acknowledged
-(a supersede included); a lease that ran out belongs to a process that
-died, and that session is healed by the reader.
+names in Redis instead, as leases a thread of the writer renews. Another
+process about to read a user waits until no live lease of the user is
+left, so it does not read around a turn another worker acknowledged (a
+supersede included), for one lease at most (then it reads without that
+turn); a lease that ran out belongs to a process that died, and that
+session is healed by the reader.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ class SharedUnflushed:
             self._renewer.join(timeout=10)
 
     def renew(self) -> None:
-        """The writer's thread, every tick: keep the leases of a live process."""
+        """The renewer, every quarter lease: keep the leases of a live process."""
         with self._lock:
             held = [(u, s) for u, sessions in self._held.items() for s in sessions]
         self.mark(held, renew=True)
@@ -223,11 +224,13 @@ class SharedUnflushed:
             log.warning("memory-vec: cannot clear unflushed marks (%s)", exc)
 
     def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> set[str]:
-        """Before reading ``user_id``: wait (at most one lease) while another
-        writer holds a live lease on the user; heal the sessions of leases that
+        """Before reading ``user_id``: wait while another writer holds a live
+        lease on the user (until the leases first seen would run out: at most
+        one lease, so a dead writer's expires and a live one's is waited for); heal the sessions of leases that
         ran out (``heal(session)`` True when healed), then drop those. Returns
         the sessions of live leases it gave up waiting for (empty: settled)."""
-        give_up, pause = time.monotonic() + self.lease, 0.002
+        give_up: float | None = None
+        pause = 0.002
         while True:
             try:
                 now, marks = self.state.unflushed_marks(user_id)
@@ -242,9 +245,13 @@ class SharedUnflushed:
                     self.state.clear_expired_unflushed(user_id, healed)
                 except MemoryVecError as exc:
                     log.warning("memory-vec: cannot clear healed marks (%s)", exc)
-            live = {m.partition(" ")[2] for m, until in others if until > now}
-            if not live or time.monotonic() >= give_up:
-                return live
+            live = {m.partition(" ")[2]: until for m, until in others if until > now}
+            if not live:
+                return set()
+            if give_up is None:  # the leases as first seen, plus a margin: a dead writer's has run out by then
+                give_up = time.monotonic() + max(live.values()) - now + 0.25
+            if time.monotonic() >= give_up:
+                return set(live)
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
 

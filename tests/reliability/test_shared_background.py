@@ -145,8 +145,8 @@ def test_a_worker_stuck_in_a_write_keeps_its_lease_and_holds_readers_one_lease_a
     assert leases(a), "a live worker lost its lease while its write was slow"
     assert "re-stored" not in caplog.text  # not taken for dead: its turn was not embedded again
     held.open.set()
-    # The reader gives up after one lease, not forever.
-    assert 1.5 < waited < 6.0, waited
+    # The reader gives up when the lease it first saw would have run out, not forever.
+    assert 0.3 < waited < 6.0, waited
     a.flush()
     assert "Graz" in b.recall("where does my sister live", k=1)[0].text
 
