@@ -26,6 +26,9 @@ from typing import Any
 __all__ = ["FROZEN_SHA256", "QUESTION_DIR", "Question", "checksum", "freeze", "load_frozen"]
 
 QUESTION_DIR = Path(__file__).resolve().parent.parent / "questions"
+# Set name -> file: named apart from the dataset files the sets only reference by turn id.
+QUESTION_FILES = {"locomo_dev_extra": "frozen_locomo_extra.json", "memorybank_en": "frozen_mb_en.json",
+                  "memorybank_cn": "frozen_mb_cn.json"}
 
 #: The checksums the sets were frozen with (2026-12-01, before any tuning on them).
 FROZEN_SHA256: dict[str, str] = {
@@ -59,7 +62,7 @@ def checksum(questions: list[dict[str, Any]]) -> str:
 
 def load_frozen(name: str, directory: Path = QUESTION_DIR) -> list[Question]:
     """The questions of one frozen set, after both checksum checks."""
-    path = directory / f"{name}.json"
+    path = directory / QUESTION_FILES.get(name, f"{name}.json")
     doc = json.loads(path.read_text(encoding="utf-8"))
     actual = checksum(doc["questions"])
     if actual != doc.get("sha256"):
