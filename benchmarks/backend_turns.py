@@ -72,13 +72,14 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.backends import start_redis, start_server  # noqa: E402
+from benchmarks.backends import start_server  # noqa: E402
 from benchmarks.overhead import live_turns, pct, sessions_of  # noqa: E402
 from memory_vec import MemoryConfig, MemoryCore, release_stores  # noqa: E402
 from memory_vec.backends import RecordFilter  # noqa: E402
 from memory_vec.core import RECALL_KINDS  # noqa: E402
 from memory_vec.embeddings import get_embedder  # noqa: E402
 from memory_vec.records import MemoryRecord  # noqa: E402
+from tests.fixtures_redis import start_redis  # noqa: E402
 
 # --set FIELD=JSON: MemoryConfig fields of every core of the run (store settings included).
 CONFIG_SET: dict[str, Any] = {}

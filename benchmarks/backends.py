@@ -137,19 +137,6 @@ def start_server(kind: str, milvus_config: Sequence[str] = ()) -> Any:
     raise ValueError(kind)
 
 
-def start_redis() -> Any:
-    """A fresh redis-server (AOF on, as the tests run it) on a free port (``port``)."""
-    from tests._services import find_binary, start_service
-
-    binary = find_binary("redis-server")
-    return start_service(
-        "redis",
-        lambda port, d: [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-                         "--dir", d, "--daemonize", "no"],
-        timeout=30,
-    )
-
-
 # --------------------------------------------------------------------------- child
 def make_config(kind: str, url: str | None, persist: str, user: str, milvus_ef: int | None = None) -> Any:
     from memory_vec import MemoryConfig

@@ -9,19 +9,24 @@ import pytest
 from tests._services import Service, find_binary, missing, start_service
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[Service]:
-    """A foreground redis-server with AOF on a free loopback port (``service.url`` is redis://)."""
+def start_redis() -> Service:
+    """A foreground redis-server with AOF on a free loopback port (the benchmarks start it too)."""
     binary = find_binary("redis-server")
     if binary is None:
         missing("redis-server")
     assert binary is not None
-    service = start_service(
+    return start_service(
         "redis",
         lambda port, data: [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                             "--appendonly", "yes", "--dir", data, "--daemonize", "no"],
         timeout=30,
     )
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Service]:
+    """``start_redis`` for the session (``redis_url`` makes its redis:// URL)."""
+    service = start_redis()
     yield service
     service.stop()
 
