@@ -69,12 +69,12 @@ class MemoryConfig(BaseModel):
     redis_url: str | None = Field(None, description="redis:// URL for a working state shared by processes.")
     background_writes: bool | None = Field(None, description=(
         "Write a turn's vectors from a background thread instead of inside add_messages. None: in the background "
-        "on a store one process owns with its working state on disk (embedded Chroma, Milvus Lite: the turn is "
-        "durable in the working state when add_messages returns), inline on the others. Only add_messages' "
-        "writes wait for the thread; other writes are stored before they return; close() and process exit "
-        "flush. A turn the process could not write before it died is re-stored with its facts from the working "
-        "state: on a store one process owns by the next process to open it, elsewhere when its session is next "
-        "read or by maintain()."))
+        "where the turn is durable in the working state first: a store one process owns with its state on disk "
+        "(embedded Chroma, Milvus Lite), and any persistent engine with the state in Redis (leases there make other "
+        "workers wait for the rows); inline on the others. Only add_messages' writes wait for the thread; close() "
+        "and exit flush. A turn the process could not write before it died is re-stored with its facts from the "
+        "working state: by the next process to open a store one process owns, by the next reader after its lease "
+        "ran out with Redis, elsewhere when its session is next read or by maintain()."))
     write_batch_size: int = Field(64, ge=1, description="Background writer: records per backend call.")
     flush_interval: float = Field(0.5, gt=0, description="Background writer: seconds between flushes.")
 
