@@ -101,13 +101,27 @@ class SQLiteStateStore:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._use_wal(conn)
             conn.execute("PRAGMA synchronous=FULL")
             # Deleted rows are overwritten with zeros, not left in free pages:
             # forget() must leave no trace of a user's text in the file.
             conn.execute("PRAGMA secure_delete=ON")
             self._local.conn = conn
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        # Switching a new file to WAL takes an exclusive lock without SQLite's busy
+        # handler: processes opening it at once get "database is locked". Retry
+        # within the connection's timeout.
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
