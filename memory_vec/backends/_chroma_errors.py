@@ -6,7 +6,7 @@ from types import TracebackType
 
 from ..errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError, StoreLockedError
 
-__all__ = ["Translate", "is_auth_error", "is_connection_error", "is_not_found"]
+__all__ = ["Translate", "is_auth_error", "is_connection_error", "is_index_not_on_disk_yet", "is_not_found"]
 
 
 class Translate:
@@ -35,6 +35,11 @@ class Translate:
                 f"Could not {self.action}: the Chroma server at {where} is unreachable ({exc}). "
                 "Check that it is running and that `url` is right."
             ) from exc
+        if is_index_not_on_disk_yet(exc):
+            raise BackendUnavailableError(
+                f"Could not {self.action}: the Chroma server at {where} was still writing a new "
+                f"collection's index to disk ({exc}); retried with backoff (backend_retries)."
+            ) from exc
         if is_auth_error(exc):
             raise BackendError(
                 f"Could not {self.action}: the Chroma server at {where} refused the credentials ({exc}). "
@@ -59,6 +64,14 @@ def is_connection_error(exc: BaseException) -> bool:
         return True
     text = str(exc).lower()
     return "could not connect" in text or "connection refused" in text
+
+
+def is_index_not_on_disk_yet(exc: BaseException) -> bool:
+    # Chroma 1.x server: a read that opens a new collection's HNSW segment while the
+    # server's first flush of it is under way fails with this; a moment later it works.
+    # ("Error loading hnsw index", a damaged index, is not retried.)
+    text = str(exc)
+    return "hnsw segment reader" in text and "Nothing found on disk" in text
 
 
 def is_auth_error(exc: BaseException) -> bool:
