@@ -70,11 +70,11 @@ class MemoryConfig(BaseModel):
     background_writes: bool | None = Field(None, description=(
         "Write a turn's vectors from a background thread instead of inside add_messages. None: in the background "
         "where the turn is durable in the working state first: a store one process owns with its state on disk "
-        "(embedded Chroma, Milvus Lite), and any persistent engine with the state in Redis (leases there make other "
-        "workers wait for the rows); inline on the others. Only add_messages' writes wait for the thread; close() "
-        "and exit flush. A turn the process could not write before it died is re-stored with its facts from the "
-        "working state: by the next process to open a store one process owns, by the next reader after its lease "
-        "ran out with Redis, elsewhere when its session is next read or by maintain()."))
+        "(embedded Chroma, Milvus Lite), and the servers with the state in SQLite (one host) or Redis (leases there "
+        "make other workers wait for the rows); inline on the SQLite backend, with state='memory' and in-process. "
+        "Only add_messages' writes wait for the thread; close() and exit flush. A turn the process could not write "
+        "before it died is re-stored with its facts from the working state: by the next process to open a store "
+        "one process owns, by the next reader after its lease ran out elsewhere, or by maintain()."))
     write_batch_size: int = Field(64, ge=1, description="Background writer: records per backend call.")
     flush_interval: float = Field(0.5, gt=0, description="Background writer: seconds between flushes.")
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -95,6 +95,9 @@ class KeywordIndex:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._user_locks: dict[str, threading.Lock] = {}
+        # This process's records not stored yet (the background writer's): a rebuild
+        # indexes them too, as ``added`` does for a loaded index.
+        self.pending: Callable[[str], Sequence[MemoryRecord]] = lambda user_id: ()
 
     # --- reads ----------------------------------------------------------------------
     def for_user(self, user_id: str) -> BM25Index:
@@ -136,6 +139,7 @@ class KeywordIndex:
         index = BM25Index()
         where = RecordFilter(user_id=user_id, kinds=INDEXED_KINDS, include_superseded=True)
         index.add(IndexedDoc.from_record(r) for r in self._backend.scan(where))
+        index.add(IndexedDoc.from_record(r) for r in self.pending(user_id) if r.kind in INDEXED_KINDS)
         entry = _Entry(index, changes.generation, changes.counter)
         with self._lock:
             self._entries[user_id] = entry

@@ -107,6 +107,7 @@ class ReplicatedBackend(BaseBackend):
         self.limits: BackendLimits = getattr(inner, "limits", BackendLimits())
         self.supports_multiprocess = bool(getattr(inner, "supports_multiprocess", False))
         self.persistent = bool(getattr(inner, "persistent", False))
+        self.local_writes = bool(getattr(inner, "local_writes", False))
         self.vector_reads = True
         self.max_docs = max_docs
         self._state = state

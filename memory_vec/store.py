@@ -119,15 +119,18 @@ class Store:
         state_path = getattr(state, "path", None) if getattr(state, "name", "") == "sqlite" else None
         self.owned = (bool(getattr(backend, "persistent", False))
                       and not getattr(backend, "supports_multiprocess", True) and isinstance(state_path, str))
-        # With the working state in Redis a turn is durable there too, and other processes
-        # reading the engine wait for its rows behind a lease in Redis (unflushed.py).
-        self.shared = bool(getattr(backend, "persistent", False)) and callable(getattr(state, "mark_unflushed", None))
+        # Other processes may read the engine (a server): a turn is durable in the working
+        # state (Redis, or SQLite on this host) and they wait for its rows behind a lease
+        # kept there (unflushed.py).
+        self.shared = (bool(getattr(backend, "persistent", False)) and not self.owned
+                       and callable(getattr(state, "mark_unflushed", None)))
         settings = self.resolve(settings or WriterSettings())
         leases = SharedUnflushed(state, lease=max(2.0, 4 * settings.flush_interval)) if self.shared else None
         self._unflushed_path = f"{state_path}.unflushed" if isinstance(state_path, str) and self.owned else None
         self._unflushed: UnflushedSessions | None = None  # read once the engine's file lock is ours (open)
         self.writer = RecordWriter(self.backend, settings, validate=self.validate,
                                    dead_letters=state, on_stored=self._stored, shared=leases)
+        self.keywords.pending = self.writer.pending_of
         self._legacy_state_path = legacy_state_path
         self._opened: tuple[int, str] | None = None
         self._open_lock = threading.Lock()
@@ -180,10 +183,12 @@ class Store:
 
     def resolve(self, settings: WriterSettings) -> WriterSettings:
         """``background`` None: in the background where a turn is durable before its
-        vectors are stored: a store this process owns, or any with the state in Redis."""
+        vectors are stored: a store this process owns, or a server with the state in
+        Redis or SQLite (leases); not where a write is a local transaction."""
         if settings.background is not None:
             return settings
-        return dataclasses.replace(settings, background=self.owned or self.shared)
+        local = bool(getattr(self.backend, "local_writes", False))
+        return dataclasses.replace(settings, background=self.owned or (self.shared and not local))
 
     def check_settings(self, settings: WriterSettings) -> None:
         """A store has one writer; a core asking for another raises (``background``

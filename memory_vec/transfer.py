@@ -110,7 +110,7 @@ class Transfer:
         e = self.e
         where = RecordFilter(user_id=scope.user_id, session_id=scope.session_id, include_superseded=True,
                              include_archived=True)
-        _settled_for_delete(e, scope.user_id)
+        _settled_for_delete(e, scope.user_id, scope.session_id)
         e.writer.forget_where(where)
         deleted = e.backend.delete(where=where)
         e.deleted(scope.user_id)
@@ -120,7 +120,7 @@ class Transfer:
     def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
-        _settled_for_delete(e, user_id)
+        _settled_for_delete(e, user_id, session_id)
         e.writer.forget_where(where)
         deleted = e.backend.delete(where=where)
         e.deleted(user_id)
@@ -164,10 +164,11 @@ def _state_from_dict(user: str, session: str, d: dict[str, Any]) -> WorkingState
                         int(d.get("next_seq", 1)), int(d.get("folded_through", 0)), float(d.get("updated_at", 0.0)))
 
 
-def _settled_for_delete(e: Engine, user_id: str) -> None:
+def _settled_for_delete(e: Engine, user_id: str, session_id: str | None) -> None:
     """Another worker's queued rows of the user would land after the delete: wait
-    for them, and refuse to delete while a live worker still holds some."""
-    left = e.writer.settle(user_id)
+    for them, and refuse to delete while a live worker still holds some. The
+    leases a dead worker left on the sessions deleted go too (nothing to heal)."""
+    left = e.writer.settle(user_id, heal=lambda s: session_id is None or s == session_id)
     if left:
         raise BackendUnavailableError(
             f"another worker still has unstored turns of user {user_id!r} (sessions {sorted(left)}): its "

@@ -16,9 +16,10 @@ and those a dead process left that are not healed yet. Lines are JSON
 ``[user_id, session_id]``, each written after a newline, so a line torn by a
 crash never swallows the next one.
 
-Where other processes read the same store (a Chroma or Milvus server) and
-the working state is shared (Redis), :class:`SharedUnflushed` keeps those
-names in Redis instead, as leases a thread of the writer renews. Another
+Where other processes read the same store (a Chroma or Milvus server, the
+SQLite backend) and share the working state (Redis, or the SQLite state file
+of one host), :class:`SharedUnflushed` keeps those names in the working state
+instead, as leases a thread of the writer renews. Another
 process about to read a user waits until no live lease of the user is
 left, so it does not read around a turn another worker acknowledged (a
 supersede included), for one lease at most (then it reads without that
@@ -154,7 +155,7 @@ def release_unflushed(sessions: UnflushedSessions) -> None:
 
 class SharedUnflushed:
     """One per writer: its leases on (user, session) in the shared working
-    state (``RedisStateStore.mark_unflushed``). State errors are logged, not
+    state (``mark_unflushed`` of the Redis or SQLite store). State errors are logged, not
     raised: a lost mark costs another process a stale read or a heal, never
     a turn (it is in the working state)."""
 
@@ -171,7 +172,7 @@ class SharedUnflushed:
         return f"{self.token} {session_id}"
 
     def mark(self, sessions: Iterable[Session], *, renew: bool = False) -> None:
-        """Lease sessions before their rows are queued; one Redis call, none
+        """Lease sessions before their rows are queued; one state call, none
         when all were leased recently (``renew``: every held lease past a third)."""
         now = time.monotonic()
         with self._lock:
@@ -249,7 +250,8 @@ class SharedUnflushed:
             if not live:
                 return set()
             if give_up is None:  # the leases as first seen, plus a margin: a dead writer's has run out by then
-                give_up = time.monotonic() + max(live.values()) - now + 0.25
+                # (bounded: a clock that stepped back must not stretch the wait)
+                give_up = time.monotonic() + min(max(live.values()) - now, 2 * self.lease) + 0.25
             if time.monotonic() >= give_up:
                 return set(live)
             time.sleep(pause)

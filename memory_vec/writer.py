@@ -15,7 +15,7 @@ queues; a thread stores the queue every ``flush_interval`` seconds or
 before it returns. Reads and conflict checks see pending records. The
 sessions with rows queued are named (unflushed.py): in a file on a store one
 process owns, so the next process heals them if this one dies first; as
-leases in Redis on a shared server, which other processes wait out before
+leases in the shared working state (Redis, SQLite) on a server, which other processes wait out before
 they read the user (``settle``), so there the thread stores each turn at once.
 
 Failure isolation: every record passes the store's validation hook before
@@ -30,14 +30,12 @@ dead-letters anything: the records wait in the buffer.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import itertools
 import logging
 import threading
 import time
-import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -48,13 +46,13 @@ from .errors import BackendError, BackendUnavailableError, MemoryVecError, Recor
 from .records import MemoryRecord
 from .state.base import DeadLetter, StateStore
 from .unflushed import Session, SharedUnflushed, UnflushedSessions
+from .writer_process import unwatch, watch
 
 __all__ = ["RecordWriter", "WriterSettings"]
 
 log = logging.getLogger("memory_vec.writer")
 
 _Held = tuple[MemoryRecord, "np.ndarray | None"]
-_guard = threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +73,7 @@ class RecordWriter:
         dead_letters: the state store that keeps refused records.
         on_stored: called with records once they are durable.
         unflushed: where a background writer names its sessions with rows queued (a store one process owns).
-        shared: leases on them where other processes read the store (the working state in Redis).
+        shared: leases on them where other processes read the store (working state in Redis or SQLite).
     """
 
     def __init__(
@@ -113,11 +111,25 @@ class RecordWriter:
         self._thread: threading.Thread | None = None
         self.last_error: BaseException | None = None
         if settings.background:
-            self._thread = threading.Thread(target=self._run, name="memory-vec-writer", daemon=True)
-            self._thread.start()
-            _flush_before_exit(self)
-            if shared is not None:
-                shared.start_renewing(self._lock)
+            self._start()
+            watch(self)  # flushed at exit; restarted in a forked child
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="memory-vec-writer", daemon=True)
+        self._thread.start()
+        if self.shared is not None:
+            self.shared.start_renewing(self._lock)
+
+    def after_fork(self) -> None:
+        """In a forked child: a thread, locks and leases of its own; what the
+        parent queued is the parent's to store."""
+        self._lock, self._flush_lock, self._storing = threading.RLock(), threading.Lock(), threading.Lock()
+        self._pending, self._new, self._wake = {}, set(), threading.Event()
+        self._turn_users, self._inflight = Counter(), Counter()
+        if self.shared is not None:
+            self.shared = SharedUnflushed(self.shared.state, lease=self.shared.lease)  # its own token
+        if not self._closed:
+            self._start()
 
     @property
     def background(self) -> bool:
@@ -230,6 +242,10 @@ class RecordWriter:
             self._new.difference_update(doomed)
             self._release_idle(users)
             return len(doomed)
+
+    def pending_of(self, user_id: str) -> list[MemoryRecord]:
+        with self._lock:
+            return [r for r, _ in self._pending.values() if r.user_id == user_id]
 
     @property
     def pending_count(self) -> int:
@@ -410,35 +426,5 @@ class RecordWriter:
             self.shared.stop_renewing()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        with _guard:
-            _background_writers.discard(self)
+        unwatch(self)
         self.flush()
-
-
-# A script that never calls close() still stores its last turns: the thread is a daemon.
-_background_writers: weakref.WeakSet[RecordWriter] = weakref.WeakSet()
-_exit_hook: list[bool] = []
-
-
-def _flush_before_exit(writer: RecordWriter) -> None:
-    with _guard:
-        _background_writers.add(writer)
-        if not _exit_hook:
-            # Before the interpreter stops thread pools (the backend guard runs calls on one):
-            # a plain atexit handler runs after that, when no backend call can start any
-            # more. Exit hooks run last-registered first, and the pools exist by now.
-            getattr(threading, "_register_atexit", atexit.register)(_flush_at_exit)
-            _exit_hook.append(True)
-
-
-def _flush_at_exit() -> None:
-    for writer in list(_background_writers):
-        if isinstance(writer.last_error, BackendUnavailableError):  # no waiting out retries at exit
-            log.warning("memory-vec: backend unavailable at exit, %d record(s) left to heal on the next open",
-                        writer.pending_count)
-            continue
-        try:
-            writer.flush()
-        except Exception as exc:  # noqa: BLE001  # at exit: say so, heal re-stores it on the next open
-            log.warning("memory-vec: could not store %d pending record(s) at exit: %s", writer.pending_count, exc)
-

@@ -183,6 +183,9 @@ class BaseBackend:
     #: What the conformance suite may expect of this engine.
     supports_multiprocess = False
     persistent = False
+    #: A write is a local transaction, cheaper inline than handed to the writer's
+    #: thread: ``background_writes=None`` keeps it in the turn.
+    local_writes = False
 
     # --- the sync protocol: what a subclass implements (see :class:`Backend`) ---------------
     def open(self, *, dimension: int, model_id: str) -> None:

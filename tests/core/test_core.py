@@ -308,6 +308,16 @@ def test_background_writer_acknowledges_on_flush(make_core) -> None:  # type: ig
     assert core.backend.get([result.id])[0].text == "pending write about zebras"
 
 
+def test_a_pending_record_is_keyword_scored_by_the_first_recall(make_core) -> None:  # type: ignore[no-untyped-def]
+    """The user's keyword index is built by this recall, from the backend, while
+    the turn is still queued: the queued rows are indexed too."""
+    core = make_core(background_writes=True, flush_interval=30)
+    result = core.add_message("user", "the gate code for the warehouse is ZQ7781")
+    assert result.pending and core.store.keywords.users == 0
+    [hit] = [h for h in core.recall("ZQ7781 gate code", k=5) if h.id == result.id]
+    assert hit.components["bm25"] > 0
+
+
 def test_second_core_reuses_loaded_parts() -> None:
     from memory_vec.embeddings import get_embedder
 

@@ -1,5 +1,6 @@
 """Background writes by default on a store one process owns (embedded
-Chroma, Milvus Lite): which stores get them, what stays synchronous, and
+Chroma, Milvus Lite) and on the servers (leases in the working state, see
+test_shared_background.py): which stores get them, what stays synchronous, and
 that a turn acknowledged by ``add_messages`` survives the process: a
 kill -9 before the flush (healed by the next process, from any session),
 and a plain exit without ``close()``."""
@@ -41,10 +42,12 @@ def _unflushed_file(config: MemoryConfig) -> Path:
     ("milvus-lite", {}, True),
     ("chroma", {"state": "memory"}, False),  # the turn is not on disk until its vectors are
     ("chroma", {"background_writes": False}, False),
-    ("sqlite", {}, False),  # other processes may write the same file
+    ("sqlite", {}, False),  # a local transaction: cheaper inline (other processes still wait out leases)
+    ("sqlite", {"background_writes": True}, True),
     ("memory", {}, False),
     ("memory", {"background_writes": True}, True),
-    ("chroma-server", {}, False),  # other processes read the server
+    ("chroma-server", {}, True),  # other processes read the server: leases in the SQLite state
+    ("chroma-server", {"state": "memory"}, False),  # nowhere to keep a lease others would see
 ])
 def test_which_stores_write_in_the_background(kind: str, extra: dict[str, Any], background: bool,
                                               request: pytest.FixtureRequest, tmp_path: Path) -> None:

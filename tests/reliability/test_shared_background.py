@@ -1,9 +1,10 @@
-"""Background writes on a shared server with the working state in Redis:
-a worker's turn is acknowledged before its vectors are stored, so another
-worker (a second store here, a second process where it matters) must wait
-for them before it reads the user, and must heal what a worker that died
-left. Leases in Redis (unflushed.SharedUnflushed) carry that; these tests
-hold a worker's backend write back to open the window on purpose."""
+"""Background writes on a shared server with the working state in Redis (a
+deployment of workers) or in SQLite (workers on one host): a worker's turn
+is acknowledged before its vectors are stored, so another worker (a second
+store here, a second process where it matters) must wait for them before it
+reads the user, and must heal what a worker that died left. Leases in the
+working state (unflushed.SharedUnflushed) carry that; these tests hold a
+worker's backend write back to open the window on purpose."""
 
 from __future__ import annotations
 
@@ -31,18 +32,21 @@ def _fresh_stores() -> Iterator[None]:
     release_stores()
 
 
-@pytest.fixture
+@pytest.fixture(params=["redis", "sqlite"])
 def shared_config(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., MemoryConfig]:
-    """A Chroma server with the working state in Redis: a deployment of workers."""
+    """A Chroma server with the working state in Redis (a deployment of
+    workers) or in one SQLite file (workers on one host, the default state)."""
     from tests.fixtures_redis import redis_url
 
     from .conftest import _config_factory
 
-    url = redis_url(request.getfixturevalue("redis_server"), db=3)
+    state: dict[str, Any] = {"state": "sqlite"}
+    if request.param == "redis":
+        state = {"state": "redis", "redis_url": redis_url(request.getfixturevalue("redis_server"), db=3)}
     factory = _config_factory("chroma-server", request, tmp_path)
 
     def make(**overrides: Any) -> MemoryConfig:
-        return factory(**{"state": "redis", "redis_url": url, "user_id": "ana", "session_id": "s1", **overrides})
+        return factory(**{**state, "user_id": "ana", "session_id": "s1", **overrides})
 
     return make
 
@@ -72,32 +76,81 @@ class HeldWrites:
         monkeypatch.setattr(writer, name, held)
 
 
+def recall_waiting_for(held: HeldWrites, reader: MemoryCore, query: str, k: int) -> list[Any]:
+    """``reader`` recalls while ``held``'s writes wait: it must wait for them,
+    and answer once they are released."""
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.append(reader.recall(query, k=k)))
+    thread.start()
+    thread.join(0.4)
+    assert thread.is_alive(), "the reader read around another worker's acknowledged turn"
+    held.open.set()
+    thread.join(10)
+    assert answers, "the reader never stopped waiting"
+    return list(answers[0])
+
+
 def leases(core: MemoryCore, user: str = "ana") -> list[str]:
     return [member for member, _ in core.store.state.unflushed_marks(user)[1]]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(("kind", "extra", "background"), [
-    ("chroma-server", {}, True),
-    ("milvus-server", {}, True),
-    ("chroma", {}, True),  # embedded, state in Redis: leases too
-    ("chroma-server", {"background_writes": False}, False),
+    ("chroma-server", {"state": "redis"}, True),
+    ("milvus-server", {"state": "redis"}, True),
+    ("chroma", {"state": "redis"}, True),  # embedded, state in Redis: leases too
+    ("chroma-server", {"state": "redis", "background_writes": False}, False),
+    ("chroma-server", {}, True),  # the default state of a server: SQLite on this host
+    ("milvus-server", {"state": "sqlite"}, True),
+    ("sqlite", {}, False),  # inline (a local write), still waiting for other writers' leases
 ])
-def test_redis_state_writes_in_the_background_with_leases(kind: str, extra: dict[str, Any], background: bool,
-                                                          request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_shared_state_writes_in_the_background_with_leases(kind: str, extra: dict[str, Any], background: bool,
+                                                           request: pytest.FixtureRequest, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.fixtures_redis import redis_url
 
     from .conftest import _config_factory
 
-    config = _config_factory(kind, request, tmp_path)(
-        state="redis", redis_url=redis_url(request.getfixturevalue("redis_server"), db=3), **extra)
+    if extra.get("state") == "redis":
+        extra = {**extra, "redis_url": redis_url(request.getfixturevalue("redis_server"), db=3)}
+    config = _config_factory(kind, request, tmp_path)(**extra)
     core = MemoryCore(config, embedder=EMBEDDER)
+    assert core.store.state.name == extra.get("state", "sqlite")
     assert core.store.writer.background is background
     assert core.store.writer.shared is not None  # a synchronous worker still waits for the others
+    held = HeldWrites(core, monkeypatch)
+    held.open.clear()
+    if not background:
+        held.open.set()
     result = core.add_message("user", "I moved to Porto in March.")
     assert result.pending is background
+    assert bool(leases(core, config.user_id)) is background  # leased while its rows wait
+    held.open.set()
     core.flush()
     assert [r.id for r in core.store.backend.get([result.id])] == [result.id]
     assert leases(core, config.user_id) == []  # let go once stored
+
+
+def test_a_store_one_process_owns_writes_in_the_background_without_leases(tmp_path: Path,
+                                                                         request: pytest.FixtureRequest) -> None:
+    from .conftest import _config_factory
+
+    core = MemoryCore(_config_factory("chroma", request, tmp_path)(), embedder=EMBEDDER)
+    assert core.store.writer.background and core.store.writer.shared is None  # no one else can read it
+    assert core.add_message("user", "I moved to Porto in March.").pending
+
+
+def test_an_inline_sqlite_backend_reader_waits_for_a_background_writer(
+        request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .conftest import _config_factory
+
+    config = _config_factory("sqlite", request, tmp_path)(user_id="ana", session_id="s1", background_writes=True)
+    a = MemoryCore(config, embedder=EMBEDDER)
+    b = other_worker(config, session_id="s2", background_writes=None)
+    assert not b.store.writer.background and b.store.writer.shared is not None
+    held = HeldWrites(a, monkeypatch)
+    held.open.clear()
+    a.add_message("user", "My sister Lena lives in Graz.")
+    assert "Graz" in recall_waiting_for(held, b, "where does my sister live", k=1)[0].text
 
 
 def test_another_worker_waits_for_a_queued_supersede(shared_config: Callable[..., MemoryConfig],
@@ -114,15 +167,7 @@ def test_another_worker_waits_for_a_queued_supersede(shared_config: Callable[...
     held.open.clear()
     update = a.add_message("user", "Actually the budget is now 8000 dollars.")
     assert update.pending and leases(a)
-    answers: list[Any] = []
-    reader = threading.Thread(target=lambda: answers.append(b.recall("what is the budget", k=3)))
-    reader.start()
-    reader.join(0.4)
-    assert reader.is_alive(), "the other worker read around an acknowledged turn"
-    held.open.set()
-    reader.join(10)
-    assert answers, "the other worker never stopped waiting"
-    texts = [h.text for h in answers[0]]
+    texts = [h.text for h in recall_waiting_for(held, b, "what is the budget", k=3)]
     assert "8000" in texts[0]
     assert not any("5000" in t for t in texts)  # the old value is history, not current
     assert leases(a) == []
@@ -202,6 +247,17 @@ def test_a_turn_of_a_worker_killed_before_its_write_is_healed_by_the_next_reader
     assert [r.id for r in b.store.backend.get([acked])] == [acked]
 
 
+def test_forget_drops_the_leases_a_dead_worker_left_on_the_user(shared_config: Callable[..., MemoryConfig]) -> None:
+    config = shared_config()
+    [[_, acked, _]] = kill_after(spawn(DYING_WORKER, config.model_dump_json()), 1)
+    b = other_worker(config, session_id="s2")
+    assert leases(b)
+    time.sleep(2.5)  # the dead worker's lease runs out
+    b.forget()
+    assert leases(b) == []  # no id of the forgotten user is left behind in the leases
+    assert b.store.backend.get([acked]) == [] and b.export_memories()["records"] == []
+
+
 def test_forget_lets_go_of_the_user_leases(shared_config: Callable[..., MemoryConfig],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     config = shared_config()
@@ -219,11 +275,14 @@ def test_forget_lets_go_of_the_user_leases(shared_config: Callable[..., MemoryCo
     assert time.monotonic() - t0 < 1.0  # nothing to wait for
 
 
-def test_two_workers_in_two_processes_see_each_others_turns(shared_config: Callable[..., MemoryConfig]) -> None:
+def test_two_workers_in_two_processes_see_each_others_turns(shared_config: Callable[..., MemoryConfig],
+                                                            tmp_path: Path) -> None:
     """Turns alternate between two processes, as a load balancer sends them:
     each one's recall finds the turn the other acknowledged just before."""
     config = shared_config()
-    procs = [spawn(ALTERNATING, config.model_dump_json(), str(worker)) for worker in (0, 1)]
+    baton = tmp_path / "baton"
+    baton.write_text("0")
+    procs = [spawn(ALTERNATING, config.model_dump_json(), str(worker), str(baton)) for worker in (0, 1)]
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
@@ -231,21 +290,29 @@ def test_two_workers_in_two_processes_see_each_others_turns(shared_config: Calla
 
 
 ALTERNATING = """
-import json, sys, time
+import json, os, sys, time
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.state.redis import RedisStateStore
 from memory_vec.testing import DeterministicHashEmbedder
 ANIMALS = ["otter", "heron", "badger", "lynx", "marten", "ibis", "gecko", "walrus", "bison", "quokka", "tapir", "vole"]
 config = MemoryConfig(**json.loads(sys.argv[1]))
-me = int(sys.argv[2])
+me, baton = int(sys.argv[2]), sys.argv[3]  # the baton file: whose turn it is
 core = MemoryCore(config, embedder=DeterministicHashEmbedder(dimension=64))
-client = RedisStateStore(config.redis_url, namespace="baton")._client
-baton = "baton-" + config.collection  # whose turn it is
+assert core.store.writer.background and core.store.writer.shared is not None
+
+def turn():
+    with open(baton) as fh:
+        return int(fh.read() or -1)
+
+def pass_baton(n):
+    with open(baton + ".tmp", "w") as fh:
+        fh.write(str(n))
+    os.replace(baton + ".tmp", baton)
+
 for n in range(12):
     if n % 2 != me:
         continue
     deadline = time.time() + 60
-    while int(client.get(baton) or 0) != n:
+    while turn() != n:
         assert time.time() < deadline, "the other worker stopped"
         time.sleep(0.002)
     if n > 0:  # the other worker's turn n-1 was acknowledged just now; its vectors may still be queued
@@ -254,7 +321,7 @@ for n in range(12):
         assert any(animal in h.text for h in hits), (animal, [h.text for h in hits])
         print("ok", flush=True)
     core.add_message("user", f"Today I saw a {ANIMALS[n]} near the river.", session_id=f"w{me}")
-    client.set(baton, n + 1)
+    pass_baton(n + 1)
 if me == 0:
     print("ok", flush=True)
 core.close()
