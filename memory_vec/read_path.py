@@ -173,9 +173,7 @@ class ReadPath:
         # A pool that does not grow with k keeps rankings prefix-consistent.
         fetch = max(cfg.candidate_pool, k * cfg.candidate_multiplier)
         found: dict[str, ScoredRecord] = {}
-        for hit in e.backend.query(vector, k=fetch, where=where):
-            found[hit.record.id] = hit
-        for hit in e.writer.pending_matches(vector, where):
+        for hit in e.writer.query(vector, k=fetch, where=where):  # with this process's queued rows
             found[hit.record.id] = hit
         trace.timings["vector_query"] = time.perf_counter() - t0
         index: BM25Index | None = None

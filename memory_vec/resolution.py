@@ -83,10 +83,8 @@ class FactResolution:
     ) -> list[ExistingFact]:
         e = self.e
         where = RecordFilter(user_id=user, kinds=kinds, roles=("user",) if kinds == ("message",) else None)
-        found = {h.record.id: h for h in e.backend.query(vector, k=_NEIGHBOURS, where=where)}
-        for h in e.writer.pending_matches(vector, where):
-            found[h.record.id] = h
-        records = {r.id: r for r in e.writer.overlay([h.record for h in found.values()]) if where.matches(r)}
+        found = {h.record.id: h for h in e.writer.query(vector, k=_NEIGHBOURS, where=where)}
+        records = {i: h.record for i, h in found.items()}
         out = [
             ExistingFact(r.id, r.text, r.subject, found[r.id].similarity, tuple(r.source_ids))
             for r in records.values()

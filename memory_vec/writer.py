@@ -41,8 +41,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .backends.base import Backend, RecordFilter, ScoredRecord, insert_new_of
+from .backends.base import Backend, RecordFilter, insert_new_of
 from .errors import BackendError, BackendUnavailableError, MemoryVecError, RecordRejectedError
+from .pending_reads import Held, PendingReads
 from .records import MemoryRecord
 from .state.base import DeadLetter, StateStore
 from .unflushed import Session, SharedUnflushed, UnflushedSessions
@@ -52,7 +53,7 @@ __all__ = ["RecordWriter", "WriterSettings"]
 
 log = logging.getLogger("memory_vec.writer")
 
-_Held = tuple[MemoryRecord, "np.ndarray | None"]
+_Held = Held
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +66,7 @@ class WriterSettings:
     flush_interval: float = 0.5
 
 
-class RecordWriter:
+class RecordWriter(PendingReads):
     """Args:
         backend: where records go.
         settings: sync or background, batch size, flush interval.
@@ -243,10 +244,6 @@ class RecordWriter:
             self._release_idle(users)
             return len(doomed)
 
-    def pending_of(self, user_id: str) -> list[MemoryRecord]:
-        with self._lock:
-            return [r for r, _ in self._pending.values() if r.user_id == user_id]
-
     @property
     def pending_count(self) -> int:
         with self._lock:
@@ -360,44 +357,6 @@ class RecordWriter:
             self._rejected[record.id] = reason
             while len(self._rejected) > 1000:
                 self._rejected.popitem(last=False)
-
-    # --- reads see pending records -------------------------------------------------------
-    def pending_matches(self, vector: np.ndarray, where: RecordFilter) -> list[ScoredRecord]:
-        with self._lock:
-            held = [(r, v) for r, v in self._pending.values() if v is not None and where.matches(r)]
-        if not held:
-            return []
-        sims = np.stack([v for _, v in held]) @ np.asarray(vector, dtype=np.float32)
-        return [ScoredRecord(r, float(s)) for (r, _), s in zip(held, sims)]
-
-    def pending_records(self, where: RecordFilter) -> list[MemoryRecord]:
-        """Copies: a caller changing one (a supersede) queues it again, never edits the queue."""
-        with self._lock:
-            return [r.copy() for r, _ in self._pending.values() if where.matches(r)]
-
-    def get(self, ids: Sequence[str], where: RecordFilter | None = None) -> list[MemoryRecord]:
-        """``backend.get`` as this process sees it: pending versions win and
-        pending records not stored yet are included (background writes)."""
-        ids = list(ids)
-        stored = self.overlay(self.backend.get(ids) if where is None else self.backend.get(ids, where=where))
-        if where is not None:  # a queued version (e.g. superseded since) may not match any more
-            stored = [r for r in stored if where.matches(r)]
-        missing = tuple(i for i in ids if i not in {r.id for r in stored})
-        if not missing:
-            return stored
-        where = where or RecordFilter(include_superseded=True, include_archived=True)
-        return stored + self.pending_records(dataclasses.replace(where, ids=missing))
-
-    def scan(self, where: RecordFilter) -> list[MemoryRecord]:
-        """``backend.scan`` as this process sees it (see ``get``)."""
-        stored = [r for r in self.overlay(self.backend.scan(where)) if where.matches(r)]
-        seen = {r.id for r in stored}
-        return stored + [r for r in self.pending_records(where) if r.id not in seen]
-
-    def overlay(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
-        """Replace stored versions by pending newer ones (e.g. a supersede)."""
-        with self._lock:
-            return [self._pending[r.id][0].copy() if r.id in self._pending else r for r in records]
 
     # --- sessions a process that died left unwritten (a store one process owns) ----------
     def carried_sessions(self) -> list[Session]:

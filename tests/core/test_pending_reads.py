@@ -1,0 +1,89 @@
+"""A row the background writer stores *while* a read runs is read right
+(memory_vec/pending_reads.py): neither lost (a new row: not in the backend's
+answer, no longer queued) nor served in its old version (a supersede: the
+backend answered before the write, the queue dropped it after).
+
+Seen for real: the Milvus server with writes off the turn served a
+superseded budget next to the new one in 1 run of 2 of
+tests/reliability/test_conflict_backends.py. Here the writer's flush runs
+inside the backend call, after the backend has its answer, so the
+interleaving happens every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memory_vec import MemoryRecord
+from memory_vec.backends import InMemoryBackend, RecordFilter
+from memory_vec.writer import RecordWriter, WriterSettings
+
+CURRENT = RecordFilter(user_id="u1")  # superseded rows excluded
+
+
+class StoresDuringReads(InMemoryBackend):
+    """The reference backend; ``during`` runs inside a read, after its answer is taken."""
+
+    during: Callable[[], None] | None = None
+
+    def _then(self, answer: Any) -> Any:
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return answer
+
+    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> Any:
+        return self._then(super().query(vector, k=k, where=where))
+
+    def get(self, ids: Any, *, where: RecordFilter | None = None) -> Any:
+        return self._then(super().get(ids, where=where))
+
+    def scan(self, where: RecordFilter) -> Any:
+        return self._then(super().scan(where))
+
+
+def _record(i: int, **fields: Any) -> MemoryRecord:
+    return MemoryRecord(id=f"r{i}", text=f"the budget is {i}000", role="user", user_id="u1", session_id="s1",
+                        timestamp=1_700_000_000.0 + i, **fields)
+
+
+@pytest.fixture
+def queued() -> Iterator[tuple[StoresDuringReads, RecordWriter]]:
+    """r1 stored; then, queued (not stored): r1 superseded by r2, and r2."""
+    backend = StoresDuringReads()
+    backend.open(dimension=4, model_id="m")
+    writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=60))
+    vectors = np.ones((2, 4), dtype=np.float32)
+    writer.write([_record(1)], vectors[:1])
+    writer.flush()
+    writer.update([_record(1, valid_to=1_700_000_002.0, superseded_by="r2")], deferred=True)
+    writer.write([_record(2)], vectors[1:], new=True, deferred=True)
+    assert writer.pending_count == 2
+    backend.during = writer.flush
+    yield backend, writer
+    writer.close()
+
+
+def test_a_query_while_the_writer_stores_serves_the_new_value_only(
+        queued: tuple[StoresDuringReads, RecordWriter]) -> None:
+    backend, writer = queued
+    hits = writer.query(np.ones(4, dtype=np.float32), k=5, where=CURRENT)
+    assert writer.pending_count == 0 and backend.during is None  # the write did happen during the read
+    assert [h.record.id for h in hits] == ["r2"]
+
+
+@pytest.mark.parametrize("read", ["get", "scan"])
+def test_get_and_scan_while_the_writer_stores_serve_the_new_value_only(
+        queued: tuple[StoresDuringReads, RecordWriter], read: str) -> None:
+    backend, writer = queued
+    rows = writer.get(["r1", "r2"], where=CURRENT) if read == "get" else writer.scan(CURRENT)
+    assert writer.pending_count == 0 and backend.during is None
+    assert [r.id for r in rows] == ["r2"]
+    everything = RecordFilter(user_id="u1", include_superseded=True)
+    backend.during = None
+    rows = writer.get(["r1", "r2"], where=everything) if read == "get" else writer.scan(everything)
+    assert {r.id: r.superseded_by for r in rows} == {"r1": "r2", "r2": None}
