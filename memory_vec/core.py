@@ -352,7 +352,7 @@ class MemoryCore:
         """Run pending background folds and write every pending record; when it
         returns they are durable."""
         self._writes.folds.drain()
-        self._engine.writer.flush()
+        self._engine.flush()
 
     def close(self) -> None:
         """Flush pending writes. A shared store stays open for other cores; a
@@ -362,7 +362,7 @@ class MemoryCore:
         if self._owns_store:
             self._engine.writer.close()
         else:
-            self._engine.writer.flush()
+            self._engine.flush()
 
     def __enter__(self) -> Self:
         return self

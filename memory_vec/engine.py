@@ -176,6 +176,12 @@ class Engine:
         owner = owners.pop() if len(owners) == 1 else None
         return self.stored_vectors(self.embed_text.plan_records(records, known), owner)
 
+    def flush(self) -> None:
+        """Pending records written, and the vectors put so far in the shared tier."""
+        self.writer.flush()
+        self.doc_cache.flush()
+        self.query_cache.flush()
+
     def forget_cached_vectors(self, user_id: str) -> int:
         """Drop the cached vectors of the user's texts, here and in the shared tier."""
         return self.doc_cache.forget_owner(user_id) + self.query_cache.forget_owner(user_id)

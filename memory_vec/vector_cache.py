@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
+import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 __all__ = ["SharedVectors", "VectorCache"]
+
+log = logging.getLogger("memory_vec")
+T = TypeVar("T")
+_MAX_QUEUED_PUTS = 32  # Redis slow or down: later puts are dropped (a miss costs an embedding)
 
 
 class SharedVectors(Protocol):
@@ -41,7 +49,9 @@ class VectorCache:
     cores of one process reuse each other's vectors). With ``shared`` (Redis
     working state), vectors are also read from and written to a tier every
     worker process sees, so a user whose turns go to different workers still
-    finds the previous exchange's vector.
+    finds the previous exchange's vector. Writes to that tier leave the turn:
+    a thread of the cache sends them in order, a round trip the turn does not
+    wait for (the next turn that reads them comes after the user's reply).
     """
 
     def __init__(self, size: int = 4096, *, shared: SharedVectors | None = None, kind: str = "d") -> None:
@@ -50,6 +60,7 @@ class VectorCache:
         self._lock = threading.Lock()
         self._shared = shared
         self._kind = kind  # documents and queries of one model differ: separate keys in the shared tier
+        self._sender: _Sender | None = None
 
     @staticmethod
     def _key(text: str, model: str) -> bytes:
@@ -92,8 +103,20 @@ class VectorCache:
         for key, vec in keyed.items():
             self._keep(key, vec)
         if keyed and self._shared is not None:
-            self._shared.cache_vectors({self._kind + key.hex(): np.asarray(vec, dtype="<f4").tobytes()
-                                        for key, vec in keyed.items()}, owner)
+            shared, items = self._shared, {self._kind + key.hex(): np.asarray(vec, dtype="<f4").tobytes()
+                                           for key, vec in keyed.items()}
+            self._sent().put(lambda: shared.cache_vectors(items, owner))
+
+    def flush(self) -> None:
+        """Wait until the vectors put so far reached the shared tier."""
+        if self._shared is not None:
+            self._sent().call(lambda: None)
+
+    def _sent(self) -> _Sender:
+        with self._lock:
+            if self._sender is None or self._sender.pid != os.getpid():  # a forked child starts its own
+                self._sender = _Sender()
+            return self._sender
 
     def _keep(self, key: bytes, vec: np.ndarray) -> None:
         with self._lock:
@@ -111,4 +134,52 @@ class VectorCache:
         """Drop this process's vectors and the shared tier's of ``owner``'s
         texts (another process's own copy expires with its LRU)."""
         self.clear()
-        return self._shared.forget_vectors(owner) if self._shared is not None else 0
+        if self._shared is None:
+            return 0
+        shared = self._shared
+        return self._sent().call(lambda: shared.forget_vectors(owner))  # after the puts queued before
+
+
+class _Sender:
+    """One daemon thread running a cache's shared-tier calls in order (a daemon:
+    puts still queued at exit are dropped, as a cache may)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._queued = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._run, name="memvec-vector-cache", daemon=True).start()
+
+    def put(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._queued >= _MAX_QUEUED_PUTS:
+                return
+            self._queued += 1
+        self._jobs.put(job)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` after every job queued before it; its result or error."""
+        done: Future[T] = Future()
+
+        def job() -> None:
+            try:
+                done.set_result(fn())
+            except Exception as exc:  # noqa: BLE001 - handed to the caller
+                done.set_exception(exc)
+
+        with self._lock:
+            self._queued += 1
+        self._jobs.put(job)
+        return done.result()
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            except Exception:  # nothing may stop the thread (cache_vectors swallows its own)
+                log.warning("shared vector cache: a call failed", exc_info=True)
+            finally:
+                with self._lock:
+                    self._queued -= 1

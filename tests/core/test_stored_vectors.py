@@ -314,6 +314,39 @@ class DictTier:
         return 0
 
 
+def test_the_shared_tier_is_written_off_the_turn_and_forget_comes_after_the_puts() -> None:
+    """A put does not wait for the shared tier (a Redis round trip), and a
+    forget is run after the puts queued before it: no vector of the forgotten
+    user's text lands after the forget."""
+    import threading
+
+    from memory_vec.vector_cache import VectorCache
+
+    release = threading.Event()
+    calls: list[str] = []
+
+    class BlockedTier(DictTier):
+        def cache_vectors(self, items: Any, owner: str | None = None) -> None:
+            assert release.wait(10)
+            calls.append(f"put {owner}")
+            super().cache_vectors(items, owner)
+
+        def forget_vectors(self, owner: str) -> int:
+            calls.append(f"forget {owner}")
+            self.data.clear()
+            return 1
+
+    tier = BlockedTier()
+    cache = VectorCache(8, shared=tier)
+    cache.put_many({"my passport is X1": np.ones(4, dtype=np.float32)}, "m", owner="alice")
+    assert calls == [] and cache.get("my passport is X1", "m") is not None  # returned; this process has it
+    forgot = threading.Thread(target=lambda: calls.append(f"forgot {cache.forget_owner('alice')}"))
+    forgot.start()
+    release.set()
+    forgot.join(10)
+    assert calls == ["put alice", "forget alice", "forgot 1"] and tier.data == {}
+
+
 def test_a_shared_tier_serves_what_this_process_never_embedded() -> None:
     from memory_vec.vector_cache import VectorCache
 
@@ -321,6 +354,7 @@ def test_a_shared_tier_serves_what_this_process_never_embedded() -> None:
     worker_a, worker_b = VectorCache(8, shared=tier), VectorCache(8, shared=tier)
     vec = np.arange(4, dtype=np.float32)
     worker_a.put_many({"hello": vec}, "m")
+    worker_a.flush()  # the shared tier is written off the turn
     got = worker_b.get_many(["hello", "absent"], "m")
     assert set(got) == {"hello"} and np.array_equal(got["hello"], vec)
     assert worker_b.get("hello", "other-model") is None  # keyed by model too

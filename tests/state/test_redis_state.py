@@ -117,6 +117,7 @@ def test_worker_processes_share_vectors_through_redis(redis_server: Service, tmp
         emb = CountingEmbedder(64)
         worker_a = core(tmp_path / run, emb, namespace)
         worker_a.add_messages(turns[:2])
+        worker_a.flush()  # its vectors reach Redis off the turn, before the user's next request
         release_stores()  # the next request goes to another worker process
         if run == "corrupt":
             client = redis.Redis.from_url(redis_url(redis_server))
@@ -158,6 +159,7 @@ def test_forget_drops_the_users_vectors_from_the_shared_cache(redis_server: Serv
     alice.add_messages([("user", "My passport number is X1234567."), ("assistant", "Noted.")])
     alice.recall("what is my passport number?")
     bob.add_messages([("user", "I keep bees on the roof."), ("assistant", "Lovely.")])
+    bob.flush()  # the shared tier is written off the turn
     client = redis.Redis.from_url(redis_url(redis_server))
     ns = base64.urlsafe_b64encode(namespace.encode()).decode().rstrip("=")
     before = set(client.keys(f"memvec:{ns}:v:*"))
