@@ -13,7 +13,9 @@ Within one operation (``one_read_view``: a turn's write, a recall) that log
 is read once per user, at the first use, not before every read: the
 operation settled first (``WritePath.settle``), and what other processes
 write while it runs is concurrent with it either way. With the state in
-Redis each read is a round trip, and a turn made a dozen.
+Redis each read is a round trip, and a turn made a dozen; a reader of a log
+the operation read already (the replica's copy, then this index) takes its
+answer from that reply (``log_changes``).
 
 Memory is bounded: an LRU over users, capped by users and by indexed
 memories in total. Dropping a user's index loses nothing; it is rebuilt from
@@ -32,9 +34,10 @@ from dataclasses import dataclass
 from .backends.base import Backend, RecordFilter
 from .recall.bm25 import BM25Index, IndexedDoc
 from .records import MemoryRecord
-from .state.base import StateStore
+from .state.base import KeywordChanges, StateStore
 
-__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex", "current_view", "fresh_view", "one_read_view"]
+__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex", "current_view", "fresh_view", "log_changes",
+           "one_read_view"]
 
 #: Kinds the keyword index (and recall) covers.
 INDEXED_KINDS = ("message", "fact")
@@ -42,7 +45,48 @@ INDEXED_KINDS = ("message", "fact")
 SHARED_LOG = "\x1eshared"
 
 
-_view: ContextVar[object | None] = ContextVar("memory_vec_read_view", default=None)
+class _ReadView:
+    """One operation's reads of the keyword logs: the last reply per log, with the position it was asked from."""
+
+    __slots__ = ("replies",)
+
+    def __init__(self) -> None:
+        self.replies: dict[str, tuple[int, KeywordChanges]] = {}
+
+    def known(self, key: str, after: int, generation: int) -> KeywordChanges | None:
+        """The changes after ``after``, cut from a reply read from an earlier position (None: not known)."""
+        seen = self.replies.get(key)
+        if seen is None:
+            return None
+        asked_after, reply = seen
+        # A reply lists every id after its position (counter - after of them): any later position's are its tail.
+        if reply.ids is None or reply.generation != generation or not asked_after <= after <= reply.counter:
+            return None
+        return KeywordChanges(generation, reply.counter, reply.ids[after - asked_after:])
+
+
+_view: ContextVar[_ReadView | None] = ContextVar("memory_vec_read_view", default=None)
+
+
+def log_changes(state: StateStore, asks: Sequence[tuple[str, int, int]]) -> list[KeywordChanges]:
+    """``keyword_changes`` of several ``(log key, after, generation)``: one call for those the
+    operation has not read yet (Redis: one round trip), the rest cut from its earlier replies."""
+    view = _view.get()
+    found = [view.known(*ask) if view is not None else None for ask in asks]
+    unknown = [ask for ask, changes in zip(asks, found) if changes is None]
+    many = getattr(state, "keyword_changes_many", None)  # Redis: several logs in one script call
+    replies = iter(() if not unknown else many(unknown) if callable(many) else [
+        state.keyword_changes(key, after=after, generation=generation) for key, after, generation in unknown])
+    out: list[KeywordChanges] = []
+    for (key, after, _), known in zip(asks, found):
+        if known is not None:
+            out.append(known)
+            continue
+        reply = next(replies)
+        if view is not None:
+            view.replies[key] = (after, reply)
+        out.append(reply)
+    return out
 
 
 @contextlib.contextmanager
@@ -51,7 +95,7 @@ def one_read_view() -> Iterator[None]:
     if _view.get() is not None:
         yield
         return
-    token = _view.set(object())
+    token = _view.set(_ReadView())
     try:
         yield
     finally:
@@ -65,7 +109,7 @@ def current_view() -> object | None:
 def fresh_view() -> None:
     """Inside a view: the next read of each copy reads the log again (after a wait for other writers)."""
     if _view.get() is not None:
-        _view.set(object())
+        _view.set(_ReadView())
 
 
 @dataclass
@@ -113,7 +157,7 @@ class KeywordIndex:
             elif view is not None and entry.view is view:
                 pass  # caught up earlier in this operation
             else:
-                changes = self._state.keyword_changes(user_id, after=entry.counter, generation=entry.generation)
+                [changes] = log_changes(self._state, [(user_id, entry.counter, entry.generation)])
                 if changes.ids is None:
                     entry = self._rebuild(user_id)
                 elif changes.counter != entry.counter:
@@ -186,7 +230,17 @@ class KeywordIndex:
                 by_key.setdefault(r.user_id, []).append(r.id)
                 if r.visibility != "private":
                     by_key.setdefault(SHARED_LOG, []).append(r.id)
-        return [(key, self._state.log_writes(key, ids), len(ids)) for key, ids in by_key.items()]
+        logged = [(key, self._state.log_writes(key, ids), len(ids)) for key, ids in by_key.items()]
+        for key, counter, count in logged:
+            self._caught_up(key, counter, count, by_key[key])
+        return logged
+
+    def _caught_up(self, user_id: str, counter: int, count: int, ids: Sequence[str]) -> None:
+        # This process's ids, indexed when added: a copy right before them need not read them back.
+        with self._lock:
+            entry = self._entries.get(user_id)
+            if entry is not None and entry.counter == counter - count and all(i in entry.index for i in ids):
+                entry.counter = counter
 
     def deleted(self, user_id: str) -> None:
         """Something of the user was deleted: every process rebuilds it (and,

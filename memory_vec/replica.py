@@ -44,7 +44,7 @@ import numpy as np
 
 from .backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord, insert_new_of
 from .backends.memory import Partition, unit_rows
-from .keywords import INDEXED_KINDS, SHARED_LOG, current_view
+from .keywords import INDEXED_KINDS, SHARED_LOG, current_view, log_changes
 from .records import MemoryRecord
 from .state.base import StateStore
 
@@ -303,9 +303,7 @@ class ReplicatedBackend(BaseBackend):
         changed: dict[str, int] = {}
         logged: list[str] = []
         asks = [(log_key, position, generation) for log_key, (generation, position) in copy.positions.items()]
-        many = getattr(self._state, "keyword_changes_many", None)  # Redis: the user's and the shared log at once
-        replies = many(asks) if callable(many) else [
-            self._state.keyword_changes(key, after=after, generation=generation) for key, after, generation in asks]
+        replies = log_changes(self._state, asks)  # Redis: the user's and the shared log at once
         for (log_key, position, _), changes in zip(asks, replies):
             if changes.ids is None:
                 return False

@@ -38,14 +38,19 @@ class _Server(InMemoryBackend):
     persistent = True
 
 
+def two_workers_over(server: InMemoryBackend, state: InMemoryStateStore) -> tuple[Store, Store]:
+    """Two Stores (two worker processes) over one opened server and one working state."""
+    server.open(dimension=DIM, model_id="m")
+    a, b = (Store(server, state, collection="c", replica_docs=10_000) for _ in range(2))
+    for store in (a, b):
+        store.open(dimension=DIM, model_id="m")
+    return a, b
+
+
 @pytest.fixture
 def two_stores() -> Iterator[tuple[InMemoryBackend, Store, Store]]:
-    server, state = _Server(), InMemoryStateStore()
-    server.open(dimension=DIM, model_id="m")
-    stores = [Store(server, state, collection="c", replica_docs=10_000) for _ in range(2)]
-    for store in stores:
-        store.open(dimension=DIM, model_id="m")
-    yield server, stores[0], stores[1]
+    server = _Server()
+    yield server, *two_workers_over(server, InMemoryStateStore())
 
 
 def _record(rng: random.Random, n: int) -> MemoryRecord:
