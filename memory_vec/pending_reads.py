@@ -88,12 +88,13 @@ class PendingReads:
 
     def overlay(self, records: list[MemoryRecord], since: frozenset[str] = frozenset()) -> list[MemoryRecord]:
         """Replace stored versions by queued newer ones (e.g. a supersede).
-        ``since``: ids queued when the read began; one stored since then is
-        read again (the read may have met the version before it)."""
+        ``since``: ids queued when the read began; one that left the queue
+        since then is read again (the read may have met the version before
+        it), and left out if the backend has none (refused, or forgotten)."""
         with self._lock:
             out = [self._pending[r.id][0].copy() if r.id in self._pending else r for r in records]
-            stored_since = {r.id for r in out if r.id in since and r.id not in self._pending}
-        if not stored_since:
+            left = {r.id for r in out if r.id in since and r.id not in self._pending}
+        if not left:
             return out
-        fresh = {r.id: r for r in self.backend.get(sorted(stored_since))}
-        return [fresh.get(r.id, r) if r.id in stored_since else r for r in out]
+        fresh = {r.id: r for r in self.backend.get(sorted(left))}
+        return [fresh[r.id] if r.id in left else r for r in out if r.id not in left or r.id in fresh]

@@ -248,7 +248,7 @@ class ReadPath:
         missing = tuple(i for i in keyword if i not in found)
         if missing:
             only = dataclasses.replace(where, ids=missing)
-            for hit in self.e.backend.query(vector, k=len(missing), where=only):
+            for hit in self.e.writer.query(vector, k=len(missing), where=only):  # queued versions win
                 found[hit.record.id] = hit
 
     def _about(self, record: MemoryRecord) -> DateSpan:
@@ -299,7 +299,7 @@ class ReadPath:
         # what is asked about them, the better of the two counting.
         asked = residual_question(query, relation) if relation is not None else ""
         for probe in ([e.embed_query(asked, where.user_id)] if asked else []) + [vector]:
-            for hit in e.backend.query(probe, k=fetch, where=narrowed):
+            for hit in e.writer.query(probe, k=fetch, where=narrowed):
                 if self._about(hit.record).overlaps(days):
                     known = found.get(hit.record.id)
                     if known is None or (asked and known.similarity < hit.similarity):

@@ -29,21 +29,24 @@ class StoresDuringReads(InMemoryBackend):
     """The reference backend; ``during`` runs inside a read, after its answer is taken."""
 
     during: Callable[[], None] | None = None
+    asking: str | None = None  # run ``during`` only in a read that names this id
 
-    def _then(self, answer: Any) -> Any:
+    def _then(self, answer: Any, ids: Any = None) -> Any:
+        if self.asking is not None and self.asking not in (ids or ()):
+            return answer
         during, self.during = self.during, None
         if during is not None:
             during()
         return answer
 
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> Any:
-        return self._then(super().query(vector, k=k, where=where))
+        return self._then(super().query(vector, k=k, where=where), where.ids)
 
     def get(self, ids: Any, *, where: RecordFilter | None = None) -> Any:
-        return self._then(super().get(ids, where=where))
+        return self._then(super().get(ids, where=where), ids)
 
     def scan(self, where: RecordFilter) -> Any:
-        return self._then(super().scan(where))
+        return self._then(super().scan(where), where.ids)
 
 
 def _record(i: int, **fields: Any) -> MemoryRecord:
@@ -87,3 +90,51 @@ def test_get_and_scan_while_the_writer_stores_serve_the_new_value_only(
     backend.during = None
     rows = writer.get(["r1", "r2"], where=everything) if read == "get" else writer.scan(everything)
     assert {r.id: r.superseded_by for r in rows} == {"r1": "r2", "r2": None}
+
+
+def test_a_queued_row_that_leaves_the_queue_unstored_is_not_served(
+        queued: tuple[StoresDuringReads, RecordWriter]) -> None:
+    """Forgotten (or refused) while the read ran: the backend has no row, the
+    queue no longer has it: the read leaves it out."""
+    backend, writer = queued
+    backend.during = lambda: writer.forget(["r2"])
+    rows = writer.get(["r2"])
+    assert backend.during is None and writer.pending_count == 1
+    assert rows == []
+
+
+def test_a_recall_count_written_back_never_makes_a_superseded_value_current(make_core: Any) -> None:
+    """maintain() writes the recall counters back as whole rows; it reads them
+    while the writer stores the supersede of one (seen in review: the old
+    budget written back as current, for good)."""
+    backend = StoresDuringReads()
+    core = make_core(backend=backend, background_writes=True, flush_interval=60)
+    first = core.add_message("user", "The budget is 5000 dollars.")
+    core.flush()
+    ctx = core.build_context("what is the budget", session_id="s2")  # served memories are counted
+    assert any("5000" in h.text for h in ctx.relevant)
+    second = core.add_message("user", "Actually the budget is now 8000 dollars.")
+    assert second.pending and set(first.fact_ids) <= set(second.superseded_ids)
+    backend.during = core.store.writer.flush
+    core.maintain()
+    assert backend.during is None  # the supersede was stored inside the counters' read
+    core.flush()
+    assert backend.get([first.fact_ids[0]])[0].superseded_by == second.fact_ids[0]
+    served = [h.text for h in core.recall("what is the budget", k=10)]
+    assert any("8000" in t for t in served) and not any("5000" in t for t in served)
+
+
+def test_a_keyword_only_hit_superseded_during_recall_is_not_served(make_core: Any) -> None:
+    """The keyword index keeps superseded rows; their cosine is fetched by id.
+    The writer stores the supersede during that fetch: the old value must
+    not come back from it."""
+    backend = StoresDuringReads()
+    core = make_core(backend=backend, background_writes=True, flush_interval=60)
+    first = core.add_message("user", "The budget is 5000 dollars.")
+    core.flush()
+    second = core.add_message("user", "Actually the budget is now 8000 dollars.")
+    assert second.pending and set(first.fact_ids) <= set(second.superseded_ids)
+    backend.asking, backend.during = first.fact_ids[0], core.store.writer.flush
+    served = [h.text for h in core.recall("budget 5000 dollars", k=10)]
+    assert backend.during is None  # stored inside the by-id cosine fetch
+    assert any("8000" in t for t in served) and not any("5000" in t for t in served)
