@@ -247,6 +247,8 @@ class Store:
             if self._unflushed is not None:
                 release_unflushed(self._unflushed)
             self.keywords.drop()
+            for cache in self._vector_caches or ():
+                cache.close()  # its queued puts go to the state store's Redis before it closes
             self.backend.close()
             self.state.close()
 

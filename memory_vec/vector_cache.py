@@ -88,8 +88,9 @@ class VectorCache:
                 else:
                     self._data.move_to_end(key)
                     found[text] = vec
-        if absent and self._shared is not None:
-            blobs = self._shared.cached_vectors([self._kind + key.hex() for key in absent.values()])
+        shared = self._shared
+        if absent and shared is not None:
+            blobs = shared.cached_vectors([self._kind + key.hex() for key in absent.values()])
             for (text, key), blob in zip(absent.items(), blobs):
                 if blob and len(blob) % 4 == 0:
                     found[text] = vec = np.frombuffer(blob, dtype="<f4").copy()
@@ -102,18 +103,22 @@ class VectorCache:
         keyed = {self._key(text, model): vec for text, vec in vectors.items()}
         for key, vec in keyed.items():
             self._keep(key, vec)
-        if keyed and self._shared is not None:
-            shared, items = self._shared, {self._kind + key.hex(): np.asarray(vec, dtype="<f4").tobytes()
-                                           for key, vec in keyed.items()}
-            self._sent().put(lambda: shared.cache_vectors(items, owner))
+        shared, sender = self._shared, self._sent()
+        if keyed and shared is not None and sender is not None:
+            items = {self._kind + key.hex(): np.asarray(vec, dtype="<f4").tobytes() for key, vec in keyed.items()}
+            sender.put(lambda: shared.cache_vectors(items, owner))
 
     def flush(self) -> None:
         """Wait until the vectors put so far reached the shared tier."""
-        if self._shared is not None:
-            self._sent().call(lambda: None)
+        sender = self._sent()
+        if sender is not None:
+            sender.call(lambda: None)
 
-    def _sent(self) -> _Sender:
+    def _sent(self) -> _Sender | None:
+        """The sender of shared-tier calls; None without a shared tier (or closed)."""
         with self._lock:
+            if self._shared is None:
+                return None
             if self._sender is None or self._sender.pid != os.getpid():  # a forked child starts its own
                 self._sender = _Sender()
             return self._sender
@@ -134,10 +139,25 @@ class VectorCache:
         """Drop this process's vectors and the shared tier's of ``owner``'s
         texts (another process's own copy expires with its LRU)."""
         self.clear()
-        if self._shared is None:
+        shared, sender = self._shared, self._sent()
+        if shared is None or sender is None:
             return 0
-        shared = self._shared
-        return self._sent().call(lambda: shared.forget_vectors(owner))  # after the puts queued before
+        forgotten = sender.call(lambda: shared.forget_vectors(owner))  # after the puts queued before
+        self.clear()  # a read while those puts ran may have brought the owner's vectors back from the tier
+        return forgotten
+
+    def close(self) -> None:
+        """Send the queued puts, stop the sender and leave the shared tier (the
+        Store closes its state store next); this process's vectors stay."""
+        with self._lock:
+            sender, self._sender = self._sender, None
+            self._shared = None
+        if sender is not None and sender.pid == os.getpid():
+            sender.stop()
+
+
+def _end_of_queue() -> None:  # the sender's marker, compared by identity
+    """Never run: tells the sender's thread to end."""
 
 
 class _Sender:
@@ -173,9 +193,16 @@ class _Sender:
         self._jobs.put(job)
         return done.result()
 
+    def stop(self) -> None:
+        """Run the jobs queued so far, then end the thread."""
+        self.call(lambda: None)
+        self._jobs.put(_end_of_queue)
+
     def _run(self) -> None:
         while True:
             job = self._jobs.get()
+            if job is _end_of_queue:
+                return
             try:
                 job()
             except Exception:  # nothing may stop the thread (cache_vectors swallows its own)

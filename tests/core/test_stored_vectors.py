@@ -364,3 +364,63 @@ def test_a_shared_tier_serves_what_this_process_never_embedded() -> None:
     assert tier.reads == reads  # now in worker b's own cache: no round trip
     tier.data = {k: b"\x01\x02\x03" for k in tier.data}  # a corrupt entry reads as a miss
     assert VectorCache(8, shared=tier).get("hello", "m") is None
+
+
+def test_a_read_racing_a_forget_does_not_bring_the_forgotten_vectors_back() -> None:
+    """The forget waits behind queued puts; a read in that window finds the
+    user's vector in the shared tier and keeps it here: the forget clears
+    this process's copy again once the tier has let go."""
+    import threading
+    import time
+
+    from memory_vec.vector_cache import VectorCache
+
+    release = threading.Event()
+
+    class BlockedTier(DictTier):
+        def cache_vectors(self, items: Any, owner: str | None = None) -> None:
+            if owner == "later":
+                assert release.wait(10)
+            super().cache_vectors(items, owner)
+
+        def forget_vectors(self, owner: str) -> int:
+            self.data.clear()
+            return 1
+
+    cache = VectorCache(8, shared=BlockedTier())
+    cache.put_many({"my passport is X1": np.ones(4, dtype=np.float32)}, "m", owner="alice")
+    cache.flush()
+    cache.put_many({"another text": np.ones(4, dtype=np.float32)}, "m", owner="later")  # blocks the sender
+    forgot = threading.Thread(target=cache.forget_owner, args=("alice",))
+    forgot.start()
+    deadline = time.monotonic() + 10
+    while cache._data and time.monotonic() < deadline:  # the forget's first clear
+        time.sleep(0.01)
+    assert cache.get("my passport is X1", "m") is not None  # read back from the tier meanwhile
+    release.set()
+    forgot.join(10)
+    assert cache.get("my passport is X1", "m") is None
+
+
+def test_close_sends_the_queued_puts_and_ends_the_sender_thread() -> None:
+    import threading
+    import time
+
+    from memory_vec.vector_cache import VectorCache
+
+    def senders() -> int:
+        return sum(t.name == "memvec-vector-cache" for t in threading.enumerate())
+
+    before = senders()
+    tier = DictTier()
+    cache = VectorCache(8, shared=tier)
+    cache.put_many({"hello": np.ones(4, dtype=np.float32)}, "m")
+    assert senders() == before + 1
+    cache.close()
+    assert len(tier.data) == 1  # sent before the thread ended
+    deadline = time.monotonic() + 5
+    while senders() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert senders() == before
+    cache.put_many({"after close": np.ones(4, dtype=np.float32)}, "m")  # this process only: no new thread
+    assert senders() == before and len(tier.data) == 1 and cache.get("after close", "m") is not None
