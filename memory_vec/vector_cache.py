@@ -18,6 +18,7 @@ __all__ = ["SharedVectors", "VectorCache"]
 
 log = logging.getLogger("memory_vec")
 T = TypeVar("T")
+_CLOSE_WAIT_S = 2.0  # close() waits this long for queued puts, then drops them
 _MAX_QUEUED_PUTS = 32  # Redis slow or down: later puts are dropped (a miss costs an embedding)
 
 
@@ -147,13 +148,14 @@ class VectorCache:
         return forgotten
 
     def close(self) -> None:
-        """Send the queued puts, stop the sender and leave the shared tier (the
-        Store closes its state store next); this process's vectors stay."""
+        """Send the queued puts (for ``_CLOSE_WAIT_S`` at most: Redis may be
+        down; a cache may drop them), end the sender and leave the shared tier
+        (the Store closes its state store next); this process's vectors stay."""
         with self._lock:
             sender, self._sender = self._sender, None
             self._shared = None
         if sender is not None and sender.pid == os.getpid():
-            sender.stop()
+            sender.stop(_CLOSE_WAIT_S)
 
 
 def _end_of_queue() -> None:  # the sender's marker, compared by identity
@@ -168,6 +170,7 @@ class _Sender:
         self.pid = os.getpid()
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._queued = 0
+        self._stopping = False
         self._lock = threading.Lock()
         threading.Thread(target=self._run, name="memvec-vector-cache", daemon=True).start()
 
@@ -176,7 +179,7 @@ class _Sender:
             if self._queued >= _MAX_QUEUED_PUTS:
                 return
             self._queued += 1
-        self._jobs.put(job)
+        self._jobs.put(lambda: None if self._stopping else job())
 
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` after every job queued before it; its result or error."""
@@ -193,9 +196,15 @@ class _Sender:
         self._jobs.put(job)
         return done.result()
 
-    def stop(self) -> None:
-        """Run the jobs queued so far, then end the thread."""
-        self.call(lambda: None)
+    def stop(self, wait_s: float) -> None:
+        """Let the jobs queued so far run for ``wait_s`` at most, drop the puts
+        still queued then, and end the thread."""
+        drained = threading.Event()
+        with self._lock:
+            self._queued += 1
+        self._jobs.put(drained.set)
+        drained.wait(wait_s)
+        self._stopping = True
         self._jobs.put(_end_of_queue)
 
     def _run(self) -> None:

@@ -424,3 +424,38 @@ def test_close_sends_the_queued_puts_and_ends_the_sender_thread() -> None:
     assert senders() == before
     cache.put_many({"after close": np.ones(4, dtype=np.float32)}, "m")  # this process only: no new thread
     assert senders() == before and len(tier.data) == 1 and cache.get("after close", "m") is not None
+
+
+def test_close_does_not_hang_on_a_shared_tier_that_does_not_answer() -> None:
+    """Redis down at close: close waits a bounded time, drops the puts still
+    queued, and the thread ends once the call in progress returns."""
+    import threading
+    import time
+
+    from memory_vec import vector_cache
+    from memory_vec.vector_cache import VectorCache
+
+    release = threading.Event()
+
+    class StuckTier(DictTier):
+        def cache_vectors(self, items: Any, owner: str | None = None) -> None:
+            assert release.wait(10)
+            super().cache_vectors(items, owner)
+
+    tier = StuckTier()
+    cache = VectorCache(8, shared=tier)
+    cache.put_many({"first": np.ones(4, dtype=np.float32)}, "m")
+    cache.put_many({"second": np.ones(4, dtype=np.float32)}, "m")
+    started = time.monotonic()
+    vector_cache._CLOSE_WAIT_S, wait = 0.2, vector_cache._CLOSE_WAIT_S
+    try:
+        cache.close()
+    finally:
+        vector_cache._CLOSE_WAIT_S = wait
+    assert time.monotonic() - started < 5
+    release.set()
+    deadline = time.monotonic() + 5
+    while not tier.data and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # time enough for the dropped put to land, were it not dropped
+    assert len(tier.data) == 1  # the put in progress finished; the queued one was dropped
