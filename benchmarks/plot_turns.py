@@ -7,6 +7,9 @@ on log axes. A second panel shows each turn median as a ratio to the
 in-process store's of the same run and size (the number the issue's targets
 are stated in), so runs taken at different machine loads stay comparable.
 
+Several files are read as rounds of one run: medians over them per backend
+and size, and the median of each round's ratio.
+
 Usage::
 
     python benchmarks/plot_turns.py /tmp/turns_small.json /tmp/turns_large.json \\
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -27,16 +31,27 @@ LABELS = {"memory": "in-process", "sqlite": "SQLite", "chroma": "Chroma embedded
 
 
 def load(paths: list[Path]) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[tuple[int, float]]]]:
-    """Rows per backend label, and each label's (size, ratio to in-process of the same file and size)."""
-    by_label: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    ratios: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    """Rows per backend label, and each label's (size, ratio to in-process of the same file and size).
+
+    Several files are rounds of one method: a label and size measured in
+    more than one gives one row of the medians (turn median, p95) and the
+    median of the per-file ratios.
+    """
+    turns: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    per_file: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for path in paths:
         rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
         base = {r["size"]: r["turn_median_ms"] for r in rows if r["backend"] == "memory"}
         for r in rows:
-            by_label[r["backend"]].append(r)
+            turns[r["backend"]][r["size"]].append(r)
             if r["size"] in base:
-                ratios[r["backend"]].append((r["size"], r["turn_median_ms"] / base[r["size"]]))
+                per_file[r["backend"]][r["size"]].append(r["turn_median_ms"] / base[r["size"]])
+    by_label = {label: [{**found[0], "size": size,
+                         "turn_median_ms": statistics.median(r["turn_median_ms"] for r in found),
+                         "turn_p95_ms": statistics.median(r["turn_p95_ms"] for r in found)}
+                        for size, found in sizes.items()]
+                for label, sizes in turns.items()}
+    ratios = {label: [(size, statistics.median(q)) for size, q in sizes.items()] for label, sizes in per_file.items()}
     return by_label, ratios
 
 
