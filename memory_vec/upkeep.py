@@ -18,6 +18,7 @@ from .scope import Scope
 __all__ = ["MaintenanceReport", "Upkeep"]
 
 _REINFORCE_BATCH = 32
+_NOT_SUPERSEDED = RecordFilter(include_archived=True)  # any user's
 
 
 @dataclass
@@ -68,10 +69,10 @@ class Upkeep:
             pending, self._reinforce = self._reinforce, {}
         if not pending:
             return 0
-        # The queue first (a supersede queued, or stored during this read), and only
-        # current rows: the write-back replaces the whole row, so one superseded
+        # The queue first (a supersede queued, or stored during this read), and no
+        # superseded rows: the write-back replaces the whole row, so one superseded
         # since the recall would be made current again.
-        records = [r for r in self.e.writer.get(list(pending)) if r.valid_to is None and r.superseded_by is None]
+        records = self.e.writer.get(list(pending), where=_NOT_SUPERSEDED)
         updated = [r.copy(recall_count=r.recall_count + pending[r.id][0], last_recalled_at=pending[r.id][1])
                    for r in records]
         if updated:  # counters, not anything a user was told is stored: may wait for the writer's thread

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -10,6 +11,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout  # a builtin TimeoutError only from 3.11
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -104,8 +106,9 @@ class VectorCache:
         keyed = {self._key(text, model): vec for text, vec in vectors.items()}
         for key, vec in keyed.items():
             self._keep(key, vec)
-        shared, sender = self._shared, self._sent()
-        if keyed and shared is not None and sender is not None:
+        shared = self._shared
+        sender = self._sent() if keyed and shared is not None else None
+        if shared is not None and sender is not None:
             items = {self._kind + key.hex(): np.asarray(vec, dtype="<f4").tobytes() for key, vec in keyed.items()}
             sender.put(lambda: shared.cache_vectors(items, owner))
 
@@ -181,8 +184,9 @@ class _Sender:
             self._queued += 1
         self._jobs.put(lambda: None if self._stopping else job())
 
-    def call(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` after every job queued before it; its result or error."""
+    def call(self, fn: Callable[[], T], timeout: float | None = None) -> T:
+        """Run ``fn`` after every job queued before it; its result or error
+        (``FutureTimeout`` after ``timeout`` seconds: ``fn`` still runs)."""
         done: Future[T] = Future()
 
         def job() -> None:
@@ -194,16 +198,13 @@ class _Sender:
         with self._lock:
             self._queued += 1
         self._jobs.put(job)
-        return done.result()
+        return done.result(timeout)
 
     def stop(self, wait_s: float) -> None:
         """Let the jobs queued so far run for ``wait_s`` at most, drop the puts
         still queued then, and end the thread."""
-        drained = threading.Event()
-        with self._lock:
-            self._queued += 1
-        self._jobs.put(drained.set)
-        drained.wait(wait_s)
+        with contextlib.suppress(FutureTimeout):
+            self.call(lambda: None, wait_s)
         self._stopping = True
         self._jobs.put(_end_of_queue)
 
