@@ -4,6 +4,8 @@ by another policy (reembed)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -314,35 +316,42 @@ class DictTier:
         return 0
 
 
+class BlockingTier(DictTier):
+    """A tier whose puts wait for ``release`` (Redis slow or down): those of
+    ``blocked`` owners, or all; it logs its puts and forgets in ``calls``."""
+
+    def __init__(self, blocked: set[str | None] | None = None) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.blocked = blocked
+        self.calls: list[str] = []
+
+    def cache_vectors(self, items: Any, owner: str | None = None) -> None:
+        if self.blocked is None or owner in self.blocked:
+            assert self.release.wait(10)
+        self.calls.append(f"put {owner}")
+        super().cache_vectors(items, owner)
+
+    def forget_vectors(self, owner: str) -> int:
+        self.calls.append(f"forget {owner}")
+        self.data.clear()
+        return 1
+
+
 def test_the_shared_tier_is_written_off_the_turn_and_forget_comes_after_the_puts() -> None:
     """A put does not wait for the shared tier (a Redis round trip), and a
     forget is run after the puts queued before it: no vector of the forgotten
     user's text lands after the forget."""
-    import threading
-
     from memory_vec.vector_cache import VectorCache
 
-    release = threading.Event()
-    calls: list[str] = []
-
-    class BlockedTier(DictTier):
-        def cache_vectors(self, items: Any, owner: str | None = None) -> None:
-            assert release.wait(10)
-            calls.append(f"put {owner}")
-            super().cache_vectors(items, owner)
-
-        def forget_vectors(self, owner: str) -> int:
-            calls.append(f"forget {owner}")
-            self.data.clear()
-            return 1
-
-    tier = BlockedTier()
+    tier = BlockingTier()
+    calls = tier.calls
     cache = VectorCache(8, shared=tier)
     cache.put_many({"my passport is X1": np.ones(4, dtype=np.float32)}, "m", owner="alice")
     assert calls == [] and cache.get("my passport is X1", "m") is not None  # returned; this process has it
     forgot = threading.Thread(target=lambda: calls.append(f"forgot {cache.forget_owner('alice')}"))
     forgot.start()
-    release.set()
+    tier.release.set()
     forgot.join(10)
     assert calls == ["put alice", "forget alice", "forgot 1"] and tier.data == {}
 
@@ -370,24 +379,10 @@ def test_a_read_racing_a_forget_does_not_bring_the_forgotten_vectors_back() -> N
     """The forget waits behind queued puts; a read in that window finds the
     user's vector in the shared tier and keeps it here: the forget clears
     this process's copy again once the tier has let go."""
-    import threading
-    import time
-
     from memory_vec.vector_cache import VectorCache
 
-    release = threading.Event()
-
-    class BlockedTier(DictTier):
-        def cache_vectors(self, items: Any, owner: str | None = None) -> None:
-            if owner == "later":
-                assert release.wait(10)
-            super().cache_vectors(items, owner)
-
-        def forget_vectors(self, owner: str) -> int:
-            self.data.clear()
-            return 1
-
-    cache = VectorCache(8, shared=BlockedTier())
+    tier = BlockingTier(blocked={"later"})
+    cache = VectorCache(8, shared=tier)
     cache.put_many({"my passport is X1": np.ones(4, dtype=np.float32)}, "m", owner="alice")
     cache.flush()
     cache.put_many({"another text": np.ones(4, dtype=np.float32)}, "m", owner="later")  # blocks the sender
@@ -397,15 +392,12 @@ def test_a_read_racing_a_forget_does_not_bring_the_forgotten_vectors_back() -> N
     while cache._data and time.monotonic() < deadline:  # the forget's first clear
         time.sleep(0.01)
     assert cache.get("my passport is X1", "m") is not None  # read back from the tier meanwhile
-    release.set()
+    tier.release.set()
     forgot.join(10)
     assert cache.get("my passport is X1", "m") is None
 
 
 def test_close_sends_the_queued_puts_and_ends_the_sender_thread() -> None:
-    import threading
-    import time
-
     from memory_vec.vector_cache import VectorCache
 
     def senders() -> int:
@@ -426,34 +418,21 @@ def test_close_sends_the_queued_puts_and_ends_the_sender_thread() -> None:
     assert senders() == before and len(tier.data) == 1 and cache.get("after close", "m") is not None
 
 
-def test_close_does_not_hang_on_a_shared_tier_that_does_not_answer() -> None:
+def test_close_does_not_hang_on_a_shared_tier_that_does_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Redis down at close: close waits a bounded time, drops the puts still
     queued, and the thread ends once the call in progress returns."""
-    import threading
-    import time
-
     from memory_vec import vector_cache
     from memory_vec.vector_cache import VectorCache
 
-    release = threading.Event()
-
-    class StuckTier(DictTier):
-        def cache_vectors(self, items: Any, owner: str | None = None) -> None:
-            assert release.wait(10)
-            super().cache_vectors(items, owner)
-
-    tier = StuckTier()
+    tier = BlockingTier()
     cache = VectorCache(8, shared=tier)
     cache.put_many({"first": np.ones(4, dtype=np.float32)}, "m")
     cache.put_many({"second": np.ones(4, dtype=np.float32)}, "m")
+    monkeypatch.setattr(vector_cache, "_CLOSE_WAIT_S", 0.2)
     started = time.monotonic()
-    vector_cache._CLOSE_WAIT_S, wait = 0.2, vector_cache._CLOSE_WAIT_S
-    try:
-        cache.close()
-    finally:
-        vector_cache._CLOSE_WAIT_S = wait
+    cache.close()
     assert time.monotonic() - started < 5
-    release.set()
+    tier.release.set()
     deadline = time.monotonic() + 5
     while not tier.data and time.monotonic() < deadline:
         time.sleep(0.01)
