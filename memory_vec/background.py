@@ -7,13 +7,16 @@ lost while a fold waits: the turns stay in the working state (the
 write-ahead log) until a fold commits (compare-and-set), the prompt meanwhile
 shows the newest turns within budget, and every turn is in vector recall
 anyway. A fold that had not run when the process died is due again on that
-session's next turn.
+session's next turn. A forked child starts with nothing due and a thread of
+its own: the parent's folds are the parent's.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -43,6 +46,7 @@ class BackgroundFolds:
         self._closed = False
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+        _all_folds.add(self)
 
     @property
     def pending(self) -> int:
@@ -98,3 +102,19 @@ class BackgroundFolds:
                 with self._cond:
                     self._running -= 1
                     self._cond.notify_all()
+
+    def _after_fork(self) -> None:
+        # The parent's worker does not exist here and may have held the condition at the fork.
+        self._due, self._running, self._thread, self._cond = OrderedDict(), 0, None, threading.Condition()
+
+
+_all_folds: weakref.WeakSet[BackgroundFolds] = weakref.WeakSet()
+
+
+def _folds_of_its_own() -> None:
+    for folds in list(_all_folds):
+        folds._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_folds_of_its_own)

@@ -11,13 +11,19 @@ retried with exponential backoff; every other error is raised at once
 A timed-out call keeps running in its worker thread until the driver gives
 up; the pool is bounded, so a dead server cannot pile up threads without
 limit (further calls then time out while waiting for a free worker).
+
+A process forked after calls were made (``gunicorn --preload``) gets pools
+of its own: the parent's idle workers do not exist in the child, and a call
+handed to one would wait out the whole timeout.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -92,6 +98,7 @@ class GuardedBackend(BaseBackend):
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        _guards.add(self)
 
     def __getattr__(self, name: str) -> Any:
         # Backend-specific extras (drop, model_id, path, ...) pass through unguarded.
@@ -192,3 +199,15 @@ class GuardedBackend(BaseBackend):
                 f"{self.name} backend: {operation} took longer than {self.timeout:g} s "
                 "(backend_timeout). Check the server's health, or raise backend_timeout."
             ) from exc
+
+
+_guards: weakref.WeakSet[GuardedBackend] = weakref.WeakSet()
+
+
+def _pools_of_its_own() -> None:
+    for guard in list(_guards):
+        guard._pool, guard._pool_lock = None, threading.Lock()  # the parent's pool is not the child's
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pools_of_its_own)

@@ -74,3 +74,37 @@ def test_sqlite_state_opens_its_own_connection_in_a_forked_child(tmp_path: Path)
     in_child(child)
     assert [m.id for m in store.load("u1", "s1").messages] == ["m1", "m2"]
     store.close()
+
+
+def test_a_forked_child_folds_on_a_thread_of_its_own() -> None:
+    """Forked while the parent's fold worker was busy: the child's folds still run."""
+    import threading
+
+    from memory_vec.background import BackgroundFolds
+    from memory_vec.scope import Scope
+
+    started, release = threading.Event(), threading.Event()
+    folded: list[str] = []
+
+    def fold(scope: Scope) -> None:
+        if os.getpid() == parent:
+            started.set()
+            release.wait(10)
+        folded.append(scope.session_id)
+
+    parent = os.getpid()
+    folds = BackgroundFolds(fold)
+    folds.schedule(Scope("ana", "busy-in-the-parent"))
+    assert started.wait(10)
+    try:
+        def child() -> None:
+            assert folds.pending == 0  # the parent's fold is the parent's
+            assert folds.schedule(Scope("ana", "the-childs"))
+            assert folds.drain(timeout=10)
+            assert folded == ["the-childs"]
+
+        in_child(child)
+    finally:
+        release.set()
+    assert folds.drain(timeout=10) and folded == ["busy-in-the-parent"]
+    folds.close()
