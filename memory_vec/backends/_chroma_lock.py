@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 
+from ..errors import StoreLockedError
 from . import _process_lock
 
-__all__ = ["acquire", "release"]
+__all__ = ["acquire", "check_not_inherited", "keep_if_inherited", "release"]
+
+_kept: list[object] = []  # clients inherited across a fork: never closed nor freed in the child
 
 
 def _lock_file(path: str) -> str:
@@ -31,3 +34,29 @@ def acquire(path: str) -> None:
 def release(path: str) -> None:
     """Drop this process' hold on the lock (the last holder unlocks)."""
     _process_lock.release(_lock_file(path))
+
+
+def check_not_inherited(path: str | None) -> None:
+    """Refuse an embedded store this process inherited across a fork.
+
+    Chroma's embedded engine does not survive a fork: its threads stay in the
+    parent, and a call in the child hangs holding the GIL. An embedded store
+    is single-process anyway, so the child gets the error a second process gets.
+    """
+    owner = _process_lock.inherited_from(_lock_file(path)) if path is not None else None
+    if owner is not None:
+        raise StoreLockedError(
+            f"The embedded Chroma store at {path} was opened by process {owner} before this process forked "
+            "from it; an embedded store is single-process and Chroma's engine does not survive a fork. Build "
+            "the memory in each worker after the fork (gunicorn: no --preload, or in post_fork) on a store of "
+            "its own, or run a Chroma server (`chroma run --path DIR`) and set `url`."
+        )
+
+
+def keep_if_inherited(path: str | None, client: object) -> bool:
+    """True (and ``client`` kept alive) when it is a parent's client inherited
+    across a fork: closing or freeing it would run the parent's engine here."""
+    if path is None or _process_lock.inherited_from(_lock_file(path)) is None:
+        return False
+    _kept.append(client)
+    return True

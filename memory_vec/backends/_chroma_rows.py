@@ -24,7 +24,7 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..records import MemoryRecord
 
-__all__ = ["RECORD_JSON", "clear_stale_keys", "decode", "encode", "rows_with_vectors", "zip_page"]
+__all__ = ["RECORD_JSON", "clear_stale_keys", "decode", "encode", "rewritten", "rows_with_vectors", "zip_page"]
 
 RECORD_JSON = "record_json"
 
@@ -88,6 +88,11 @@ def clear_stale_keys(old: dict[str, dict[str, Any] | None], ids: list[str],
     current one would keep its ~20 old keys (read, and paid for, by every get).
     """
     return [{**meta, **dict.fromkeys(set(old.get(row_id) or {}) - set(meta))} for row_id, meta in zip(ids, metadatas)]
+
+
+def rewritten(old: dict[str, tuple[Any, Any]], ids: list[str], encoded: dict[str, dict[str, Any]]) -> list[Any]:
+    """The new metadata of stored rows ``ids`` (``old``: id -> (document, metadata)), stale keys cleared."""
+    return clear_stale_keys({i: old[i][1] for i in ids}, ids, [encoded[i] for i in ids])
 
 
 def zip_page(page: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:

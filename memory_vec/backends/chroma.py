@@ -54,7 +54,7 @@ from ._chroma_collection import import_chromadb as import_chromadb
 from ._chroma_errors import Translate, is_not_found
 from ._chroma_filters import NothingMatches, owner_wheres, where_clause
 from ._chroma_query import query_where, score_ids
-from ._chroma_rows import clear_stale_keys, decode, encode, rows_with_vectors, zip_page
+from ._chroma_rows import clear_stale_keys, decode, encode, rewritten, rows_with_vectors, zip_page
 from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ class ChromaBackend(BaseBackend):
         """Release the client and, for an embedded store, the process lock."""
         with self._lock:
             client, self._client, self._collection, self._verified = self._client, None, None, False
-            if client is not None:
+            if client is not None and not _chroma_lock.keep_if_inherited(self.path, client):
                 with contextlib.suppress(Exception):  # closing is best effort; the lock is what matters
                     client.close()
             if self.path is not None and client is not None:
@@ -292,7 +292,7 @@ class ChromaBackend(BaseBackend):
                 if same_text:
                     # Metadata only: Chroma leaves the row's vector and its index entry alone
                     # (one row at 10k rows: ~4 ms, against ~9 ms with the vector passed back).
-                    collection.update(ids=same_text, metadatas=self._rewritten(old, same_text, encoded))
+                    collection.update(ids=same_text, metadatas=rewritten(old, same_text, encoded))
                 new_text = [r.id for r in chunk if old[r.id][0] != r.text]
                 if not new_text:
                     continue
@@ -300,13 +300,9 @@ class ChromaBackend(BaseBackend):
                 page = collection.get(ids=new_text, include=["embeddings"])
                 if page["ids"]:  # not deleted in between
                     texts = {r.id: r.text for r in chunk}
-                    collection.update(ids=page["ids"], metadatas=self._rewritten(old, page["ids"], encoded),
+                    collection.update(ids=page["ids"], metadatas=rewritten(old, page["ids"], encoded),
                                       documents=[texts[i] for i in page["ids"]],
                                       embeddings=np.asarray(page["embeddings"], dtype=np.float32))
-
-    @staticmethod
-    def _rewritten(old: dict[str, tuple[Any, Any]], ids: list[str], encoded: dict[str, dict[str, Any]]) -> list[Any]:
-        return clear_stale_keys({i: old[i][1] for i in ids}, ids, [encoded[i] for i in ids])
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         collection = self._readable()
@@ -429,6 +425,7 @@ class ChromaBackend(BaseBackend):
         # reembed() can read the stored texts; writes and queries do not.
         if self._collection is None:
             raise BackendError("open() the Chroma backend before using it")
+        _chroma_lock.check_not_inherited(self.path)
         return self._collection
 
     def _writable(self) -> Any:
@@ -441,6 +438,7 @@ class ChromaBackend(BaseBackend):
         return collection
 
     def _connect(self) -> None:
+        _chroma_lock.check_not_inherited(self.path)
         if self._client is not None:
             return
         self._client, self._max_batch = connect(path=self.path, url=self.url, headers=self.headers,

@@ -1,0 +1,82 @@
+"""A core built and used before the process forks (``gunicorn --preload``, a
+module-level core), on every backend: the child reads and writes at once
+(the parent's idle backend workers do not exist there), its ``close`` leaves
+the parent's store alone, and embedded Chroma, whose engine does not survive
+a fork, is refused with a named error instead of hanging."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+from memory_vec import MemoryCore
+from memory_vec.errors import StoreLockedError
+from memory_vec.store import release_stores
+
+from .test_fork import in_child
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+
+
+def _words(hits: list) -> set[str]:  # type: ignore[type-arg]
+    return {w for h in hits for w in h.text.split()}
+
+
+def test_a_forked_child_uses_the_parents_core_and_leaves_the_parents_store_alone(
+        core_factory: Callable[..., MemoryCore], backend_kind: str) -> None:
+    # No retries, a long timeout: a child call handed to the parent's (absent)
+    # pool worker would fail with BackendTimeoutError instead of being retried.
+    core = core_factory(user_id="ana", session_id="s1", backend_retries=0, backend_timeout=20)
+    try:
+        core.add_message("user", "the parent wrote this before the fork about tulips")
+        core.flush()
+        assert core.recall("tulips", k=3)  # the parent's connections and pool are open and used
+
+        def child() -> None:
+            import faulthandler
+            faulthandler.dump_traceback_later(60, exit=True)  # a hang shows where, then fails the test
+            if backend_kind == "chroma":
+                with pytest.raises(StoreLockedError, match="before this process forked"):
+                    core.store.backend.count()
+                core.add_message("user", "the child wrote this about orchids", session_id="s2")  # queued
+                with pytest.raises(StoreLockedError, match="before this process forked"):
+                    core.flush()
+                with pytest.raises(StoreLockedError, match="before this process forked"):
+                    core.close()  # still queued: said, not dropped; the parent's client is not closed
+            else:
+                core.add_message("user", "the child wrote this about orchids", session_id="s2")
+                core.flush()
+                assert {"orchids", "tulips"} <= _words(core.recall("orchids tulips", k=5))
+                core.close()
+            release_stores()  # the child's close of the stores: not the parent's lock, client or Milvus Lite server
+
+        in_child(child)
+        core.add_message("user", "the parent wrote this after the fork about daisies")
+        core.flush()
+        assert {"daisies", "tulips"} <= _words(core.recall("daisies tulips", k=5))
+    finally:
+        core.close()
+        release_stores()
+
+
+def test_a_forked_child_cannot_open_the_embedded_store_its_parent_holds(
+        core_factory: Callable[..., MemoryCore], backend_kind: str) -> None:
+    if backend_kind not in ("chroma", "milvus-lite"):
+        pytest.skip("embedded, single-process stores only")
+    core = core_factory(user_id="ana")
+    try:
+        core.add_message("user", "held by the parent")
+        core.flush()
+
+        def child() -> None:
+            # Another collection in the parent's directory: a store of its own, the parent's lock
+            with pytest.raises(StoreLockedError, match=r"another process|forked"):
+                core_factory(user_id="bo", collection="built_in_the_child")
+
+        in_child(child)
+        assert core.store.backend.count() == 1
+    finally:
+        core.close()
+        release_stores()
