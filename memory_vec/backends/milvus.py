@@ -39,7 +39,6 @@ Private modules: :mod:`._milvus_schema` (fields, create, verify, load),
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -49,9 +48,9 @@ import numpy as np
 
 from ..errors import ConfigError, InvalidInputError
 from ..records import MemoryRecord
+from . import _milvus_client, _milvus_schema
 from . import _milvus_consistency as consistency
-from . import _milvus_schema
-from ._milvus_errors import Translate, require_pymilvus
+from ._milvus_errors import Translate
 from ._milvus_expr import filter_expression
 from ._milvus_lock import LiteLock
 from ._milvus_own_writes import OwnWrites
@@ -168,6 +167,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
                      if self.is_server and consistency_level in ("Bounded", "Eventually") else None)
         self._exact_limit = max(0, int(exact_fallback_limit))
         self._client: Any = None
+        self._client_pid = 0  # the process that connected it (a forked child reconnects)
         self._lock_handle: LiteLock | None = None
         self._dimension: int | None = None
         self._model_id: str | None = None
@@ -239,9 +239,8 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         """Release the client (and the Lite file lock). Safe to call twice."""
         with self._mutex:
             client, self._client = self._client, None
-            if client is not None:
-                with contextlib.suppress(Exception):  # closing is best effort; the lock is released regardless
-                    client.close()
+            if client is not None:  # best effort; the lock is released regardless
+                _milvus_client.close(client, connected_by=self._client_pid)
             if self._lock_handle is not None:
                 self._lock_handle.release()
                 self._lock_handle = None
@@ -308,23 +307,23 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         return 0.0 if self._consistency == "Strong" or not self.is_server else float(self._own_window)
 
     def _connect(self) -> Any:
-        if self._client is not None:
+        if self._client is not None and self._client_pid == os.getpid():
             return self._client
-        pymilvus = require_pymilvus()
-        kwargs: dict[str, Any] = {"uri": self.uri, "timeout": self._timeout}
-        if self._token:
-            kwargs["token"] = self._token
-        if self._db_name:
-            kwargs["db_name"] = self._db_name
-        if not self.is_server:
+        inherited = self._client is not None  # a forked child's copy of the parent's (see _milvus_client)
+        if inherited:
+            _milvus_client.abandon(self._client)
+        elif not self.is_server:
             if os.path.isfile(self.uri):
                 raise InvalidInputError(f"Milvus Lite path {self.uri!r} is a file; it must be a directory")
             self._lock_handle = LiteLock.acquire(self.uri)
         try:
             with self._translate(f"connect to Milvus at {self.uri}"):
-                self._client = pymilvus.MilvusClient(**kwargs)
+                self._client = _milvus_client.connect(self.uri, timeout=self._timeout, token=self._token,
+                                                      db_name=self._db_name, dedicated=inherited)
+                self._client_pid = os.getpid()
         except BaseException:
-            if self._lock_handle is not None:
+            self._client = None
+            if self._lock_handle is not None and not inherited:
                 self._lock_handle.release()
                 self._lock_handle = None
             raise
@@ -333,7 +332,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
     def _ready(self) -> Any:
         if self._client is None or self._dimension is None:
             raise InvalidInputError("open() the Milvus backend before using it")
-        return self._client
+        return self._connect()
 
     # --- reads ----------------------------------------------------------------------
     def _before_read(self, client: Any) -> None:

@@ -80,3 +80,34 @@ def test_a_forked_child_cannot_open_the_embedded_store_its_parent_holds(
     finally:
         core.close()
         release_stores()
+
+
+def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
+        core_factory: Callable[..., MemoryCore], backend_kind: str) -> None:
+    """gRPC does not let one channel serve both sides of a fork, and pymilvus
+    shares one connection per address: the child must connect again, and must
+    not close the parent's copy."""
+    if "milvus" not in backend_kind:
+        pytest.skip("Milvus backends only")
+    core = core_factory(user_id="ana")
+    try:
+        core.add_message("user", "the parent wrote this before the fork about tulips")
+        core.flush()
+        backend = core.store.backend.inner
+        parents = backend._client
+
+        def child() -> None:
+            core.add_message("user", "the child wrote this about orchids", session_id="s2")
+            core.flush()
+            assert backend._client is not parents
+            core.close()
+            release_stores()
+
+        in_child(child)
+        assert backend._client is parents
+        core.add_message("user", "the parent wrote this after the fork about daisies")
+        core.flush()
+        assert {"daisies", "tulips"} <= _words(core.recall("daisies tulips", k=5))
+    finally:
+        core.close()
+        release_stores()

@@ -1,0 +1,48 @@
+"""The Milvus backend's pymilvus client: one connection per process.
+
+gRPC does not let one channel serve both sides of a fork, and pymilvus
+shares one connection per address within a process (its connection
+manager, copied into a forked child). So a backend a child inherits
+connected (``gunicorn --preload``, a module-level core) opens a dedicated
+connection of its own there and leaves the parent's alone: closing that
+copy in the child could close the parent's connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+from ._milvus_errors import require_pymilvus
+
+__all__ = ["abandon", "close", "connect"]
+
+_abandoned: list[Any] = []  # a parent's clients copied into this child: never closed nor freed here
+
+
+def connect(uri: str, *, timeout: float, token: str | None, db_name: str | None, dedicated: bool) -> Any:
+    """A ``MilvusClient`` for ``uri``; ``dedicated``: a connection no other client shares."""
+    pymilvus = require_pymilvus()
+    kwargs: dict[str, Any] = {"uri": uri, "timeout": timeout}
+    if token:
+        kwargs["token"] = token
+    if db_name:
+        kwargs["db_name"] = db_name
+    if dedicated:
+        kwargs["dedicated"] = True
+    return pymilvus.MilvusClient(**kwargs)
+
+
+def abandon(client: Any) -> None:
+    """Keep a parent's client, copied across a fork, from being closed or freed in the child."""
+    _abandoned.append(client)
+
+
+def close(client: Any, *, connected_by: int) -> None:
+    """Close ``client`` (best effort), or keep it when another process (the parent) connected it."""
+    if connected_by != os.getpid():
+        abandon(client)
+        return
+    with contextlib.suppress(Exception):
+        client.close()
