@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -114,6 +115,43 @@ def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
         core.add_message("user", "the parent wrote this after the fork about daisies")
         core.flush()
         assert {"daisies", "tulips"} <= _words(core.recall("daisies tulips", k=5))
+    finally:
+        core.close()
+        release_stores()
+
+
+@pytest.mark.parametrize("server", ["chroma-server", "milvus-server"])
+def test_a_forked_child_of_a_worker_with_redis_state(server: str, request: pytest.FixtureRequest,
+                                                     tmp_path: Path) -> None:
+    """The deployment of workers on several hosts: a server and Redis state (leases,
+    logs, the shared vector cache), with a core the parent used before the fork."""
+    from tests.fixtures_redis import redis_url
+
+    from .conftest import EMBEDDER, _config_factory
+
+    config = _config_factory(server, request, tmp_path)(
+        state="redis", redis_url=redis_url(request.getfixturevalue("redis_server"), db=4),
+        user_id="ana", session_id="s1", backend_retries=0, backend_timeout=20)
+    core = MemoryCore(config, embedder=EMBEDDER)
+    try:
+        core.add_message("user", "the parent wrote this before the fork about tulips")
+        core.flush()
+        assert core.recall("tulips", k=3)
+
+        def child() -> None:
+            core.add_message("user", "the child wrote this about orchids", session_id="s2")
+            core.flush()
+            assert {"orchids", "tulips"} <= _words(core.recall("orchids tulips", k=5))
+            core.close()
+            release_stores()
+
+        in_child(child)
+        deadline = time.monotonic() + 15  # the Milvus server shows other clients' writes within its bound
+        while "orchids" not in _words(core.recall("orchids", k=5)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "orchids" in _words(core.recall("orchids", k=5))
+        assert [m.content for m in core.working_state(session_id="s2").messages] == [
+            "the child wrote this about orchids"]
     finally:
         core.close()
         release_stores()
