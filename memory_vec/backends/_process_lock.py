@@ -22,8 +22,15 @@ __all__ = ["acquire", "inherited_from", "release"]
 # lock file -> (fd, holders, pid of the process that took it: a forked child inherits the entry)
 _held: dict[str, tuple[int, int, int]] = {}
 _guard = threading.Lock()
-if hasattr(os, "register_at_fork"):  # another thread may hold it at the fork
-    os.register_at_fork(after_in_child=lambda: globals().__setitem__("_guard", threading.Lock()))
+
+
+def _guard_of_its_own() -> None:
+    global _guard  # noqa: PLW0603  # another thread may have held it at the fork
+    _guard = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_guard_of_its_own)
 
 
 def acquire(lock_file: str, *, locked_message: str) -> None:
