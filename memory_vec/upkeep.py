@@ -18,7 +18,6 @@ from .scope import Scope
 __all__ = ["MaintenanceReport", "Upkeep"]
 
 _REINFORCE_BATCH = 32
-_NOT_SUPERSEDED = RecordFilter(include_archived=True)  # any user's
 
 
 @dataclass
@@ -65,19 +64,13 @@ class Upkeep:
             self.flush_reinforcement()
 
     def flush_reinforcement(self) -> int:
+        """Hand the counts to the writer (merged into the rows as stored,
+        see ``RecordWriter.count_recalls``); returns how many memories."""
         with self._reinforce_lock:
             pending, self._reinforce = self._reinforce, {}
-        if not pending:
-            return 0
-        # The queue first (a supersede queued, or stored during this read), and no
-        # superseded rows: the write-back replaces the whole row, so one superseded
-        # since the recall would be made current again.
-        records = self.e.writer.get(list(pending), where=_NOT_SUPERSEDED)
-        updated = [r.copy(recall_count=r.recall_count + pending[r.id][0], last_recalled_at=pending[r.id][1])
-                   for r in records]
-        if updated:  # counters, not anything a user was told is stored: may wait for the writer's thread
-            self.e.writer.update(updated, deferred=True)
-        return len(updated)
+        if pending:
+            self.e.writer.count_recalls(pending)
+        return len(pending)
 
     def maintain(self, *, user_id: str | None = None, now: float | None = None,
                  lifecycle: bool = True, consolidate: bool = True) -> MaintenanceReport:

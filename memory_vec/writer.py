@@ -37,7 +37,7 @@ import logging
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -52,6 +52,8 @@ from .writer_process import unwatch, watch
 __all__ = ["RecordWriter", "WriterSettings"]
 
 log = logging.getLogger("memory_vec.writer")
+
+_CURRENT = RecordFilter(include_archived=True)  # any user's rows, superseded ones left out
 
 _Held = Held
 
@@ -104,6 +106,8 @@ class RecordWriter(PendingReads):
         # Pending ids that were never stored (new messages and facts): they go
         # through ``insert_new``, which skips the backend's checks for old rows.
         self._new: set[str] = set()
+        # Recall counts to add to stored rows: id -> (count, last recalled at).
+        self._counts: dict[str, tuple[int, float]] = {}
         # Recently refused ids -> reason, so a sync caller learns about its own
         # records even when another thread's flush carried them (bounded).
         self._rejected: OrderedDict[str, str] = OrderedDict()
@@ -125,7 +129,7 @@ class RecordWriter(PendingReads):
         """In a forked child: a thread, locks and leases of its own; what the
         parent queued is the parent's to store."""
         self._lock, self._flush_lock, self._storing = threading.RLock(), threading.Lock(), threading.Lock()
-        self._pending, self._new, self._wake = {}, set(), threading.Event()
+        self._pending, self._new, self._counts, self._wake = {}, set(), {}, threading.Event()
         self._turn_users, self._inflight = Counter(), Counter()
         if self.shared is not None:
             self.shared = SharedUnflushed(self.shared.state, lease=self.shared.lease)  # its own token
@@ -171,6 +175,26 @@ class RecordWriter(PendingReads):
                 vector = held[1] if held is not None else None  # still unwritten: patch in place
                 self._pending[record.id] = (record, vector)
         return self._after_queue([r.id for r in records], None, deferred)
+
+    def count_recalls(self, counts: Mapping[str, tuple[int, float]]) -> None:
+        """Add recall counts (id -> (times, last recalled at)) to stored rows.
+
+        Merged into each row as the backend holds it when the writer stores
+        them (after the queue, under the store lock), never into a copy read
+        earlier: a supersede stored or queued since that read would be
+        written over, the old value current again. Superseded and missing
+        rows are skipped; counts are not acknowledged data (an outage keeps
+        them for the next flush, a refusal drops them).
+        """
+        with self._lock:
+            self._add_counts(counts)
+        if not self.background:
+            self._try_flush()
+
+    def _add_counts(self, counts: Mapping[str, tuple[int, float]]) -> None:
+        for rid, (times, when) in counts.items():
+            before, last = self._counts.get(rid, (0, when))
+            self._counts[rid] = (before + times, max(last, when))
 
     @contextlib.contextmanager
     def turn(self, session: Session) -> Iterator[None]:
@@ -273,7 +297,7 @@ class RecordWriter(PendingReads):
                     if not batch:
                         if self.unflushed is not None and not self._turn_users:
                             self.unflushed.clear(id(self))
-                        return
+                        break
                     users = {held[0].user_id for _, held in batch}
                     self._inflight.update(users)  # leased until stored and logged for other processes' copies
                 try:
@@ -295,6 +319,32 @@ class RecordWriter(PendingReads):
                     with self._lock:
                         self._inflight -= Counter(users)  # drops zero counts
                         self._release_idle(users)
+            with self._storing:
+                self._store_counts()
+
+    def _store_counts(self) -> None:
+        """Under ``_flush_lock`` and ``_storing``: no write of this process in between."""
+        with self._lock:
+            counts, self._counts = self._counts, {}
+            queued = {rid: counts.pop(rid) for rid in list(counts) if rid in self._pending}
+            self._counts.update(queued)  # a queued version is stored first; counted on the next flush
+        if not counts:
+            return
+        try:
+            rows = [r.copy(recall_count=r.recall_count + counts[r.id][0],
+                           last_recalled_at=max(r.last_recalled_at or 0.0, counts[r.id][1]))
+                    for r in self.backend.get(list(counts), where=_CURRENT)]
+            if rows:
+                self.backend.update(rows)
+        except BackendUnavailableError:
+            with self._lock:  # kept for the next flush, added to any counted since
+                self._add_counts(counts)
+            raise
+        except BackendError as exc:
+            log.warning("memory-vec: recall counts of %d memories not written: %s", len(counts), exc)
+            return
+        if rows and self._on_stored is not None:
+            self._on_stored(rows)
 
     def _store_batch(self, batch: list[_Held]) -> list[MemoryRecord]:
         """Store a batch; on a data error, record by record. Returns what was stored."""

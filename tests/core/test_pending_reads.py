@@ -20,6 +20,7 @@ import pytest
 
 from memory_vec import MemoryRecord
 from memory_vec.backends import InMemoryBackend, RecordFilter
+from memory_vec.errors import BackendUnavailableError
 from memory_vec.writer import RecordWriter, WriterSettings
 
 CURRENT = RecordFilter(user_id="u1")  # superseded rows excluded
@@ -104,22 +105,22 @@ def test_a_queued_row_that_leaves_the_queue_unstored_is_not_served(
 
 
 def test_a_recall_count_written_back_never_makes_a_superseded_value_current(make_core: Any) -> None:
-    """maintain() writes the recall counters back as whole rows; it reads them
-    while the writer stores the supersede of one (seen in review: the old
-    budget written back as current, for good)."""
+    """maintain() writes the recall counters back as whole rows; a turn
+    supersedes one of them while the writer reads them (seen in review: the
+    old budget written back as current, for good)."""
     backend = StoresDuringReads()
     core = make_core(backend=backend, background_writes=True, flush_interval=60)
     first = core.add_message("user", "The budget is 5000 dollars.")
     core.flush()
     ctx = core.build_context("what is the budget", session_id="s2")  # served memories are counted
     assert any("5000" in h.text for h in ctx.relevant)
-    second = core.add_message("user", "Actually the budget is now 8000 dollars.")
-    assert second.pending and set(first.fact_ids) <= set(second.superseded_ids)
-    backend.during = core.store.writer.flush
+    turns: list[Any] = []
+    backend.asking = first.id  # the counters' read (the message was served)
+    backend.during = lambda: turns.append(core.add_message("user", "Actually the budget is now 8000 dollars."))
     core.maintain()
-    assert backend.during is None  # the supersede was stored inside the counters' read
+    assert backend.during is None and set(first.fact_ids) <= set(turns[0].superseded_ids)
     core.flush()
-    assert backend.get([first.fact_ids[0]])[0].superseded_by == second.fact_ids[0]
+    assert backend.get([first.fact_ids[0]])[0].superseded_by == turns[0].fact_ids[0]
     served = [h.text for h in core.recall("what is the budget", k=10)]
     assert any("8000" in t for t in served) and not any("5000" in t for t in served)
 
@@ -138,3 +139,48 @@ def test_a_keyword_only_hit_superseded_during_recall_is_not_served(make_core: An
     served = [h.text for h in core.recall("budget 5000 dollars", k=10)]
     assert backend.during is None  # stored inside the by-id cosine fetch
     assert any("8000" in t for t in served) and not any("5000" in t for t in served)
+
+
+def test_recall_counts_handed_over_before_a_supersede_never_write_over_it() -> None:
+    """The writer merges the counts into the row as stored when it writes
+    them, after its queue: a supersede queued after the counts stays, and
+    the superseded row is not counted (before, the row was read when the
+    counts were handed over and queued back whole: the old value current again)."""
+    backend = InMemoryBackend()
+    backend.open(dimension=4, model_id="m")
+    writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=60))
+    vectors = np.ones((2, 4), dtype=np.float32)
+    writer.write([_record(1)], vectors[:1])
+    writer.flush()
+    writer.count_recalls({"r1": (2, 1_700_000_100.0)})
+    writer.update([_record(1, valid_to=1_700_000_002.0, superseded_by="r2")], deferred=True)
+    writer.write([_record(2)], vectors[1:], new=True, deferred=True)
+    writer.count_recalls({"r2": (1, 1_700_000_200.0), "never-stored": (1, 1_700_000_200.0)})
+    writer.count_recalls({"r2": (2, 1_700_000_150.0)})
+    writer.flush()
+    rows = {r.id: r for r in backend.get(["r1", "r2"], where=RecordFilter(include_superseded=True))}
+    assert (rows["r1"].superseded_by, rows["r1"].recall_count) == ("r2", 0)
+    assert (rows["r2"].valid_to, rows["r2"].recall_count, rows["r2"].last_recalled_at) == (None, 3, 1_700_000_200.0)
+    writer.close()
+
+
+def test_recall_counts_wait_out_an_outage() -> None:
+    class DownOnce(InMemoryBackend):
+        down = 0
+
+        def get(self, ids: Any, *, where: RecordFilter | None = None) -> Any:
+            if self.down:
+                self.down -= 1
+                raise BackendUnavailableError("connection refused")
+            return super().get(ids, where=where)
+
+    backend = DownOnce()
+    backend.open(dimension=4, model_id="m")
+    writer = RecordWriter(backend, WriterSettings(background=False))
+    writer.write([_record(1)], np.ones((1, 4), dtype=np.float32))
+    backend.down = 1
+    writer.count_recalls({"r1": (1, 1_700_000_100.0)})  # synchronous: tried now, kept
+    assert isinstance(writer.last_error, BackendUnavailableError) and backend.get(["r1"])[0].recall_count == 0
+    writer.count_recalls({"r1": (2, 1_700_000_050.0)})
+    assert (backend.get(["r1"])[0].recall_count, backend.get(["r1"])[0].last_recalled_at) == (3, 1_700_000_100.0)
+    writer.close()
