@@ -256,7 +256,11 @@ class Store:
     def validate(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
         """Every record of every write path passes here before anything is
         queued: the library's rules, this backend's hard limits, and (when
-        given) one finite vector per record of the collection's dimension."""
+        given) one finite vector per record of the collection's dimension;
+        and a backend this process may not use refuses here, not at the flush."""
+        check_usable = getattr(self.backend, "check_usable", None)  # optional in the Backend protocol
+        if callable(check_usable):
+            check_usable()
         limits = self.limits
         for record in records:
             v.check_record(record, limits)

@@ -247,6 +247,11 @@ class BaseBackend:
     #   def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]
     # every record matching ``where`` with its stored vector, rows aligned
     # (shape (0, dimension) when none), in any order.
+    # Optional, not defined here so that wrappers (guard, replica) pass it through:
+    #   def check_usable(self) -> None
+    # raise when this process may not use the store at all (an embedded store
+    # inherited across a fork); no I/O. The store calls it before a write is
+    # validated, so such a write is refused, not queued and lost at the flush.
 
     # --- async twins -------------------------------------------------------------------------
     async def _in_thread(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

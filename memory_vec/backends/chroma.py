@@ -21,17 +21,16 @@ of a silently diverging or corrupted store. Use a Chroma server
 (``url="http://host:port"``) for several processes.
 
 Chroma never embeds anything here: vectors are always passed in, and the
-collection is created without an embedding function, so nothing downloads.
+collection is created without an embedding function: nothing downloads.
 
 Forget: Chroma keeps deleted records' text in its write-ahead log and in
 freed pages of ``chroma.sqlite3``; :meth:`ChromaBackend.purge` removes it
 from an embedded store (see :mod:`._chroma_purge`). A server's files are out
 of reach: stop the server and purge its directory the same way.
 
-Private modules: :mod:`._chroma_rows` (record <-> row), :mod:`._chroma_filters`
-(``where`` dicts), :mod:`._chroma_query` (vector queries), :mod:`._chroma_collection`
-(client, schema check), :mod:`._chroma_purge` (deleted records out of the files),
-:mod:`._chroma_lock` (the embedded store's lock), :mod:`._chroma_errors`.
+Private modules: :mod:`._chroma_rows` (record <-> row), :mod:`._chroma_filters` (``where`` dicts),
+:mod:`._chroma_query` (vector queries), :mod:`._chroma_collection` (client, schema check),
+:mod:`._chroma_purge` (deleted records out of the files), :mod:`._chroma_lock`, :mod:`._chroma_errors`.
 """
 
 from __future__ import annotations
@@ -419,6 +418,9 @@ class ChromaBackend(BaseBackend):
             if len(rows) < _PAGE:
                 return
             offset += _PAGE
+
+    def check_usable(self) -> None:
+        _chroma_lock.check_not_inherited(self.path)
 
     def _readable(self) -> Any:
         # Reads work on a collection opened with another model too, so that
