@@ -16,9 +16,13 @@ fixtures (tests/fixtures_chroma.py, tests/fixtures_milvus.py):
    "fact"), include_shared=True)`` and ``k=200`` (``candidate_pool``), random
    unit query vectors; p50/p95 ms (after ``--warmup`` untimed queries).
 3. **MemoryCore.recall** (``--recall-queries``, 0 to skip): a MemoryCore on the
-   same backend with the real default embedder; for each of a few users, one
-   untimed recall (loads the user's keyword index) then a timed one with a new
-   query text, so the number is embed query + vector query + BM25 + ranking.
+   same backend with the real default embedder; for each of that many users
+   (a new one each time), a first recall ("cold": it loads the user's keyword
+   index and, on a persistent backend, the process's copy of the user's
+   memories) then a second with a new query text ("recall": embed query +
+   vector query + BM25 + ranking, what every later turn of the user pays);
+   the process's RSS after 20, 100, 250, ... users (flat once the caches'
+   bounds are reached: ``keyword_cache_users``, ``replica_docs``).
 4. **add_messages**: ``--ingest-messages`` real messages (user/assistant pairs
    of a synthetic chat) through ``MemoryCore.add_messages`` with the real
    default embedder (contextual vectors, conflict check), one call per pair,
@@ -68,6 +72,9 @@ BATCH = 1000
 SESSIONS_PER_USER = 10
 WORDS = ("budget", "meeting", "travel", "flight", "hotel", "dinner", "project", "deadline", "doctor", "gym",
          "birthday", "concert", "book", "movie", "garden", "car", "rent", "salary", "coffee", "weekend")
+
+
+RSS_CHECKPOINTS = (20, 100, 250, 500, 1000, 1500, 2000, 3000)  # users recalled so far
 
 
 def _rss_mb(pid: int | None = None, group: bool = False) -> float:
@@ -232,15 +239,23 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         if core.embedder.dimension != DIM:
             raise RuntimeError(f"default embedder has dimension {core.embedder.dimension}, expected {DIM}")
         core.recall("warm up the model", user_id="u00000")
-        rlat = []
+        result["replica"] = core.store.replica is not None
+        rlat, cold, rss_by_users = [], [], {}
+        order = qrng.permutation(args.users)  # a new user each time (until every user was asked)
         for j in range(args.recall_queries):
-            u = f"u{int(qrng.integers(args.users)):05d}"
-            core.recall(f"what did I say about the {WORDS[j % len(WORDS)]}?", user_id=u)  # loads keyword index
+            u = f"u{int(order[j % args.users]):05d}"
+            t = time.perf_counter()
+            core.recall(f"what did I say about the {WORDS[j % len(WORDS)]}?", user_id=u)  # loads the user's data
+            cold.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
             core.recall(f"when is the {WORDS[(j * 3 + 1) % len(WORDS)]} {j}?", user_id=u)
             rlat.append((time.perf_counter() - t) * 1000)
+            if j + 1 in RSS_CHECKPOINTS or j + 1 == args.recall_queries:
+                rss_by_users[j + 1] = round(_rss_mb(group=True), 1)
         if rlat:
             result["recall_p50_ms"], result["recall_p95_ms"] = _pct(rlat, 50), _pct(rlat, 95)
+            result["recall_cold_p50_ms"], result["recall_cold_p95_ms"] = _pct(cold, 50), _pct(cold, 95)
+            result["rss_mb_by_recalled_users"] = rss_by_users
         if args.ingest_messages:
             pairs = args.ingest_messages // 2
             t = time.perf_counter()
@@ -315,13 +330,16 @@ def report(paths: list[str]) -> str:
                 rows[(name, r["size"])] = r
     order = {b: i for i, b in enumerate(BACKENDS)}
     out = ["| backend | stored / users | upsert rec/s (synthetic) | query p50 / p95 ms | hits | "
-           "recall p50 / p95 ms | add_messages msg/s (real embedder) | RSS MB: bench process | RSS MB: server |",
+           "recall p50 / p95 ms (first of a user) | add_messages msg/s (real embedder) | RSS MB: bench process | "
+           "RSS MB: server |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (b, size), r in sorted(rows.items(), key=lambda kv: (order.get(kv[0][0].split()[0], 99), kv[0][0], kv[0][1])):
         if "error" in r:
             out.append(f"| {b} | {size:,} / {r['users']:,} | {r['error']} | | | | | | |")
             continue
         recall = (f"{r['recall_p50_ms']:.1f} / {r['recall_p95_ms']:.1f}" if "recall_p50_ms" in r else "not run")
+        if "recall_cold_p50_ms" in r:
+            recall += f" ({r['recall_cold_p50_ms']:.1f} / {r['recall_cold_p95_ms']:.1f})"
         ingest = (f"{r['add_messages_per_s']:.1f}" if "add_messages_per_s" in r else "not run")
         out.append(
             f"| {b} | {size:,} / {r['users']:,} | {r['upsert_records_per_s']:,.0f} | "
