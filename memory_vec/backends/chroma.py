@@ -427,7 +427,7 @@ class ChromaBackend(BaseBackend):
         # reembed() can read the stored texts; writes and queries do not.
         if self._collection is None:
             raise BackendError("open() the Chroma backend before using it")
-        _chroma_lock.check_not_inherited(self.path)
+        self.check_usable()
         return self._collection
 
     def _writable(self) -> Any:
@@ -440,7 +440,7 @@ class ChromaBackend(BaseBackend):
         return collection
 
     def _connect(self) -> None:
-        _chroma_lock.check_not_inherited(self.path)
+        self.check_usable()
         if self._client is not None:
             return
         self._client, self._max_batch = connect(path=self.path, url=self.url, headers=self.headers,

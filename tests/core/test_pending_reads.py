@@ -55,17 +55,27 @@ def _record(i: int, **fields: Any) -> MemoryRecord:
                         timestamp=1_700_000_000.0 + i, **fields)
 
 
+def _r1_stored(backend: InMemoryBackend) -> RecordWriter:
+    """A background writer over ``backend`` that has stored r1."""
+    backend.open(dimension=4, model_id="m")
+    writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=60))
+    writer.write([_record(1)], np.ones((1, 4), dtype=np.float32))
+    writer.flush()
+    return writer
+
+
+def _supersede_r1(writer: RecordWriter) -> None:
+    """Queue (not store) r1 superseded by r2, and r2."""
+    writer.update([_record(1, valid_to=1_700_000_002.0, superseded_by="r2")], deferred=True)
+    writer.write([_record(2)], np.ones((1, 4), dtype=np.float32), new=True, deferred=True)
+
+
 @pytest.fixture
 def queued() -> Iterator[tuple[StoresDuringReads, RecordWriter]]:
     """r1 stored; then, queued (not stored): r1 superseded by r2, and r2."""
     backend = StoresDuringReads()
-    backend.open(dimension=4, model_id="m")
-    writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=60))
-    vectors = np.ones((2, 4), dtype=np.float32)
-    writer.write([_record(1)], vectors[:1])
-    writer.flush()
-    writer.update([_record(1, valid_to=1_700_000_002.0, superseded_by="r2")], deferred=True)
-    writer.write([_record(2)], vectors[1:], new=True, deferred=True)
+    writer = _r1_stored(backend)
+    _supersede_r1(writer)
     assert writer.pending_count == 2
     backend.during = writer.flush
     yield backend, writer
@@ -147,14 +157,9 @@ def test_recall_counts_handed_over_before_a_supersede_never_write_over_it() -> N
     the superseded row is not counted (before, the row was read when the
     counts were handed over and queued back whole: the old value current again)."""
     backend = InMemoryBackend()
-    backend.open(dimension=4, model_id="m")
-    writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=60))
-    vectors = np.ones((2, 4), dtype=np.float32)
-    writer.write([_record(1)], vectors[:1])
-    writer.flush()
+    writer = _r1_stored(backend)
     writer.count_recalls({"r1": (2, 1_700_000_100.0)})
-    writer.update([_record(1, valid_to=1_700_000_002.0, superseded_by="r2")], deferred=True)
-    writer.write([_record(2)], vectors[1:], new=True, deferred=True)
+    _supersede_r1(writer)
     writer.count_recalls({"r2": (1, 1_700_000_200.0), "never-stored": (1, 1_700_000_200.0)})
     writer.count_recalls({"r2": (2, 1_700_000_150.0)})
     writer.flush()
