@@ -56,6 +56,10 @@ class OwnWrites:
         self.max_rows = max_rows
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # oldest first
+        # Written rows by owner, so a user's read looks at the user's rows (and the shared
+        # ones), not at every row of a bulk write still in the window (dicts: ordered).
+        self._by_user: dict[str, dict[str, None]] = {}
+        self._shared: dict[str, None] = {}
         self._deleted_where: list[tuple[RecordFilter, float]] = []
         self._overflowed = False  # rows left before the window ended: the next read must wait once
         self._lock = threading.Lock()
@@ -127,7 +131,8 @@ class OwnWrites:
                 if record is not None and self._vector(record.id) is None:
                     out[record.id] = ScoredRecord(record, hit.similarity)
             # Rows written here are scored with the vector written (the server may hold an older one).
-            mine = [(e.record, e.vector) for e in self._entries.values()
+            entries = (self._entries[rid] for rid in self._candidates(where))
+            mine = [(e.record, e.vector) for e in entries
                     if e.record is not None and e.vector is not None and where.matches(e.record)]
         if mine:
             matrix = np.stack([v for _, v in mine])
@@ -155,7 +160,7 @@ class OwnWrites:
                 if record is not None:
                     mine = self._vector(record.id)
                     out[record.id] = (record, extra if mine is None else mine)
-            wanted = self._entries.keys() if ids is None else [i for i in ids if i in self._entries]
+            wanted = self._candidates(where) if ids is None else [i for i in ids if i in self._entries]
             for rid in wanted:
                 entry = self._entries[rid]
                 # (a written entry always has its vector; the check is for the type checker)
@@ -168,6 +173,16 @@ class OwnWrites:
     def _vector(self, rid: str) -> np.ndarray | None:
         entry = self._entries.get(rid)
         return None if entry is None else entry.vector
+
+    def _candidates(self, where: RecordFilter) -> list[str]:
+        """Ids of the written rows that may match ``where`` (``matches`` decides)."""
+        if where.ids is not None:
+            return [rid for rid in dict.fromkeys(where.ids) if rid in self._entries]
+        if where.user_id is None:
+            return list(self._entries)
+        own = self._by_user.get(where.user_id, {})
+        shared = [rid for rid in self._shared if rid not in own] if where.include_shared else []
+        return [*own, *shared]
 
     def _nothing_to_merge(self) -> bool:
         self._prune()
@@ -190,11 +205,26 @@ class OwnWrites:
         return stored
 
     def _put(self, rid: str, entry: _Entry) -> None:
-        self._entries.pop(rid, None)
+        self._forget(rid)
         self._entries[rid] = entry
+        if entry.record is not None:
+            self._by_user.setdefault(entry.record.user_id, {})[rid] = None
+            if entry.record.visibility != "private":
+                self._shared[rid] = None
         while len(self._entries) > self.max_rows:
-            self._entries.popitem(last=False)
+            self._forget(next(iter(self._entries)))
             self._overflowed = True
+
+    def _forget(self, rid: str) -> None:
+        entry = self._entries.pop(rid, None)
+        if entry is None or entry.record is None:
+            return
+        own = self._by_user.get(entry.record.user_id)
+        if own is not None:
+            own.pop(rid, None)
+            if not own:
+                del self._by_user[entry.record.user_id]
+        self._shared.pop(rid, None)
 
     def _prune(self) -> float:
         now = self._clock()
@@ -203,6 +233,6 @@ class OwnWrites:
             rid, oldest = next(iter(self._entries.items()))
             if oldest.at >= horizon:
                 break
-            del self._entries[rid]
+            self._forget(rid)
         self._deleted_where = [(w, at) for w, at in self._deleted_where if at >= horizon]
         return now

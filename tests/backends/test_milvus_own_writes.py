@@ -177,3 +177,54 @@ def test_a_row_written_again_is_scored_with_its_new_vector_not_the_servers_score
     hits = own.merge_hits(server, q, 3, RecordFilter(user_id="u1"))
     assert len(hits) == 1 and hits[0].record.text == "new text"
     assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+
+
+class _EveryRowChecked(OwnWrites):
+    """The merge as it was before the owner index: every written row is checked with ``matches``."""
+
+    def _candidates(self, where: RecordFilter) -> list[str]:
+        return list(self._entries)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_users_read_merges_what_checking_every_written_row_merges(seed: int) -> None:
+    """The owner index (a user's rows and the shared ones) loses no row the filter matches,
+    through rewrites that change a row's owner or visibility, deletes, the window and overflow."""
+    rng = np.random.default_rng(seed)
+    clocks = Clock(), Clock()
+    indexed, reference = (cls(10.0, max_rows=40, clock=c) for cls, c in zip((OwnWrites, _EveryRowChecked), clocks))
+    users = ["u1", "u2", "u3"]
+    for step in range(150):
+        action = rng.random()
+        if action < 0.7:
+            batch = []
+            for _ in range(int(rng.integers(1, 4))):
+                rid = f"r{int(rng.integers(60))}"  # ids come back: a row rewritten under another owner
+                visibility = str(rng.choice(["private", "private", "global", "agent"]))
+                batch.append(make_record(rid, user_id=str(rng.choice(users)), visibility=visibility,
+                                         agent_id="bot" if visibility == "agent" else None,
+                                         kind=str(rng.choice(["message", "fact"])), timestamp=float(step)))
+            replaces = bool(rng.random() < 0.3)
+            for own in (indexed, reference):
+                own.wrote(batch, vectors_for(batch), replaces=replaces)
+        elif action < 0.8:
+            doomed = [f"r{int(i)}" for i in rng.integers(60, size=2)]
+            for own in (indexed, reference):
+                own.deleted(doomed)
+        else:
+            elapsed = float(rng.uniform(0.5, 4.0))
+            for clock in clocks:
+                clock.now += elapsed
+        server = [make_record(f"r{int(i)}", user_id=str(rng.choice(users))) for i in rng.integers(60, size=5)]
+        q = unit_vector(step)
+        for user in [*users, None]:
+            for where in (RecordFilter(user_id=user), RecordFilter(user_id=user, include_shared=True, agent_id="bot"),
+                          RecordFilter(user_id=user, include_shared=True, kinds=("fact",))):
+                rows = [(record.id, record.user_id, record.visibility)
+                        for record, _ in indexed.merge_rows(((r, None) for r in server), where, None)]
+                want = [(record.id, record.user_id, record.visibility)
+                        for record, _ in reference.merge_rows(((r, None) for r in server), where, None)]
+                assert sorted(rows) == sorted(want), where
+                hits = [h.record.id for h in indexed.merge_hits([], q, 100, where)]
+                assert hits == [h.record.id for h in reference.merge_hits([], q, 100, where)], where
+    assert len(indexed) == len(reference)
