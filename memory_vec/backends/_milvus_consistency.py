@@ -27,8 +27,7 @@ from typing import Any
 from ..errors import ConfigError
 from ._milvus_errors import Translate
 
-__all__ = ["LEVELS", "barrier_after_delete", "check_level", "read_barrier", "scan_page_options",
-           "server_before_2_4"]
+__all__ = ["LEVELS", "barrier_after_delete", "check_level", "read_barrier", "server_before_2_4"]
 
 LEVELS = ("Session", "Strong", "Bounded", "Eventually")
 
@@ -71,19 +70,3 @@ def read_barrier(client: Any, collection: str, level: str, *, timeout: float,
     with translate("read the collection"):
         client.query(collection, filter='id != ""', output_fields=["id"], limit=1,
                      consistency_level=level, timeout=timeout)
-
-
-def scan_page_options(client: Any, collection: str, level: str, *, is_server: bool, timeout: float,
-                      translate: Callable[[str], Translate]) -> dict[str, int]:
-    """Extra arguments for the pages of one scan, after the wait they need.
-
-    pymilvus sends iterator pages with the collection's default level
-    (Session, set at create) and no guarantee timestamp, which a server
-    reads as Strong (a ~400 ms wait per page on 2.3). One read at ``level``
-    first waits for this process' writes; then pages need no wait.
-    Milvus Lite reads its own state and needs neither.
-    """
-    if not is_server or level == "Strong":
-        return {}
-    read_barrier(client, collection, level, timeout=timeout, translate=translate)
-    return {"guarantee_timestamp": 1}

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from ..records import MemoryRecord
-from . import _milvus_consistency as consistency
 from ._milvus_errors import Translate
 from ._milvus_expr import filter_expression, literal
 from ._milvus_rows import chunks, from_row
@@ -87,13 +86,27 @@ class RowReader:
             yield from rows
 
     def _by_cursor(self, where: RecordFilter, fields: list[str]) -> Iterator[dict[str, Any]]:
-        page_ts = consistency.scan_page_options(self.client, self.collection, self.level, is_server=self.is_server,
-                                                timeout=self.timeout, translate=self.translate)
         expr = filter_expression(where)
+        scope = [f"({expr})"] if expr else []
+        page_ts: dict[str, int] = {}
+        if self.is_server and self.level != "Strong":
+            # pymilvus sends iterator pages (below) at the collection's default
+            # level with no guarantee timestamp, which a server reads as Strong
+            # (~400 ms on 2.3). So one plain read at our level comes first: it
+            # waits as the level says, and a scope smaller than a page (a
+            # user's memories, usually) is all in it: one round trip, not a
+            # barrier read and then a page. Milvus Lite reads its own state.
+            with self.translate("scan"):
+                rows = self.client.query(self.collection, filter=" and ".join([*scope, 'id != ""']),
+                                         limit=self.batch, output_fields=fields, consistency_level=self.level,
+                                         timeout=self.timeout)
+            if len(rows) < self.batch:
+                yield from rows
+                return
+            page_ts = {"guarantee_timestamp": 1}  # that read waited; the pages need not
         last: str | None = None
         while True:
-            parts = [f"({expr})"] if expr else []
-            parts.append(f"id > {literal(last)}" if last is not None else 'id != ""')
+            parts = [*scope, f"id > {literal(last)}" if last is not None else 'id != ""']
             with self.translate("scan"):
                 rows = self.client.query(self.collection, filter=" and ".join(parts), limit=self.batch,
                                          output_fields=fields, consistency_level=self.level, iterator="True",

@@ -106,3 +106,32 @@ def test_a_search_the_server_answers_short_is_completed_and_explained(
         writer.drop()
         writer.close()
         reader.close()
+
+
+@pytest.mark.parametrize("level", ["Bounded", "Session"])
+def test_scans_smaller_than_a_page_as_big_as_one_and_bigger_read_every_row(milvus_server: Service,
+                                                                             level: str) -> None:
+    """A server scan reads at its level first (one plain read, which holds a small scope whole),
+    then pages by id when the scope fills that read: no row lost or repeated at either edge."""
+    name = f"pages_{uuid.uuid4().hex[:10]}"
+    writer = MilvusBackend(milvus_server.url, collection=name, batch_size=7, consistency_level=level)
+    writer.open(dimension=DIMENSION, model_id=MODEL_ID)
+    sizes = {"small": 3, "page": 7, "pages": 23}
+    records = [make_record(f"{user}-{i:02d}", user_id=user, seq=i) for user, n in sizes.items() for i in range(n)]
+    writer.upsert(records, vectors_for(records))
+    # Another client (no own writes to merge in: what it reads comes from the server);
+    # opening makes one Strong read, so everything acknowledged before is visible.
+    reader = MilvusBackend(milvus_server.url, collection=name, batch_size=7, consistency_level=level)
+    reader.open(dimension=DIMENSION, model_id=MODEL_ID)
+    try:
+        for user, n in sizes.items():
+            want = [f"{user}-{i:02d}" for i in range(n)]
+            assert [r.id for r in reader.scan(RecordFilter(user_id=user))] == want
+            found, vectors = reader.scan_vectors(RecordFilter(user_id=user))
+            assert sorted(r.id for r in found) == want and vectors.shape == (n, DIMENSION)
+            assert np.allclose(vectors, vectors_for(found), atol=1e-6)
+        assert len(reader.scan(RecordFilter())) == sum(sizes.values())
+    finally:
+        reader.close()
+        writer.drop()
+        writer.close()
