@@ -182,7 +182,9 @@ class KeywordIndex:
         changes = self._state.keyword_changes(user_id, after=0, generation=-1)
         index = BM25Index()
         where = RecordFilter(user_id=user_id, kinds=INDEXED_KINDS, include_superseded=True)
-        index.add(IndexedDoc.from_record(r) for r in self._backend.scan(where))
+        copied = getattr(self._backend, "scan_copied", None)  # the replica's copy (replica.py)
+        records = copied(where) if copied is not None else None
+        index.add(IndexedDoc.from_record(r) for r in (records if records is not None else self._backend.scan(where)))
         index.add(IndexedDoc.from_record(r) for r in self.pending(user_id) if r.kind in INDEXED_KINDS)
         entry = _Entry(index, changes.generation, changes.counter)
         with self._lock:

@@ -264,6 +264,22 @@ class ReplicatedBackend(BaseBackend):
             found = [part.records[part.row[i]] for i in dict.fromkeys(ids) if i in part.row]
             return [r.copy(metadata=dict(r.metadata)) for r in found if where.matches(r)]
 
+    def scan_copied(self, where: RecordFilter) -> list[MemoryRecord] | None:
+        """``scan(where)`` answered from the user's copy (loaded if need be); None when no copy can.
+
+        For the keyword index's rebuild: it and the copy's load read the same
+        rows, so a user's first recall in a process reads them from the
+        backend once, not twice. Other scans go to the backend (they may need
+        rows written outside memory-vec, which no copy holds).
+        """
+        copy = self._copy_for(where)
+        if copy is None:
+            return None
+        with copy.lock:
+            found = [r.copy(metadata=dict(r.metadata)) for r in copy.part.records if where.matches(r)]
+        found.sort(key=lambda r: (r.timestamp, r.seq, r.id))  # as a backend's scan: oldest first
+        return found
+
     def _copy_for(self, where: RecordFilter) -> _Copy | None:
         """The user's copy, brought up to date, when it can answer ``where``."""
         user = where.user_id

@@ -85,6 +85,10 @@ def _same(server: InMemoryBackend, store: Store, where: RecordFilter, q: np.ndar
     assert [h.similarity for h in got] == pytest.approx([h.similarity for h in want], abs=1e-5)
     ids = [r.id for r in server.scan(RecordFilter(include_superseded=True, include_archived=True))][:12]
     assert [r.id for r in store.backend.get(ids, where=where)] == [r.id for r in server.get(ids, where=where)]
+    copied = store.backend.scan_copied(where)  # the keyword index's rebuild, when a copy can answer
+    if copied is not None:
+        assert [(r.id, r.valid_to, r.archived, r.text) for r in copied] == \
+            [(r.id, r.valid_to, r.archived, r.text) for r in server.scan(where)], where
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -123,6 +127,42 @@ def test_two_replicas_answer_what_the_backend_answers(two_stores: tuple[InMemory
             _same(server, b, where, q)
     served = [s.backend for s in (a, b)]
     assert all(isinstance(r, ReplicatedBackend) and r.copied_docs > 0 for r in served), "the copies were never used"
+
+
+class _CountingServer(_Server):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
+        self.reads.append("scan")
+        return super().scan(where, limit=limit)
+
+    def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+        self.reads.append("scan_vectors")
+        return super().scan_vectors(where)
+
+
+def test_a_users_first_recall_reads_the_users_rows_once() -> None:
+    """The keyword index's rebuild is answered from the copy the dense read loads (one backend scan, not two)."""
+    server = _CountingServer()
+    writer, reader = two_workers_over(server, InMemoryStateStore())
+    rng = random.Random(3)
+    records = [_record(rng, n).copy(user_id="u1", visibility="private", agent_id=None, kind="message")
+               for n in range(12)]
+    records[4] = records[4].copy(valid_to=99.0, superseded_by="r5")
+    records[7] = records[7].copy(archived=True)
+    writer.writer.write(records, np.random.default_rng(3).standard_normal((12, DIM)).astype(np.float32))
+    server.reads.clear()
+
+    index = reader.keywords.for_user("u1")
+    recall = RecordFilter(user_id="u1", kinds=("message", "fact"), include_shared=True)
+    hits = reader.backend.query(np.ones(DIM, dtype=np.float32), k=20, where=recall)
+
+    assert server.reads == ["scan_vectors"]
+    # The rebuild's own filter (superseded kept, archived not) picked from the copy: 11 of 12.
+    assert len(index) == 11 and "r7" not in index and "r4" in index
+    assert {h.record.id for h in hits} == {r.id for r in records} - {"r4", "r7"}
 
 
 def test_reads_the_copy_cannot_answer_go_to_the_backend(two_stores: tuple[InMemoryBackend, Store, Store]) -> None:
