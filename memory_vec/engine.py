@@ -29,11 +29,12 @@ from .facts import analyze
 from .privacy import Redactor
 from .records import MemoryRecord
 from .scope import Scope
-from .state import StateStore
+from .state import StateStore, WorkingState
 from .store import Store
 from .summary import Summarizer
 from .tokens import TokenCounter
 from .trace import TraceSlot, TurnTrace
+from .unflushed import Marks
 from .vector_cache import VectorCache
 from .writer import RecordWriter
 
@@ -90,6 +91,20 @@ class Engine:
     # --- scopes and traces ----------------------------------------------------------
     def scope(self, user_id: str | None = None, session_id: str | None = None) -> Scope:
         return Scope.resolve(self.config, user_id, session_id)
+
+    def load_with_leases(self, scope: Scope) -> tuple[WorkingState, Marks | None]:
+        """The session's working state and, where the state store reads both in
+        one round trip (Redis), the user's leases with it: ``settle``'s first
+        look, which a turn starts with."""
+        both = getattr(self.state, "load_with_unflushed", None) if self.writer.shared is not None else None
+        if both is None:
+            return self.state.load(scope.user_id, scope.session_id), None
+        state, marks = both(scope.user_id, scope.session_id)
+        return state, marks
+
+    def leased_by_others(self, marks: Marks | None) -> bool:
+        """Whether ``marks`` hold another worker's live lease (``settle`` waits for it)."""
+        return marks is not None and self.writer.shared is not None and self.writer.shared.others_live(marks)
 
     def start_trace(self, operation: str, scope: Scope) -> TurnTrace:
         trace = TurnTrace(operation, scope.user_id, scope.session_id)

@@ -9,8 +9,10 @@ index. Each result carries its own trace.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -79,14 +81,14 @@ class ReadPath:
 
     Args:
         engine: the parts.
-        heal: re-stores a session's unstored messages before it is read.
+        load_healed: a session's working state, its unstored messages re-stored first.
         on_recalled: told which memories were served (reinforcement).
     """
 
-    def __init__(self, engine: Engine, *, heal: Callable[[Scope, WorkingState], object],
+    def __init__(self, engine: Engine, *, load_healed: Callable[[Scope], WorkingState],
                  on_recalled: Callable[[Sequence[str]], None]) -> None:
         self.e = engine
-        self._heal = heal
+        self._load_healed = load_healed
         self._on_recalled = on_recalled
 
     @property
@@ -164,8 +166,28 @@ class ReadPath:
         trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
         return hits
 
+    def _load_copy_meanwhile(self, where: RecordFilter) -> None:
+        """A user's first recall in this process: the local copy of the user's
+        rows (replica.py) loads on a thread while the question embeds (the model
+        call releases the GIL; the load mostly waits on the server). The recall
+        then waits for the load instead of starting it."""
+        replica = self.e.store.replica
+        if replica is None or not replica.loads_copy(where):
+            return
+
+        def load() -> None:
+            try:
+                replica.load_copy(where)
+            except Exception as exc:  # noqa: BLE001  # the recall loads it again and meets the error itself
+                log.debug("memory-vec: loading the copy of %s ahead of its recall failed: %s", where.user_id, exc)
+
+        # In this operation's context: a copy loaded in its read view is not caught up again in it.
+        threading.Thread(target=contextvars.copy_context().run, args=(load,), name="memory-vec-copy-load",
+                         daemon=True).start()
+
     def _recall_one(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
         e, cfg = self.e, self.e.config
+        self._load_copy_meanwhile(where)
         t0 = time.perf_counter()
         vector = e.embed_query(query, where.user_id)
         trace.timings["embed"] = time.perf_counter() - t0
@@ -333,8 +355,7 @@ class ReadPath:
 
     def _build_context(self, query: str | None, scope: Scope, k: int | None) -> MemoryContext:
         e = self.e
-        state = e.state.load(scope.user_id, scope.session_id)
-        self._heal(scope, state)
+        state = self._load_healed(scope)
         relevant: list[RecalledMemory] = []
         degraded = False
         trace: TurnTrace | None = None

@@ -1,13 +1,10 @@
 """A local copy of each active user's memories, so recall need not ask the server.
 
-A turn on Chroma or Milvus made five to seven backend calls of 2-12 ms each
-(the vector query, gets of neighbours and of keyword-only candidates, a
-scope count), against ~8 ms for a whole turn on the in-process backend
-(benchmarks/RESULTS.md). :class:`ReplicatedBackend` wraps a persistent
+A turn's five to seven reads of a server cost more than a whole in-process
+turn (benchmarks/RESULTS.md). :class:`ReplicatedBackend` wraps a persistent
 backend and answers a user's recall reads (``query``, ``get``) from an
 in-process copy of that user's messages and facts, with their vectors, plus
-the shared (agent/global) ones the user may see; everything else goes to the
-backend.
+the shared (agent/global) ones the user may see; the rest goes to the backend.
 
 The copy stays true the way the keyword index does (``keywords.py``):
 
@@ -24,9 +21,7 @@ The copy stays true the way the keyword index does (``keywords.py``):
   others wrote is read once more when it has passed (at load: the last
   :data:`RECENT` log entries).
 
-A write made outside memory-vec (another client writing the collection
-directly) is not logged, so no copy sees it until it is rebuilt.
-
+A write made outside memory-vec is not logged: no copy sees it until rebuilt.
 Bounded: an LRU over users, capped by the rows held in total; a user with
 more rows than half the cap is never copied (read from the backend).
 """
@@ -267,10 +262,8 @@ class ReplicatedBackend(BaseBackend):
     def scan_copied(self, where: RecordFilter) -> list[MemoryRecord] | None:
         """``scan(where)`` answered from the user's copy (loaded if need be); None when no copy can.
 
-        For the keyword index's rebuild: it and the copy's load read the same
-        rows, so a user's first recall in a process reads them from the
-        backend once, not twice. Other scans go to the backend (they may need
-        rows written outside memory-vec, which no copy holds).
+        For the keyword index's rebuild, which reads the same rows as the copy's
+        load. Other scans go to the backend (rows written outside memory-vec).
         """
         copy = self._copy_for(where)
         if copy is None:
@@ -280,25 +273,47 @@ class ReplicatedBackend(BaseBackend):
         found.sort(key=lambda r: (r.timestamp, r.seq, r.id))  # as a backend's scan: oldest first
         return found
 
+    def loads_copy(self, where: RecordFilter) -> bool:
+        """Whether a read of ``where`` would load the user's copy first (``load_copy`` can start it early)."""
+        with self._lock:
+            found = self._lookup(where)
+        return found is not None and found[1] is None and bool(self._dimension)
+
+    def load_copy(self, where: RecordFilter) -> None:
+        self._copy_for(where)
+
+    def _lookup(self, where: RecordFilter) -> tuple[tuple[str, str | None], _Copy | None] | None:
+        """Under ``_lock``: the key and copy (None: not loaded) for ``where``; None when no copy can answer."""
+        user = where.user_id
+        if user is None or where.kinds is None or not set(where.kinds) <= set(COPIED_KINDS) \
+                or user in self._too_big:
+            return None
+        key = (user, where.agent_id)
+        copy = self._copies.get(key)
+        if copy is None and not where.include_shared:  # any copy of the user holds all its rows
+            copy = next((c for (u, _), c in self._copies.items() if u == user), None)
+            key = (user, copy.agent_id) if copy is not None else key
+        return key, copy
+
     def _copy_for(self, where: RecordFilter) -> _Copy | None:
         """The user's copy, brought up to date, when it can answer ``where``."""
-        user = where.user_id
-        if user is None or where.kinds is None or not set(where.kinds) <= set(COPIED_KINDS):
-            return None
         with self._lock:
-            if user in self._too_big:
+            found = self._lookup(where)
+            if found is None:
                 return None
-            key = (user, where.agent_id)
-            copy = self._copies.get(key)
-            if copy is None and not where.include_shared:  # any copy of the user holds all its rows
-                copy = next((c for (u, _), c in self._copies.items() if u == user), None)
-                key = (user, copy.agent_id) if copy is not None else key
+            key, copy = found
             if copy is not None:
                 self._copies.move_to_end(key)
             if len(self._loading) > 4 * len(self._copies) + 64:  # bounded: locks of evicted users go
                 self._loading = {k: lk for k, lk in self._loading.items() if k in self._copies}
             loading = self._loading.setdefault(key, threading.Lock())
         with loading:
+            if copy is None:  # another thread may have loaded it while this one waited (loads_copy)
+                with self._lock:
+                    found = self._lookup(where)
+                if found is None:
+                    return None
+                key, copy = found
             return self._refreshed(key, copy)
 
     def _refreshed(self, key: tuple[str, str | None], copy: _Copy | None) -> _Copy | None:
@@ -381,6 +396,7 @@ class ReplicatedBackend(BaseBackend):
             copy.fetches += 1
             copy.put(records, unit_rows(np.asarray(vectors, dtype=np.float32)))
             copy.loaded = True
+            copy.view = current_view()  # as caught up in this operation as a catch-up would make it
         return copy if self._bound(key, copy) else None
 
     # --- bookkeeping ------------------------------------------------------------------------

@@ -40,11 +40,13 @@ from typing import Any
 
 from .errors import MemoryVecError
 
-__all__ = ["SharedUnflushed", "UnflushedSessions", "open_unflushed", "release_unflushed"]
+__all__ = ["Marks", "SharedUnflushed", "UnflushedSessions", "open_unflushed", "release_unflushed"]
 
 log = logging.getLogger("memory_vec")
 
 Session = tuple[str, str]
+#: ``unflushed_marks``: the state store's time now, and each lease with its deadline.
+Marks = tuple[float, list[tuple[str, float]]]
 
 
 class UnflushedSessions:
@@ -224,21 +226,24 @@ class SharedUnflushed:
         except MemoryVecError as exc:  # the leases run out by themselves; readers wait that long at most
             log.warning("memory-vec: cannot clear unflushed marks (%s)", exc)
 
-    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> set[str]:
+    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None,
+               first: Marks | None = None) -> set[str]:
         """Before reading ``user_id``: wait while another writer holds a live
         lease on the user (until the leases first seen would run out: at most
         one lease, so a dead writer's expires and a live one's is waited for); heal the sessions of leases that
         ran out (``heal(session)`` True when healed), then drop those. Returns
-        the sessions of live leases it gave up waiting for (empty: settled)."""
+        the sessions of live leases it gave up waiting for (empty: settled).
+        ``first``: the marks as just read (``unflushed_marks``), for the first look."""
         give_up: float | None = None
         pause = 0.002
         while True:
             try:
-                now, marks = self.state.unflushed_marks(user_id)
+                now, marks = first if first is not None else self.state.unflushed_marks(user_id)
             except MemoryVecError as exc:
                 log.warning("memory-vec: cannot read unflushed marks (%s); reading without waiting", exc)
                 return set()
-            others = [(m, until) for m, until in marks if " " in m and not m.startswith(self.token + " ")]
+            first = None
+            others = self._others(marks)
             dead = [m for m, until in others if until <= now]
             if dead and heal is not None:
                 healed = [m for m in dead if self._healed(heal, user_id, m.partition(" ")[2])]
@@ -256,6 +261,14 @@ class SharedUnflushed:
                 return set(live)
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
+
+    def others_live(self, marks: Marks) -> bool:
+        """Whether these marks (``unflushed_marks``) hold another writer's live lease (settle would wait)."""
+        now, leases = marks
+        return any(until > now for _, until in self._others(leases))
+
+    def _others(self, marks: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        return [(m, until) for m, until in marks if " " in m and not m.startswith(self.token + " ")]
 
     @staticmethod
     def _healed(heal: Callable[[str], bool], user_id: str, session_id: str) -> bool:

@@ -33,6 +33,7 @@ from .scope import Scope
 from .state import NewMessage, StateMessage, WorkingState
 from .summary import FoldPlan, plan_fold
 from .trace import SummarizerCall, TurnTrace
+from .unflushed import Marks
 
 __all__ = ["MessageInput", "WritePath"]
 
@@ -78,7 +79,7 @@ class WritePath:
         e.store.validate(drafts)  # the backend's hard limits, before the working state
 
         trace = e.start_trace("add_messages", scope)
-        self.heal(scope)
+        loaded = self.load_healed(scope)
         # 2. extract
         extracted = [self.resolution.extract(role, content, trace) for role, content, _, _ in checked]
         fact_texts = [
@@ -90,7 +91,6 @@ class WritePath:
         # recall query, a fact is often its message's sentence)
         t0 = time.perf_counter()
         contents = [c for _, c, _, _ in checked]
-        loaded = e.state.load(scope.user_id, scope.session_id)
         recent = loaded.messages[-4:] if cfg.contextual_embedding else []
         before = [(m.role, m.content) for m in recent]
         turns = before + [(role, c) for role, c, _, _ in checked]
@@ -173,28 +173,29 @@ class WritePath:
 
     # ------------------------------------------------------------------ healing
     def heal_user(self, user_id: str) -> int:
-        """``heal`` every session of the user the working state holds (for
-        ``maintain()``: a session nobody opens again is healed too). Returns
-        the number of messages re-stored."""
+        """``heal`` every session of the user the working state holds (``maintain()``:
+        a session nobody opens again is healed too). Returns how many messages."""
         return sum(self.heal(self.e.scope(user_id, session)) for session in self.e.state.sessions(user_id))
 
-    def heal(self, scope: Scope, state: WorkingState | None = None) -> int:
-        """Once per session and core: re-store messages the working state
-        holds but the backend lacks. Returns how many.
+    def load_healed(self, scope: Scope) -> WorkingState:
+        """The session's working state, after ``heal`` (read again if that waited for another worker)."""
+        state, marks = self.e.load_with_leases(scope)
+        self.heal(scope, state, marks)
+        return self.e.state.load(scope.user_id, scope.session_id) if self.e.leased_by_others(marks) else state
 
-        The working state is appended before the vector write, so a process
-        killed between the two leaves a message in the state only; it is
-        embedded and stored again. A dead letter is never re-queued.
-        """
-        if scope.session_id in self.settle(scope.user_id):
+    def heal(self, scope: Scope, state: WorkingState | None = None, marks: Marks | None = None) -> int:
+        """Once per session and core: re-store messages the working state holds but
+        the backend lacks (a process killed between the append and the vector
+        write leaves them). Returns how many. A dead letter is never re-queued."""
+        if scope.session_id in self.settle(scope.user_id, marks):
             return 0  # a live worker's queued turn (it gave up waiting): not embedded a second time
         return self._heal_session(scope, state)
 
-    def settle(self, user_id: str) -> set[str]:
+    def settle(self, user_id: str, marks: Marks | None = None) -> set[str]:
         """Before reading a user: other processes' queued rows of it stored (a shared
         server; those of one that died healed, ``heal_carried`` too). Returns the
         sessions of live leases it gave up waiting for."""
-        waited_out = self.e.writer.settle(user_id, lambda session: self._heal_left(self.e.scope(user_id, session)))
+        waited_out = self.e.writer.settle(user_id, lambda s: self._heal_left(self.e.scope(user_id, s)), marks)
         fresh_view()  # reads from here on catch up again, past what the wait let in
         self.heal_carried()
         return waited_out
@@ -252,10 +253,9 @@ class WritePath:
             return 0
 
     def heal_carried(self) -> None:
-        """Once per core, at its start (and again after an outage): the sessions
-        a process that died had turns unwritten in (a store one process owns
-        names them), so recall from any session of the user has those turns.
-        Bounded by what that process had queued (``flush_interval``'s worth)."""
+        """Once per core, at its start (and again after an outage): the sessions a process that
+        died had turns unwritten in (a store one process owns names them), so recall from any
+        session of the user has them. Bounded by that process's queue (``flush_interval``)."""
         with self._healed_lock:
             if self._carried_checked:
                 return

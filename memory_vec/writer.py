@@ -46,7 +46,7 @@ from .errors import BackendError, BackendUnavailableError, MemoryVecError, Recor
 from .pending_reads import Held, PendingReads
 from .records import MemoryRecord
 from .state.base import DeadLetter, StateStore
-from .unflushed import Session, SharedUnflushed, UnflushedSessions
+from .unflushed import Marks, Session, SharedUnflushed, UnflushedSessions
 from .writer_process import unwatch, watch
 
 __all__ = ["RecordWriter", "WriterSettings"]
@@ -229,10 +229,11 @@ class RecordWriter(PendingReads):
             if idle:
                 self.shared.release(idle)
 
-    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None) -> set[str]:
+    def settle(self, user_id: str, heal: Callable[[str], bool] | None = None,
+               first: Marks | None = None) -> set[str]:
         """Before reading a user: wait out other processes' queued rows of it;
         returns the sessions still leased when it gave up (one lease)."""
-        return self.shared.settle(user_id, heal) if self.shared is not None else set()
+        return self.shared.settle(user_id, heal, first) if self.shared is not None else set()
 
     def _after_queue(self, ids: Sequence[str], batch_size: int | None, deferred: bool) -> bool:
         if self.background and deferred:

@@ -42,6 +42,7 @@ from typing import Any
 
 from ..errors import DependencyMissingError, StateStoreError
 from ._letters import letter_from_json, letters_to_json
+from ._redis_scripts import APPEND, CLEAR, CLEAR_EXPIRED, COMMIT_FOLD, KEYWORD_CHANGES, MARK_UNFLUSHED, UNFLUSHED
 from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
 
 __all__ = ["VECTOR_TTL_S", "RedisStateStore"]
@@ -49,91 +50,6 @@ __all__ = ["VECTOR_TTL_S", "RedisStateStore"]
 #: How long a shared vector stays: a user's next turn mostly comes within
 #: minutes; a vector costs ~1.6 KB of Redis memory (384-d) while it lives.
 VECTOR_TTL_S = 600
-
-_APPEND = """
-local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '1')
-local seqs = {}
-for i = 3, #ARGV do
-  redis.call('ZADD', KEYS[2], next_seq, string.format('%d', next_seq) .. ':' .. ARGV[i])
-  seqs[#seqs + 1] = next_seq
-  next_seq = next_seq + 1
-end
-redis.call('HSETNX', KEYS[1], 'folded_through', '0')
-redis.call('HSETNX', KEYS[1], 'summary', '')
-redis.call('HSETNX', KEYS[1], 'summary_tokens', '0')
-redis.call('HSET', KEYS[1], 'next_seq', next_seq, 'updated_at', ARGV[2])
-redis.call('SADD', KEYS[3], ARGV[1])
-return seqs
-"""
-
-_COMMIT_FOLD = """
-local current = tonumber(redis.call('HGET', KEYS[1], 'folded_through') or '0')
-if current ~= tonumber(ARGV[1]) then
-  return 0
-end
-if ARGV[7] == '1' and (redis.call('HGET', KEYS[1], 'summary') or '') ~= ARGV[8] then
-  return 0
-end
-redis.call('HSETNX', KEYS[1], 'next_seq', '1')
-redis.call('HSET', KEYS[1], 'folded_through', ARGV[2], 'summary', ARGV[3], 'summary_tokens', ARGV[4],
-           'updated_at', ARGV[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
-redis.call('SADD', KEYS[3], ARGV[6])
-return 1
-"""
-
-# The list holds positions counter-LLEN+1 .. counter; a reader further behind
-# (or from another generation, or ahead of a lost log) must rebuild: flag 0.
-_KEYWORD_CHANGES = """
-local function changes(meta_key, log_key, after, wanted)
-  local meta = redis.call('HMGET', meta_key, 'generation', 'counter')
-  local generation = tonumber(meta[1] or '0')
-  local counter = tonumber(meta[2] or '0')
-  local behind = counter - after
-  if generation ~= wanted or behind < 0 or behind > redis.call('LLEN', log_key) then
-    return {generation, counter, 0, {}}
-  end
-  if behind == 0 then return {generation, counter, 1, {}} end
-  return {generation, counter, 1, redis.call('LRANGE', log_key, -behind, -1)}
-end
-local out = {}
-for i = 1, #KEYS, 2 do
-  out[#out + 1] = changes(KEYS[i], KEYS[i + 1], tonumber(ARGV[i]), tonumber(ARGV[i + 1]))
-end
-return out
-"""
-
-_MARK_UNFLUSHED = """
-local t = redis.call('TIME')
-local deadline = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
-for i, key in ipairs(KEYS) do
-  redis.call('ZADD', key, deadline, ARGV[i + 1])
-  redis.call('EXPIRE', key, 2592000)
-end
-return 1
-"""
-
-_UNFLUSHED = """
-local t = redis.call('TIME')
-return {t[1] .. '.' .. string.format('%06d', tonumber(t[2])), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
-"""
-
-_CLEAR_EXPIRED = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-for _, member in ipairs(ARGV) do
-  local deadline = redis.call('ZSCORE', KEYS[1], member)
-  if deadline and tonumber(deadline) <= now then redis.call('ZREM', KEYS[1], member) end
-end
-return 1
-"""
-
-_CLEAR = """
-local existed = redis.call('EXISTS', KEYS[1])
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('SREM', KEYS[3], ARGV[1])
-return existed
-"""
 
 
 def _enc(value: str) -> str:
@@ -177,13 +93,13 @@ class RedisStateStore:
         self._prefix = f"memvec:{_enc(namespace)}:"
         self._bytes_client: Any = None  # vectors are bytes; the main client decodes to str
         self._timeout = timeout
-        self._append = self._client.register_script(_APPEND)
-        self._fold = self._client.register_script(_COMMIT_FOLD)
-        self._clear = self._client.register_script(_CLEAR)
-        self._changes = self._client.register_script(_KEYWORD_CHANGES)
-        self._mark = self._client.register_script(_MARK_UNFLUSHED)
-        self._unflushed = self._client.register_script(_UNFLUSHED)
-        self._clear_expired = self._client.register_script(_CLEAR_EXPIRED)
+        self._append = self._client.register_script(APPEND)
+        self._fold = self._client.register_script(COMMIT_FOLD)
+        self._clear = self._client.register_script(CLEAR)
+        self._changes = self._client.register_script(KEYWORD_CHANGES)
+        self._mark = self._client.register_script(MARK_UNFLUSHED)
+        self._unflushed = self._client.register_script(UNFLUSHED)
+        self._clear_expired = self._client.register_script(CLEAR_EXPIRED)
 
     # --- keys -------------------------------------------------------------------------
     def _keys(self, user_id: str, session_id: str) -> list[str]:
@@ -209,12 +125,21 @@ class RedisStateStore:
 
     # --- StateStore -----------------------------------------------------------------------
     def load(self, user_id: str, session_id: str) -> WorkingState:
+        return self.load_with_unflushed(user_id, session_id, marks=False)[0]
+
+    def load_with_unflushed(
+        self, user_id: str, session_id: str, *, marks: bool = True
+    ) -> tuple[WorkingState, tuple[float, list[tuple[str, float]]]]:
+        """``load`` and (``marks``) ``unflushed_marks(user_id)`` in one round trip: the two
+        reads a turn starts with (the second says whether to wait for another worker)."""
         meta_key, msgs_key, _ = self._keys(user_id, session_id)
         with self._errors("load a session"):
             pipe = self._client.pipeline(transaction=True)  # one consistent snapshot
             pipe.hgetall(meta_key)
             pipe.zrange(msgs_key, 0, -1)
-            meta, members = pipe.execute()
+            if marks:
+                self._unflushed(keys=[self._pending_key(user_id)], client=pipe)
+            meta, members, *leases = pipe.execute()
         state = WorkingState(user_id, session_id)
         if meta:
             state.summary = meta.get("summary", "")
@@ -223,7 +148,7 @@ class RedisStateStore:
             state.folded_through = int(meta.get("folded_through", 0))
             state.updated_at = float(meta.get("updated_at", 0.0))
         state.messages = [_decode(m) for m in members]
-        return state
+        return state, (_marks(*leases[0]) if leases else (0.0, []))
 
     def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage]) -> list[int]:
         if not messages:
@@ -341,8 +266,7 @@ class RedisStateStore:
 
     def unflushed_marks(self, user_id: str) -> tuple[float, list[tuple[str, float]]]:
         with self._errors("read unflushed sessions"):  # Redis' time now, the marks with their deadlines
-            now, flat = self._unflushed(keys=[self._pending_key(user_id)])
-        return float(now), [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+            return _marks(*self._unflushed(keys=[self._pending_key(user_id)]))
 
     def _pending_key(self, user_id: str) -> str:
         return f"{self._prefix}pw:{_enc(user_id)}"
@@ -428,6 +352,10 @@ class RedisStateStore:
             self._client.close()
             if self._bytes_client is not None:
                 self._bytes_client.close()
+
+
+def _marks(now: str, flat: list[str]) -> tuple[float, list[tuple[str, float]]]:
+    return float(now), [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
 
 
 def _encode(m: StateMessage) -> str:

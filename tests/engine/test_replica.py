@@ -17,16 +17,19 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
+from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.backends import InMemoryBackend, RecordFilter
+from memory_vec.errors import BackendError
 from memory_vec.records import MemoryRecord
 from memory_vec.replica import ReplicatedBackend
 from memory_vec.state import InMemoryStateStore
 from memory_vec.store import Store
+from memory_vec.testing import DeterministicHashEmbedder
 
 DIM = 8
 USERS = ("u1", "u2", "admin")
@@ -345,3 +348,79 @@ def test_on_a_lagging_server_another_process_write_is_read_again_until_the_bound
     assert [h.record.text for h in a.backend.query(q, k=5, where=where)] == ["t0"]  # the lagging read
     time.sleep(0.35)
     _same(server, a, where, q)
+
+
+class _SlowModel(DeterministicHashEmbedder):
+    """A model call that takes a while and releases the GIL, as the real models' C code does."""
+
+    def __init__(self) -> None:
+        super().__init__(dimension=DIM)
+        self.delay = 0.0
+        self.done_at: list[float] = []
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        time.sleep(self.delay)
+        self.done_at.append(time.monotonic())
+        return super()._embed(texts, is_query)
+
+
+class _TimedServer(_Server):
+    """A server whose scans take a while, noting which thread read and when; ``fail_scans`` refuse first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scans: list[tuple[str, float]] = []
+        self.fail_scans = 0
+
+    def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+        self.scans.append((threading.current_thread().name, time.monotonic()))
+        time.sleep(0.05)
+        if self.fail_scans:
+            self.fail_scans -= 1
+            raise BackendError("the server is restarting")
+        return super().scan_vectors(where)
+
+
+def _worker(server: InMemoryBackend, state: InMemoryStateStore, model: DeterministicHashEmbedder,
+            **config: Any) -> MemoryCore:
+    return MemoryCore(MemoryConfig(user_id="u1", session_id="s1", **config), embedder=model,
+                      backend=server, state_store=state)
+
+
+def _written_elsewhere() -> tuple[_TimedServer, InMemoryStateStore, _SlowModel]:
+    server, state, model = _TimedServer(), InMemoryStateStore(), _SlowModel()
+    writer = _worker(server, state, model)
+    for n in range(6):
+        writer.add_messages([{"role": "user", "content": f"my dog number {n} is called Rex{n}"},
+                             {"role": "assistant", "content": f"Rex{n} is a good name"}])
+    writer.flush()
+    return server, state, model
+
+
+def test_a_users_first_recall_loads_the_copy_while_the_question_embeds() -> None:
+    server, state, model = _written_elsewhere()
+    want = [h.id for h in _worker(server, state, model, replica_docs=0).recall("what is my dog called?")]
+    reader = _worker(server, state, model)
+    server.scans.clear()
+    model.delay, model.done_at = 0.05, []
+
+    hits = reader.recall("what is my dog called?")
+
+    assert [h.id for h in hits] == want and want
+    [(thread, started)] = server.scans  # one read of the user's rows (the keyword index's rebuild reads the copy)
+    assert thread == "memory-vec-copy-load"
+    assert started < model.done_at[0], "the copy loaded after the question embedded, not meanwhile"
+    server.scans.clear()
+    assert [h.id for h in reader.recall("what is my dog called?")] == want
+    assert server.scans == []  # later recalls: the copy
+
+
+def test_a_copy_load_that_fails_ahead_of_the_recall_is_done_again_by_the_recall() -> None:
+    server, state, model = _written_elsewhere()
+    want = [h.id for h in _worker(server, state, model, replica_docs=0).recall("what is my dog called?")]
+    reader = _worker(server, state, model)
+    server.scans.clear()
+    model.delay, server.fail_scans = 0.05, 1
+
+    assert [h.id for h in reader.recall("what is my dog called?")] == want and want
+    assert [thread for thread, _ in server.scans] == ["memory-vec-copy-load", "MainThread"]

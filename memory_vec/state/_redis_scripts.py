@@ -1,0 +1,86 @@
+"""Lua scripts of the Redis working-state store (redis.py): each runs atomically in Redis."""
+
+APPEND = """
+local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '1')
+local seqs = {}
+for i = 3, #ARGV do
+  redis.call('ZADD', KEYS[2], next_seq, string.format('%d', next_seq) .. ':' .. ARGV[i])
+  seqs[#seqs + 1] = next_seq
+  next_seq = next_seq + 1
+end
+redis.call('HSETNX', KEYS[1], 'folded_through', '0')
+redis.call('HSETNX', KEYS[1], 'summary', '')
+redis.call('HSETNX', KEYS[1], 'summary_tokens', '0')
+redis.call('HSET', KEYS[1], 'next_seq', next_seq, 'updated_at', ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[1])
+return seqs
+"""
+
+COMMIT_FOLD = """
+local current = tonumber(redis.call('HGET', KEYS[1], 'folded_through') or '0')
+if current ~= tonumber(ARGV[1]) then
+  return 0
+end
+if ARGV[7] == '1' and (redis.call('HGET', KEYS[1], 'summary') or '') ~= ARGV[8] then
+  return 0
+end
+redis.call('HSETNX', KEYS[1], 'next_seq', '1')
+redis.call('HSET', KEYS[1], 'folded_through', ARGV[2], 'summary', ARGV[3], 'summary_tokens', ARGV[4],
+           'updated_at', ARGV[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
+redis.call('SADD', KEYS[3], ARGV[6])
+return 1
+"""
+
+# The list holds positions counter-LLEN+1 .. counter; a reader further behind
+# (or from another generation, or ahead of a lost log) must rebuild: flag 0.
+KEYWORD_CHANGES = """
+local function changes(meta_key, log_key, after, wanted)
+  local meta = redis.call('HMGET', meta_key, 'generation', 'counter')
+  local generation = tonumber(meta[1] or '0')
+  local counter = tonumber(meta[2] or '0')
+  local behind = counter - after
+  if generation ~= wanted or behind < 0 or behind > redis.call('LLEN', log_key) then
+    return {generation, counter, 0, {}}
+  end
+  if behind == 0 then return {generation, counter, 1, {}} end
+  return {generation, counter, 1, redis.call('LRANGE', log_key, -behind, -1)}
+end
+local out = {}
+for i = 1, #KEYS, 2 do
+  out[#out + 1] = changes(KEYS[i], KEYS[i + 1], tonumber(ARGV[i]), tonumber(ARGV[i + 1]))
+end
+return out
+"""
+
+MARK_UNFLUSHED = """
+local t = redis.call('TIME')
+local deadline = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, deadline, ARGV[i + 1])
+  redis.call('EXPIRE', key, 2592000)
+end
+return 1
+"""
+
+UNFLUSHED = """
+local t = redis.call('TIME')
+return {t[1] .. '.' .. string.format('%06d', tonumber(t[2])), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
+"""
+
+CLEAR_EXPIRED = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+for _, member in ipairs(ARGV) do
+  local deadline = redis.call('ZSCORE', KEYS[1], member)
+  if deadline and tonumber(deadline) <= now then redis.call('ZREM', KEYS[1], member) end
+end
+return 1
+"""
+
+CLEAR = """
+local existed = redis.call('EXISTS', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[1])
+return existed
+"""
