@@ -177,3 +177,22 @@ def test_forget_drops_the_users_vectors_from_the_shared_cache(redis_server: Serv
     assert queries.get("what is my passport number?", model) is None
     assert not any("cached vectors" in note for note in receipt.disk_notes)
     release_stores()
+
+
+def test_a_load_with_the_users_leases_reads_what_the_two_reads_read(redis_server: Service) -> None:
+    """``load_with_unflushed`` (a turn's first round trip) answers as ``load`` then ``unflushed_marks``."""
+    store = RedisStateStore(redis_url(redis_server), namespace=f"test:{uuid.uuid4().hex}")
+    store.append("u1", "s1", [new_message(1), new_message(2)])
+    store.set_summary("u1", "s1", "budget 8000", 3)
+    store.mark_unflushed([("u1", "w1 s1"), ("u1", "w2 s2"), ("u2", "w1 s9")], 2.0)
+
+    state, (now, marks) = store.load_with_unflushed("u1", "s1")
+
+    assert state == store.load("u1", "s1") and [m.id for m in state.messages] == ["m1", "m2"]
+    assert state.summary == "budget 8000"
+    later, expected = store.unflushed_marks("u1")
+    assert sorted(m for m, _ in marks) == sorted(m for m, _ in expected) == ["w1 s1", "w2 s2"]
+    assert all(now < until <= now + 2.0 for _, until in marks) and now <= later
+    empty, (_, none) = store.load_with_unflushed("u3", "s1")
+    assert empty.messages == [] and none == []
+    store.close()
