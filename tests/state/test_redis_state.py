@@ -7,7 +7,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 import redis
 
