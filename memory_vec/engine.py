@@ -26,6 +26,7 @@ from .embed_text import POLICY_SEPARATOR, EmbedTextPolicy, VectorPlan
 from .embeddings import Embedder
 from .errors import EmbeddingModelMismatchError
 from .facts import analyze
+from .keywords import first_asks, read_ahead
 from .privacy import Redactor
 from .records import MemoryRecord
 from .scope import Scope
@@ -99,7 +100,12 @@ class Engine:
         both = getattr(self.state, "load_with_unflushed", None) if self.writer.shared is not None else None
         if both is None:
             return self.state.load(scope.user_id, scope.session_id), None
-        state, marks = both(scope.user_id, scope.session_id)
+        # The keyword-log reads this turn's first catch-ups would make (the user's copies and
+        # index) ride along; they answer those catch-ups unless settle has to wait (write_path).
+        replica, user = self.store.replica, scope.user_id
+        asks = first_asks([*self.store.keywords.log_asks(user), *(replica.log_asks(user) if replica else ())])
+        state, marks, replies = both(user, scope.session_id, asks)
+        read_ahead(asks, replies)
         return state, marks
 
     def leased_by_others(self, marks: Marks | None) -> bool:

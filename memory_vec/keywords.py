@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -36,8 +36,8 @@ from .recall.bm25 import BM25Index, IndexedDoc
 from .records import MemoryRecord
 from .state.base import KeywordChanges, StateStore
 
-__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex", "current_view", "fresh_view", "log_changes",
-           "one_read_view"]
+__all__ = ["INDEXED_KINDS", "SHARED_LOG", "KeywordIndex", "current_view", "first_asks", "fresh_view",
+           "log_changes", "one_read_view", "read_ahead"]
 
 #: Kinds the keyword index (and recall) covers.
 INDEXED_KINDS = ("message", "fact")
@@ -87,6 +87,24 @@ def log_changes(state: StateStore, asks: Sequence[tuple[str, int, int]]) -> list
             view.replies[key] = (after, reply)
         out.append(reply)
     return out
+
+
+def first_asks(asks: Iterable[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """One ask per log, from its earliest position: that reply answers the later ones (``_ReadView.known``)."""
+    first: dict[str, tuple[str, int, int]] = {}
+    for ask in asks:
+        if ask[0] not in first or ask[1] < first[ask[0]][1]:
+            first[ask[0]] = ask
+    return list(first.values())
+
+
+def read_ahead(asks: Sequence[tuple[str, int, int]], replies: Sequence[KeywordChanges]) -> None:
+    """Log replies read before the operation's first catch-up (with a turn's first load, Redis)
+    answer its catch-ups, as if that first one had read them."""
+    view = _view.get()
+    if view is not None:
+        for (key, after, _), reply in zip(asks, replies):
+            view.replies.setdefault(key, (after, reply))
 
 
 @contextlib.contextmanager
@@ -175,6 +193,12 @@ class KeywordIndex:
                     entry.view = view
             self._evict(keep=user_id)
             return entry.index
+
+    def log_asks(self, user_id: str) -> list[tuple[str, int, int]]:
+        """The log read this user's index makes next (a turn's first load reads it ahead)."""
+        with self._lock:
+            entry = self._entries.get(user_id)
+        return [] if entry is None else [(user_id, entry.counter, entry.generation)]
 
     def _rebuild(self, user_id: str) -> _Entry:
         # Read the log position first: a write logged after it is fetched by

@@ -68,10 +68,8 @@ class _Copy:
 
     def holds(self, record: MemoryRecord) -> bool:
         """Whether ``record`` belongs in this copy."""
-        if record.kind not in COPIED_KINDS:
-            return False
-        return record.user_id == self.user_id or record.visibility == "global" or (
-            record.visibility == "agent" and self.agent_id is not None and record.agent_id == self.agent_id)
+        return record.kind in COPIED_KINDS and (record.user_id == self.user_id or record.visibility == "global" or (
+            record.visibility == "agent" and self.agent_id is not None and record.agent_id == self.agent_id))
 
     def put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None) -> bool:
         """Apply rows; False when a row belongs here but neither it nor its vector is known."""
@@ -131,19 +129,16 @@ class ReplicatedBackend(BaseBackend):
             self._dimension = dimension
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
-        result: list[MemoryRecord] = self.inner.scan(where, limit=limit)
-        return result
+        return self.inner.scan(where, limit=limit)  # type: ignore[no-any-return]
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
-        result: tuple[list[MemoryRecord], np.ndarray] = self.inner.scan_vectors(where)
-        return result
+        return self.inner.scan_vectors(where)  # type: ignore[no-any-return]
 
     def count(self, where: RecordFilter | None = None) -> int:
         return int(self.inner.count(where))
 
     def purge(self) -> PurgeReport:
-        report: PurgeReport = self.inner.purge()
-        return report
+        return self.inner.purge()  # type: ignore[no-any-return]
 
     def reset(self, *, dimension: int, model_id: str) -> None:
         self.drop_copies()
@@ -282,11 +277,15 @@ class ReplicatedBackend(BaseBackend):
     def load_copy(self, where: RecordFilter) -> None:
         self._copy_for(where)
 
+    def log_asks(self, user_id: str) -> list[tuple[str, int, int]]:
+        """The keyword-log reads the user's copies make next (a turn's first load reads them ahead)."""
+        held = [dict(c.positions) for (u, _), c in self._items() if u == user_id and c.loaded]
+        return [(key, at, generation) for positions in held for key, (generation, at) in positions.items()]
+
     def _lookup(self, where: RecordFilter) -> tuple[tuple[str, str | None], _Copy | None] | None:
         """Under ``_lock``: the key and copy (None: not loaded) for ``where``; None when no copy can answer."""
         user = where.user_id
-        if user is None or where.kinds is None or not set(where.kinds) <= set(COPIED_KINDS) \
-                or user in self._too_big:
+        if user is None or where.kinds is None or not set(where.kinds) <= set(COPIED_KINDS) or user in self._too_big:
             return None
         key = (user, where.agent_id)
         copy = self._copies.get(key)

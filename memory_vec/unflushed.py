@@ -39,14 +39,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .errors import MemoryVecError
+from .state.base import Marks
 
 __all__ = ["Marks", "SharedUnflushed", "UnflushedSessions", "open_unflushed", "release_unflushed"]
 
 log = logging.getLogger("memory_vec")
 
 Session = tuple[str, str]
-#: ``unflushed_marks``: the state store's time now, and each lease with its deadline.
-Marks = tuple[float, list[tuple[str, float]]]
 
 
 class UnflushedSessions:

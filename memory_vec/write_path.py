@@ -192,11 +192,11 @@ class WritePath:
         return self._heal_session(scope, state)
 
     def settle(self, user_id: str, marks: Marks | None = None) -> set[str]:
-        """Before reading a user: other processes' queued rows of it stored (a shared
-        server; those of one that died healed, ``heal_carried`` too). Returns the
-        sessions of live leases it gave up waiting for."""
+        """Before reading a user: other processes' queued rows of it stored (a shared server; those of
+        one that died healed, ``heal_carried`` too). Returns the live leases' sessions it gave up on."""
         waited_out = self.e.writer.settle(user_id, lambda s: self._heal_left(self.e.scope(user_id, s)), marks)
-        fresh_view()  # reads from here on catch up again, past what the wait let in
+        if marks is None or self.e.leased_by_others(marks):  # (else: marks and logs are one snapshot, read ahead)
+            fresh_view()  # reads from here on catch up again, past what the wait let in
         self.heal_carried()
         return waited_out
 

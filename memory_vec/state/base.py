@@ -27,10 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["DeadLetter", "KeywordChanges", "NewMessage", "StateMessage", "StateStore", "WorkingState"]
+__all__ = ["DeadLetter", "KeywordChanges", "Marks", "NewMessage", "StateMessage", "StateStore", "WorkingState"]
 
 #: Entries of the keyword log kept per user; a reader further behind rebuilds.
 KEYWORD_LOG_LIMIT = 10_000
+#: ``unflushed_marks``: the state store's time now, and each lease with its deadline.
+Marks = tuple[float, list[tuple[str, float]]]
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from typing import Any
 from ..errors import DependencyMissingError, StateStoreError
 from ._letters import letter_from_json, letters_to_json
 from ._redis_scripts import APPEND, CLEAR, CLEAR_EXPIRED, COMMIT_FOLD, KEYWORD_CHANGES, MARK_UNFLUSHED, UNFLUSHED
-from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
+from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, Marks, NewMessage, StateMessage, WorkingState
 
 __all__ = ["VECTOR_TTL_S", "RedisStateStore"]
 
@@ -125,30 +125,31 @@ class RedisStateStore:
 
     # --- StateStore -----------------------------------------------------------------------
     def load(self, user_id: str, session_id: str) -> WorkingState:
-        return self.load_with_unflushed(user_id, session_id, marks=False)[0]
-
-    def load_with_unflushed(
-        self, user_id: str, session_id: str, *, marks: bool = True
-    ) -> tuple[WorkingState, tuple[float, list[tuple[str, float]]]]:
-        """``load`` and (``marks``) ``unflushed_marks(user_id)`` in one round trip: the two
-        reads a turn starts with (the second says whether to wait for another worker)."""
         meta_key, msgs_key, _ = self._keys(user_id, session_id)
         with self._errors("load a session"):
             pipe = self._client.pipeline(transaction=True)  # one consistent snapshot
             pipe.hgetall(meta_key)
             pipe.zrange(msgs_key, 0, -1)
-            if marks:
-                self._unflushed(keys=[self._pending_key(user_id)], client=pipe)
-            meta, members, *leases = pipe.execute()
-        state = WorkingState(user_id, session_id)
-        if meta:
-            state.summary = meta.get("summary", "")
-            state.summary_tokens = int(meta.get("summary_tokens", 0))
-            state.next_seq = int(meta.get("next_seq", 1))
-            state.folded_through = int(meta.get("folded_through", 0))
-            state.updated_at = float(meta.get("updated_at", 0.0))
-        state.messages = [_decode(m) for m in members]
-        return state, (_marks(*leases[0]) if leases else (0.0, []))
+            meta, members = pipe.execute()
+        return _state(user_id, session_id, meta, members)
+
+    def load_with_unflushed(
+        self, user_id: str, session_id: str, log_asks: Sequence[tuple[str, int, int]] = ()
+    ) -> tuple[WorkingState, Marks, list[KeywordChanges]]:
+        """``load``, ``unflushed_marks(user_id)`` and ``keyword_changes_many(log_asks)`` in one
+        round trip and one snapshot: the reads a turn starts with (the marks say whether to
+        wait for another worker; the logs what other processes wrote since a copy's position)."""
+        meta_key, msgs_key, _ = self._keys(user_id, session_id)
+        with self._errors("load a session"):
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hgetall(meta_key)
+            pipe.zrange(msgs_key, 0, -1)
+            self._unflushed(keys=[self._pending_key(user_id)], client=pipe)
+            if log_asks:
+                self._log_changes(log_asks, client=pipe)
+            meta, members, leases, *changes = pipe.execute()
+        replies = _changes(changes[0]) if changes else []
+        return _state(user_id, session_id, meta, members), _marks(*leases), replies
 
     def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage]) -> list[int]:
         if not messages:
@@ -232,9 +233,11 @@ class RedisStateStore:
     def keyword_changes_many(self, asks: Sequence[tuple[str, int, int]]) -> list[KeywordChanges]:
         """``keyword_changes`` of several ``(log key, after, generation)`` in one script call."""
         with self._errors("read the keyword log"):
-            replies = self._changes(keys=[k for user_id, _, _ in asks for k in self._keyword_keys(user_id)],
-                                    args=[int(n) for _, after, generation in asks for n in (after, generation)])
-        return [KeywordChanges(int(r[0]), int(r[1]), tuple(r[3]) if int(r[2]) else None) for r in replies]
+            return _changes(self._log_changes(asks))
+
+    def _log_changes(self, asks: Sequence[tuple[str, int, int]], client: Any = None) -> Any:
+        return self._changes(keys=[k for user_id, _, _ in asks for k in self._keyword_keys(user_id)],
+                             args=[int(n) for _, after, generation in asks for n in (after, generation)], client=client)
 
     def reset_keywords(self, user_id: str) -> int:
         meta_key, log_key = self._keyword_keys(user_id)
@@ -264,7 +267,7 @@ class RedisStateStore:
             with self._errors("clear expired unflushed sessions"):
                 self._clear_expired(keys=[self._pending_key(user_id)], args=list(members))
 
-    def unflushed_marks(self, user_id: str) -> tuple[float, list[tuple[str, float]]]:
+    def unflushed_marks(self, user_id: str) -> Marks:
         with self._errors("read unflushed sessions"):  # Redis' time now, the marks with their deadlines
             return _marks(*self._unflushed(keys=[self._pending_key(user_id)]))
 
@@ -354,7 +357,23 @@ class RedisStateStore:
                 self._bytes_client.close()
 
 
-def _marks(now: str, flat: list[str]) -> tuple[float, list[tuple[str, float]]]:
+def _state(user_id: str, session_id: str, meta: dict[str, str], members: list[str]) -> WorkingState:
+    state = WorkingState(user_id, session_id)
+    if meta:
+        state.summary = meta.get("summary", "")
+        state.summary_tokens = int(meta.get("summary_tokens", 0))
+        state.next_seq = int(meta.get("next_seq", 1))
+        state.folded_through = int(meta.get("folded_through", 0))
+        state.updated_at = float(meta.get("updated_at", 0.0))
+    state.messages = [_decode(m) for m in members]
+    return state
+
+
+def _changes(replies: Any) -> list[KeywordChanges]:
+    return [KeywordChanges(int(r[0]), int(r[1]), tuple(r[3]) if int(r[2]) else None) for r in replies]
+
+
+def _marks(now: str, flat: list[str]) -> Marks:
     return float(now), [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
 
 

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from ..errors import ConfigError, StateStoreError
 from . import _sqlite_logs as logs
 from ._letters import letters_to_json
-from .base import DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
+from .base import DeadLetter, KeywordChanges, Marks, NewMessage, StateMessage, WorkingState
 
 __all__ = ["SQLiteStateStore", "sqlite_state_path"]
 
@@ -346,7 +346,7 @@ class SQLiteStateStore:
                 conn.executemany("DELETE FROM unflushed WHERE user_id=? AND member=? AND until<=?",
                                  [(user_id, m, now) for m in members])
 
-    def unflushed_marks(self, user_id: str) -> tuple[float, list[tuple[str, float]]]:
+    def unflushed_marks(self, user_id: str) -> Marks:
         try:
             rows = self._lease_conn().execute(
                 "SELECT member, until FROM unflushed WHERE user_id=? ORDER BY member", (user_id,)).fetchall()

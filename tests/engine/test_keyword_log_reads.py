@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from memory_vec.backends import RecordFilter
-from memory_vec.keywords import fresh_view, log_changes, one_read_view
+from memory_vec.keywords import first_asks, fresh_view, log_changes, one_read_view, read_ahead
 from memory_vec.records import MemoryRecord
 from memory_vec.state import InMemoryStateStore
 from memory_vec.state.base import KeywordChanges
@@ -67,6 +67,23 @@ def test_a_position_before_the_reply_is_read_not_guessed() -> None:
         log_changes(state, [("u1", 1, 0)])
         assert log_changes(state, [("u1", 0, 0)]) == [KeywordChanges(0, 2, ("a", "b"))]
     assert state.log_reads == ["u1", "u1"]
+
+
+def test_replies_read_ahead_answer_the_operations_reads_from_their_positions_on() -> None:
+    state = CountingState()
+    state.log_writes("u1", ["a", "b", "c"])
+    asks = first_asks([("u1", 2, 0), ("u1", 1, 0), ("u2", 0, 0)])  # a copy and an index of u1, at two positions
+    assert asks == [("u1", 1, 0), ("u2", 0, 0)]
+    replies = [state.keyword_changes(key, after=after, generation=generation) for key, after, generation in asks]
+    read_ahead(asks, replies)  # outside an operation: nothing to answer
+    with one_read_view():
+        read_ahead(asks, replies)
+        assert log_changes(state, [("u1", 2, 0), ("u2", 0, 0)]) == [KeywordChanges(0, 3, ("c",)),
+                                                                    KeywordChanges(0, 0, ())]
+        assert log_changes(state, [("u1", 0, 0)]) == [KeywordChanges(0, 3, ("a", "b", "c"))]  # before: read
+        read_ahead([("u1", 3, 0)], [KeywordChanges(0, 3, ())])  # an older reply never replaces the view's
+        assert log_changes(state, [("u1", 0, 0)]) == [KeywordChanges(0, 3, ("a", "b", "c"))]
+    assert state.log_reads == ["u1", "u2", "u1"]
 
 
 @pytest.fixture

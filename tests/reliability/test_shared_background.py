@@ -174,6 +174,78 @@ def test_another_worker_waits_for_a_queued_supersede(shared_config: Callable[...
     assert "re-stored" not in caplog.text  # it waited; it did not embed the turn again
 
 
+class LogReads:
+    """Counts a worker's keyword-log reads made apart from its turn's first load (Redis
+    reads them ahead in that load's round trip, ``RedisStateStore.load_with_unflushed``)."""
+
+    def __init__(self, core: MemoryCore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.apart = 0
+        self.ahead: list[int] = []
+        state = core.store.state
+        for name, counts in (("keyword_changes_many", "apart"), ("keyword_changes", "apart"),
+                             ("load_with_unflushed", "ahead")):
+            original = getattr(state, name, None)
+            if original is not None:
+                monkeypatch.setattr(state, name, self._counting(original, counts))
+
+    def _counting(self, original: Callable[..., Any], counts: str) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if counts == "apart":
+                self.apart += 1
+            else:
+                self.ahead.append(len(args[2]) if len(args) > 2 else 0)
+            return original(*args, **kwargs)
+        return counted
+
+
+def test_a_turn_reads_the_other_workers_turn_with_its_first_load(shared_config: Callable[..., MemoryConfig],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a worker holds a copy of the user, a turn's keyword-log reads ride in its first
+    Redis round trip; what they bring in (another worker's stored turn) is still recalled."""
+    config = shared_config()
+    a = MemoryCore(config, embedder=EMBEDDER)
+    b = other_worker(config, session_id="s2")
+    a.add_message("user", "My sister Lena lives in Graz.")
+    a.flush()
+    assert "Graz" in b.build_context("where does my sister live", k=1).relevant[0].text  # b loads its copy
+    a.add_message("user", "My brother Tomas keeps bees in Linz.")
+    a.flush()
+    reads = LogReads(b, monkeypatch)
+
+    ctx = b.build_context("who keeps bees", k=1)
+    b.add_message("user", "I should visit Tomas in Linz this spring.")
+
+    assert "Linz" in ctx.relevant[0].text and "Tomas" in ctx.relevant[0].text
+    if config.state == "redis":
+        assert reads.ahead and all(reads.ahead), reads.ahead  # every turn's load asked for the logs
+        assert reads.apart == 0
+    b.flush()
+    assert any("visit Tomas" in h.text for h in a.recall("when do I visit my brother", k=3))
+
+
+def test_a_turn_that_waits_for_another_worker_reads_the_logs_again(shared_config: Callable[..., MemoryConfig],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The logs read ahead with the load predate what a held worker then stores: after the
+    wait the turn reads them again, and recalls that worker's turn."""
+    config = shared_config()
+    a = MemoryCore(config, embedder=EMBEDDER)
+    b = other_worker(config, session_id="s2")
+    a.add_message("user", "My sister Lena lives in Graz.")
+    a.flush()
+    b.build_context("where does my sister live")  # b holds a copy of ana now
+    held = HeldWrites(a, monkeypatch)
+    held.open.clear()
+    a.add_message("user", "My brother Tomas keeps bees in Linz.")
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.append(b.build_context("who keeps bees", k=1)))
+    thread.start()
+    thread.join(0.4)
+    assert thread.is_alive(), "the turn read around another worker's acknowledged turn"
+    held.open.set()
+    thread.join(10)
+    assert answers and "Linz" in answers[0].relevant[0].text
+
+
 def test_a_worker_stuck_in_a_write_keeps_its_lease_and_holds_readers_one_lease_at_most(
         shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:

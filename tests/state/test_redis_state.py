@@ -178,20 +178,26 @@ def test_forget_drops_the_users_vectors_from_the_shared_cache(redis_server: Serv
     release_stores()
 
 
-def test_a_load_with_the_users_leases_reads_what_the_two_reads_read(redis_server: Service) -> None:
-    """``load_with_unflushed`` (a turn's first round trip) answers as ``load`` then ``unflushed_marks``."""
+def test_a_load_with_the_users_leases_reads_what_the_reads_apart_read(redis_server: Service) -> None:
+    """``load_with_unflushed`` (a turn's first round trip) answers as ``load``, ``unflushed_marks``
+    and ``keyword_changes_many`` one after the other."""
     store = RedisStateStore(redis_url(redis_server), namespace=f"test:{uuid.uuid4().hex}")
     store.append("u1", "s1", [new_message(1), new_message(2)])
     store.set_summary("u1", "s1", "budget 8000", 3)
     store.mark_unflushed([("u1", "w1 s1"), ("u1", "w2 s2"), ("u2", "w1 s9")], 2.0)
+    store.log_writes("u1", ["a", "b", "c"])
+    store.log_writes("shared", ["g"])
+    asks = [("u1", 1, 0), ("shared", 0, 0), ("u1-trimmed", 5, 0)]
 
-    state, (now, marks) = store.load_with_unflushed("u1", "s1")
+    state, (now, marks), changes = store.load_with_unflushed("u1", "s1", asks)
 
     assert state == store.load("u1", "s1") and [m.id for m in state.messages] == ["m1", "m2"]
     assert state.summary == "budget 8000"
     later, expected = store.unflushed_marks("u1")
     assert sorted(m for m, _ in marks) == sorted(m for m, _ in expected) == ["w1 s1", "w2 s2"]
     assert all(now < until <= now + 2.0 for _, until in marks) and now <= later
-    empty, (_, none) = store.load_with_unflushed("u3", "s1")
-    assert empty.messages == [] and none == []
+    assert changes == store.keyword_changes_many(asks)
+    assert [c.ids for c in changes] == [("b", "c"), ("g",), None]  # past the log's end: read it all again
+    empty, (_, none), no_changes = store.load_with_unflushed("u3", "s1")
+    assert empty.messages == [] and none == [] and no_changes == []
     store.close()
