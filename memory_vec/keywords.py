@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from .backends.base import Backend, RecordFilter
 from .recall.bm25 import BM25Index, IndexedDoc
@@ -53,16 +55,58 @@ class _ReadView:
     def __init__(self) -> None:
         self.replies: dict[str, tuple[int, KeywordChanges]] = {}
 
-    def known(self, key: str, after: int, generation: int) -> KeywordChanges | None:
+    def known(self, key: str, after: int, generation: int, own: _OwnAppends) -> KeywordChanges | None:
         """The changes after ``after``, cut from a reply read from an earlier position (None: not known)."""
         seen = self.replies.get(key)
         if seen is None:
             return None
         asked_after, reply = seen
-        # A reply lists every id after its position (counter - after of them): any later position's are its tail.
-        if reply.ids is None or reply.generation != generation or not asked_after <= after <= reply.counter:
+        if reply.ids is None or reply.generation != generation or after < asked_after:
             return None
+        if after > reply.counter:  # a reader past the reply, by this process's appends since: nothing new
+            return KeywordChanges(generation, after, ()) if own.only_own(key, reply.counter, after) else None
+        # A reply lists every id after its position (counter - after of them): any later position's are its tail.
         return KeywordChanges(generation, reply.counter, reply.ids[after - asked_after:])
+
+
+class _OwnAppends:
+    """This process's recent appends to the keyword logs of one state store (log counters are
+    never reused). A reply read before them (read ahead with a turn's load, while this process's
+    writer was still storing the turn before) answers a reader that has applied them since."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ends: OrderedDict[str, dict[int, int]] = OrderedDict()  # log key -> {counter after: ids}
+
+    def add(self, key: str, counter: int, count: int) -> None:
+        with self._lock:
+            ends = self._ends.setdefault(key, {})
+            self._ends.move_to_end(key)
+            ends[counter] = count
+            if len(ends) > 32:  # bounded: the oldest append of the key goes
+                del ends[next(iter(ends))]
+            while len(self._ends) > 4096:
+                self._ends.popitem(last=False)
+
+    def only_own(self, key: str, start: int, end: int) -> bool:
+        """Whether the log entries after ``start`` up to ``end`` are all this process's appends."""
+        with self._lock:
+            ends = self._ends.get(key, {})
+            while end > start and ends.get(end, 0) > 0:
+                end -= ends[end]
+        return end == start
+
+
+_own: weakref.WeakKeyDictionary[Any, _OwnAppends] = weakref.WeakKeyDictionary()
+_own_lock = threading.Lock()
+
+
+def _own_appends(state: StateStore) -> _OwnAppends:
+    with _own_lock:
+        own = _own.get(state)
+        if own is None:
+            own = _own[state] = _OwnAppends()
+        return own
 
 
 _view: ContextVar[_ReadView | None] = ContextVar("memory_vec_read_view", default=None)
@@ -72,7 +116,8 @@ def log_changes(state: StateStore, asks: Sequence[tuple[str, int, int]]) -> list
     """``keyword_changes`` of several ``(log key, after, generation)``: one call for those the
     operation has not read yet (Redis: one round trip), the rest cut from its earlier replies."""
     view = _view.get()
-    found = [view.known(*ask) if view is not None else None for ask in asks]
+    own = _own_appends(state)
+    found = [view.known(*ask, own) if view is not None else None for ask in asks]
     unknown = [ask for ask, changes in zip(asks, found) if changes is None]
     many = getattr(state, "keyword_changes_many", None)  # Redis: several logs in one script call
     replies = iter(() if not unknown else many(unknown) if callable(many) else [
@@ -257,7 +302,9 @@ class KeywordIndex:
                 if r.visibility != "private":
                     by_key.setdefault(SHARED_LOG, []).append(r.id)
         logged = [(key, self._state.log_writes(key, ids), len(ids)) for key, ids in by_key.items()]
+        own = _own_appends(self._state)
         for key, counter, count in logged:
+            own.add(key, counter, count)
             self._caught_up(key, counter, count, by_key[key])
         return logged
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from memory_vec.backends import RecordFilter
-from memory_vec.keywords import first_asks, fresh_view, log_changes, one_read_view, read_ahead
+from memory_vec.backends.memory import InMemoryBackend
+from memory_vec.keywords import KeywordIndex, first_asks, fresh_view, log_changes, one_read_view, read_ahead
 from memory_vec.records import MemoryRecord
 from memory_vec.state import InMemoryStateStore
 from memory_vec.state.base import KeywordChanges
@@ -84,6 +85,23 @@ def test_replies_read_ahead_answer_the_operations_reads_from_their_positions_on(
         read_ahead([("u1", 3, 0)], [KeywordChanges(0, 3, ())])  # an older reply never replaces the view's
         assert log_changes(state, [("u1", 0, 0)]) == [KeywordChanges(0, 3, ("a", "b", "c"))]
     assert state.log_reads == ["u1", "u2", "u1"]
+
+
+def test_a_reply_read_before_this_processs_appends_answers_a_reader_past_only_them() -> None:
+    """A turn's logs are read ahead while this process's writer may still be storing the turn
+    before; a copy moved past the reply by those appends alone has nothing new to read."""
+    state = CountingState()
+    index = KeywordIndex(InMemoryBackend(), state)
+    state.log_writes("u1", ["a"])
+    with one_read_view():
+        read_ahead([("u1", 1, 0)], [state.keyword_changes("u1", after=1, generation=0)])
+        index.stored(_records("u1", ["b", "c"]))  # this process's writer: 1 -> 3
+        assert log_changes(state, [("u1", 3, 0)]) == [KeywordChanges(0, 3, ())]
+        assert state.log_reads == ["u1"]  # the read ahead only
+        state.log_writes("u1", ["x"])  # another process: 3 -> 4
+        index.stored(_records("u1", ["d"]))  # this one: 4 -> 5
+        assert log_changes(state, [("u1", 5, 0)]) == [KeywordChanges(0, 5, ())]
+        assert state.log_reads == ["u1", "u1"]  # entry 4 is not this process's: read, not assumed
 
 
 @pytest.fixture
