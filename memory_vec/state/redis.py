@@ -87,6 +87,7 @@ class RedisStateStore:
         self.url = url
         self.namespace = namespace
         self._redis_errors: tuple[type[BaseException], ...] = (redis.RedisError,)
+        self._no_script: type[BaseException] = redis.exceptions.NoScriptError
         self._client: Any = redis.Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
         )
@@ -140,14 +141,26 @@ class RedisStateStore:
         round trip and one snapshot: the reads a turn starts with (the marks say whether to
         wait for another worker; the logs what other processes wrote since a copy's position)."""
         meta_key, msgs_key, _ = self._keys(user_id, session_id)
+        log_keys = [k for user, _, _ in log_asks for k in self._keyword_keys(user)]
+        log_args = [int(n) for _, after, generation in log_asks for n in (after, generation)]
         with self._errors("load a session"):
-            pipe = self._client.pipeline(transaction=True)
-            pipe.hgetall(meta_key)
-            pipe.zrange(msgs_key, 0, -1)
-            self._unflushed(keys=[self._pending_key(user_id)], client=pipe)
-            if log_asks:
-                self._log_changes(log_asks, client=pipe)
-            meta, members, leases, *changes = pipe.execute()
+            for attempt in (1, 2):
+                pipe = self._client.pipeline(transaction=True)
+                pipe.hgetall(meta_key)
+                pipe.zrange(msgs_key, 0, -1)
+                # EVALSHA, not the Script objects: a pipeline holding those asks SCRIPT EXISTS first,
+                # one more round trip. Reads only, so after a NOSCRIPT (Redis restarted) load and redo.
+                pipe.evalsha(self._unflushed.sha, 1, self._pending_key(user_id))
+                if log_asks:
+                    pipe.evalsha(self._changes.sha, len(log_keys), *log_keys, *log_args)
+                try:
+                    meta, members, leases, *changes = pipe.execute()
+                    break
+                except self._no_script:
+                    if attempt == 2:
+                        raise
+                    for script in (self._unflushed, self._changes):
+                        self._client.script_load(script.script)
         replies = _changes(changes[0]) if changes else []
         return _state(user_id, session_id, meta, members), _marks(*leases), replies
 
@@ -233,11 +246,8 @@ class RedisStateStore:
     def keyword_changes_many(self, asks: Sequence[tuple[str, int, int]]) -> list[KeywordChanges]:
         """``keyword_changes`` of several ``(log key, after, generation)`` in one script call."""
         with self._errors("read the keyword log"):
-            return _changes(self._log_changes(asks))
-
-    def _log_changes(self, asks: Sequence[tuple[str, int, int]], client: Any = None) -> Any:
-        return self._changes(keys=[k for user_id, _, _ in asks for k in self._keyword_keys(user_id)],
-                             args=[int(n) for _, after, generation in asks for n in (after, generation)], client=client)
+            return _changes(self._changes(keys=[k for user, _, _ in asks for k in self._keyword_keys(user)],
+                                          args=[int(n) for _, after, generation in asks for n in (after, generation)]))
 
     def reset_keywords(self, user_id: str) -> int:
         meta_key, log_key = self._keyword_keys(user_id)

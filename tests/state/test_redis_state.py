@@ -200,4 +200,29 @@ def test_a_load_with_the_users_leases_reads_what_the_reads_apart_read(redis_serv
     assert [c.ids for c in changes] == [("b", "c"), ("g",), None]  # past the log's end: read it all again
     empty, (_, none), no_changes = store.load_with_unflushed("u3", "s1")
     assert empty.messages == [] and none == [] and no_changes == []
+
+
+def test_a_load_with_the_users_leases_is_one_round_trip_and_outlives_a_script_flush(
+        redis_server: Service, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No SCRIPT EXISTS before the pipeline (redis-py sends one for Script objects in a
+    pipeline); a Redis that lost its scripts (restarted, SCRIPT FLUSH) gets them again."""
+    store = RedisStateStore(redis_url(redis_server), namespace=f"test:{uuid.uuid4().hex}")
+    store.append("u1", "s1", [new_message(1)])
+    store.log_writes("u1", ["a", "b"])
+    asks = [("u1", 0, 0)]
+    before = store.load_with_unflushed("u1", "s1", asks)
+    sent: list[str] = []
+    original = redis.client.Pipeline.immediate_execute_command
+
+    def immediate(self: redis.client.Pipeline, *args: object, **options: object) -> object:
+        sent.append(str(args[0]))
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(redis.client.Pipeline, "immediate_execute_command", immediate)
+    assert store.load_with_unflushed("u1", "s1", asks)[::2] == before[::2]
+    assert sent == []
+    redis.Redis.from_url(redis_url(redis_server)).script_flush()
+    state, _, changes = store.load_with_unflushed("u1", "s1", asks)
+    assert (state, changes) == before[::2] and changes[0].ids == ("a", "b")
+    store.close()
     store.close()
