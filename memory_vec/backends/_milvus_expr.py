@@ -15,7 +15,7 @@ not pushed down: Lite treats ``true == 1``, and the server does not treat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .base import RecordFilter
 
@@ -27,6 +27,8 @@ SHARED_OWNER = "\x1fshared"
 # An expression that selects no row (used for empty id/kind/role lists).
 NOTHING = 'id == "" and id != ""'
 
+# Up to this many values, a field's alternatives are written as `==` (see filter_expression).
+_EQUALITIES = 8
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -45,8 +47,16 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-def filter_expression(where: RecordFilter | None, ids: Iterable[str] | None = None) -> str:
-    """The pushed-down expression for ``where`` (and extra ``ids``); "" selects all."""
+def filter_expression(where: RecordFilter | None, ids: Iterable[str] | None = None, *,
+                      partition_key: bool = True) -> str:
+    """The pushed-down expression for ``where`` (and extra ``ids``); "" selects all.
+
+    ``partition_key``: the collection is partitioned by ``owner``, so naming
+    the owners prunes partitions. Without one (2.3 servers) that clause only
+    costs, and so does ``in`` against ``==`` alternatives: a 2.3.5 server read
+    a user's 100 of 1M rows with their vectors in 33-36 ms with both, 22-23
+    without (benchmarks/RESULTS.md).
+    """
     parts: list[str] = []
     if ids is not None:
         ids = list(dict.fromkeys(ids))
@@ -60,13 +70,13 @@ def filter_expression(where: RecordFilter | None, ids: Iterable[str] | None = No
             return NOTHING
     if where.ids is not None:
         parts.append(f"id in {literal_list(where.ids)}")
-    owner = _owner_expression(where)
+    owner = _owner_expression(where, partition_key)
     if owner:
         parts.append(owner)
     if where.kinds is not None:
-        parts.append(f"kind in {literal_list(where.kinds)}")
+        parts.append(_one_of("kind", where.kinds, partition_key))
     if where.roles is not None:
-        parts.append(f"role in {literal_list(where.roles)}")
+        parts.append(_one_of("role", where.roles, partition_key))
     if where.since is not None:
         parts.append(f"timestamp >= {_number(where.since)}")
     if where.until is not None:
@@ -87,7 +97,13 @@ def filter_expression(where: RecordFilter | None, ids: Iterable[str] | None = No
     return " and ".join(f"({p})" for p in parts)
 
 
-def _owner_expression(where: RecordFilter) -> str:
+def _one_of(field: str, values: Sequence[str], in_list: bool) -> str:
+    if in_list or len(values) > _EQUALITIES:
+        return f"{field} in {literal_list(values)}"
+    return " or ".join(f"{field} == {literal(v)}" for v in values)
+
+
+def _owner_expression(where: RecordFilter, partition_key: bool) -> str:
     own: list[str] = []
     if where.user_id is not None:
         own.append(f"user_id == {literal(where.user_id)}")
@@ -98,7 +114,7 @@ def _owner_expression(where: RecordFilter) -> str:
     # `owner` is the partition key (the user id, or SHARED_OWNER for shared
     # records, which their writer still owns): naming it prunes partitions.
     prefix = ""
-    if where.user_id is not None:
+    if where.user_id is not None and partition_key:
         prefix = f"owner in {literal_list([where.user_id, SHARED_OWNER])} and "
     mine = " and ".join(own)
     if not where.include_shared:

@@ -38,6 +38,7 @@ class RowReader:
         batch: rows per request.
         is_server: a server (True) or Milvus Lite (False).
         translate: makes the context manager that translates driver errors.
+        partition_key: the collection is partitioned by owner (see :func:`filter_expression`).
     """
 
     client: Any
@@ -47,6 +48,7 @@ class RowReader:
     batch: int
     is_server: bool
     translate: Callable[[str], Translate]
+    partition_key: bool = True
 
     def records(self, where: RecordFilter, ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
         """The records that match ``where`` (and are among ``ids`` when given)."""
@@ -79,14 +81,14 @@ class RowReader:
                     action: str = "query") -> Iterator[dict[str, Any]]:
         """The raw rows (``fields``) of ``ids`` that the pushed-down ``where`` selects, unchecked."""
         for chunk in chunks(list(dict.fromkeys(ids)), self.batch):
-            expr = filter_expression(where, chunk)
+            expr = filter_expression(where, chunk, partition_key=self.partition_key)
             with self.translate(action):
                 rows = self.client.query(self.collection, filter=expr, output_fields=fields,
                                          consistency_level=self.level, timeout=self.timeout)
             yield from rows
 
     def _by_cursor(self, where: RecordFilter, fields: list[str]) -> Iterator[dict[str, Any]]:
-        expr = filter_expression(where)
+        expr = filter_expression(where, partition_key=self.partition_key)
         scope = [f"({expr})"] if expr else []
         page_ts: dict[str, int] = {}
         if self.is_server and self.level != "Strong":
@@ -97,7 +99,7 @@ class RowReader:
             # user's memories, usually) is all in it: one round trip, not a
             # barrier read and then a page. Milvus Lite reads its own state.
             with self.translate("scan"):
-                rows = self.client.query(self.collection, filter=" and ".join([*scope, 'id != ""']),
+                rows = self.client.query(self.collection, filter=expr or 'id != ""',
                                          limit=self.batch, output_fields=fields, consistency_level=self.level,
                                          timeout=self.timeout)
             if len(rows) < self.batch:

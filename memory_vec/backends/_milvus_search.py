@@ -45,7 +45,7 @@ def search(reader: RowReader, q: np.ndarray, k: int, where: RecordFilter, *, sea
         # filter over every row of the collection.
         rows = list(reader.matching(where, None, OUTPUT, with_vectors=True))
         return top_k([record for record, _ in rows], [row["vector"] for _, row in rows], q, k)
-    expr = filter_expression(where)
+    expr = filter_expression(where, partition_key=reader.partition_key)
     limit = min(k, _MAX_TOPK)
     while True:
         params = dict(search_params)

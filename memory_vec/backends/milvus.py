@@ -421,7 +421,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         if any(not isinstance(v, str) for v in where.metadata.values()):
             with self._gate.reading():
                 return len(self._rows(client, where, None))  # needs the client-side check
-        expr = filter_expression(where)
+        expr = filter_expression(where, partition_key=self._pk_enabled)
         # A count cannot merge own writes it does not know are on the server: it waits for them.
         level = "Session" if self._own is not None else self._consistency
         with self._gate.reading(), self._translate("count"):
@@ -440,7 +440,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
 
     def _reader(self, client: Any) -> RowReader:
         return RowReader(client, self.collection, self._consistency, self._timeout, self._batch, self.is_server,
-                         self._translate)
+                         self._translate, self._pk_enabled)
 
     # --- errors -------------------------------------------------------------------------
     def _translate(self, action: str) -> Translate:

@@ -135,3 +135,44 @@ def test_scans_smaller_than_a_page_as_big_as_one_and_bigger_read_every_row(milvu
         reader.close()
         writer.drop()
         writer.close()
+
+
+def test_a_user_scope_on_a_collection_without_partition_key_is_filtered_without_the_owner_clause(
+    milvus_server: Service,
+) -> None:
+    """A 2.3 server has no partition key: naming the owners prunes nothing there and
+    costs a clause over every row. Reads leave it out and stay exact: the user's rows,
+    every global row, the agent's rows, and nobody else's."""
+    name = f"owner_{uuid.uuid4().hex[:10]}"
+    backend = MilvusBackend(milvus_server.url, collection=name)
+    backend.open(dimension=DIMENSION, model_id=MODEL_ID)
+    assert not backend._pk_enabled  # 2.3: the partition key is off by default (module doc)
+    records = [
+        make_record("mine", user_id="alice"),
+        make_record("mine-fact", user_id="alice", kind="fact"),
+        make_record("hers", user_id="bob"),
+        make_record("global", user_id="bob", visibility="global"),
+        make_record("agent-a", user_id="bob", visibility="agent", agent_id="a"),
+        make_record("agent-b", user_id="bob", visibility="agent", agent_id="b"),
+    ]
+    backend.upsert(records, vectors_for(records))
+    filters: list[str] = []
+    client = backend._client
+    for method in ("query", "search"):
+        def recorded(*args: object, _inner: object = getattr(client, method), **kwargs: object) -> object:
+            filters.append(str(kwargs.get("filter", "")))
+            return _inner(*args, **kwargs)  # type: ignore[operator]
+        setattr(client, method, recorded)
+    try:
+        where = RecordFilter(user_id="alice", agent_id="a", include_shared=True, kinds=("message", "fact"))
+        want = {"mine", "mine-fact", "global", "agent-a"}
+        assert {r.id for r in backend.scan(where)} == want
+        found, vectors = backend.scan_vectors(where)
+        assert {r.id for r in found} == want and vectors.shape == (4, DIMENSION)
+        assert {hit.record.id for hit in backend.query(vectors_for(records[:1])[0], k=10, where=where)} == want
+        assert backend.count(where) == 4
+        assert {r.id for r in backend.scan(RecordFilter(user_id="alice"))} == {"mine", "mine-fact"}
+        assert filters and not [f for f in filters if "owner" in f]
+    finally:
+        backend.drop()
+        backend.close()
