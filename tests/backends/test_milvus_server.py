@@ -11,7 +11,7 @@ import uuid
 import numpy as np
 import pytest
 
-from memory_vec.backends import _milvus_search
+from memory_vec.backends import _milvus_schema, _milvus_search
 from memory_vec.backends.base import Backend, RecordFilter
 from memory_vec.backends.milvus import MilvusBackend
 from memory_vec.testing.conformance import DIMENSION, MODEL_ID, make_record, vectors_for
@@ -176,3 +176,71 @@ def test_a_user_scope_on_a_collection_without_partition_key_is_filtered_without_
     finally:
         backend.drop()
         backend.close()
+
+
+def _scope_indexes(backend: MilvusBackend) -> dict[str, str]:
+    client = backend._client
+    return {field: client.describe_index(backend.collection, field).get("index_type", "")
+            for field in _milvus_schema.SCOPE_FIELDS if client.list_indexes(backend.collection, field_name=field)}
+
+
+def test_a_server_collection_indexes_its_scope_fields_and_sealed_reads_stay_exact(milvus_server: Service) -> None:
+    """A new server collection has a Trie index on each scope field (a user's read compares
+    no strings row by row); over sealed, indexed segments a user's scope is exact for ids
+    that are prefixes of each other, quoted, or Chinese."""
+    name = f"scope_{uuid.uuid4().hex[:10]}"
+    backend = MilvusBackend(milvus_server.url, collection=name)
+    backend.open(dimension=DIMENSION, model_id=MODEL_ID)
+    try:
+        assert _scope_indexes(backend) == dict.fromkeys(_milvus_schema.SCOPE_FIELDS, "Trie")
+        users = ["alice", "alice2", "ali", 'al"ice', "用户", "用户甲"]
+        records = [make_record(f"{i}-{kind}", user_id=u, kind=kind) for i, u in enumerate(users)
+                   for kind in ("message", "fact", "summary")]
+        records.append(make_record("shared", user_id="bob", visibility="global"))
+        backend.upsert(records, vectors_for(records))
+        backend.flush()
+        client, deadline = backend._client, time.monotonic() + 90
+        while time.monotonic() < deadline:  # every index built over the sealed rows
+            infos = [client.describe_index(name, f) for f in ("vector", *_milvus_schema.SCOPE_FIELDS)]
+            if all(i.get("total_rows") and i.get("indexed_rows") == i.get("total_rows") for i in infos):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"indexes not built: {infos}")
+        time.sleep(5)  # the query node swaps in the indexed segments a moment later
+        for i, user in enumerate(users):
+            where = RecordFilter(user_id=user, include_shared=True, kinds=("message", "fact"))
+            want = {f"{i}-message", f"{i}-fact", "shared"}
+            assert {r.id for r in backend.scan(where)} == want, user
+            assert {r.id for r in backend.scan_vectors(where)[0]} == want, user
+            hits = backend.query(vectors_for(records[:1])[0], k=50, where=where)
+            assert {h.record.id for h in hits} == want, user
+            assert backend.count(RecordFilter(user_id=user)) == 3, user
+    finally:
+        backend.drop()
+        backend.close()
+
+
+def test_a_collection_indexed_after_it_was_loaded_still_opens(milvus_server: Service) -> None:
+    """A 2.3 server refuses to load again a collection whose indexes changed since it was
+    loaded (an operator's index, an older memory-vec's collection indexed by hand): a second
+    worker still opens it, reads and writes."""
+    name = f"reindexed_{uuid.uuid4().hex[:10]}"
+    first = MilvusBackend(milvus_server.url, collection=name)
+    first.open(dimension=DIMENSION, model_id=MODEL_ID)
+    second = MilvusBackend(milvus_server.url, collection=name)
+    try:
+        records = [make_record("a", user_id="alice"), make_record("b", user_id="bob")]
+        first.upsert(records, vectors_for(records))
+        extra = first._client.prepare_index_params()
+        extra.add_index("session_id", index_type="Trie", index_name="session_id")
+        first._client.create_index(name, extra)
+        second.open(dimension=DIMENSION, model_id=MODEL_ID)
+        assert {r.id for r in second.scan(RecordFilter(user_id="alice"))} == {"a"}
+        more = [make_record("c", user_id="alice")]
+        second.upsert(more, vectors_for(more))
+        assert {r.id for r in second.scan(RecordFilter(user_id="alice"))} == {"a", "c"}
+    finally:
+        first.drop()
+        first.close()
+        second.close()
