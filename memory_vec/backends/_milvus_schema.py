@@ -9,12 +9,15 @@ existing collections must keep opening, so bump ``SCHEMA_VERSION`` instead.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import BackendError, EmbeddingModelMismatchError, SchemaMismatchError
 from ._milvus_errors import Translate
+
+log = logging.getLogger("memory_vec")
 
 __all__ = ["ID_BYTES", "OUTPUT", "SCALARS", "SCHEMA_VERSION", "SCOPE_FIELDS", "TEXT_BYTES", "create", "create_like",
            "load", "verify"]
@@ -27,18 +30,20 @@ SCALARS = ("id", "owner", "user_id", "session_id", "agent_id", "role", "kind", "
            "seq", "importance", "superseded", "valid_to", "superseded_by", "archived", "pinned", "expire_at",
            "subject", "text", "metadata", "attrs")
 OUTPUT = list(SCALARS)
-#: The fields of a user's scope filter, Trie-indexed in a server collection made
-#: here: unindexed, a server compares every row's string per query (1M rows over
-#: 10k users on 2.3: a user's rows with vectors 27-30 -> 16.5 ms, a filtered
-#: search 23-25 -> 11 ms; benchmarks/RESULTS.md). Milvus Lite has no scalar indexes.
+#: The fields of a user's scope filter, indexed in a server collection made here
+#: (Trie on 2.3, INVERTED from 2.4 and on Milvus Lite's server, which has no Trie).
+#: Unindexed, a server compares every row's string per query: at 1M rows over 10k
+#: users on 2.3, a user's rows with vectors read in 27-30 ms, 16.5 with user_id and
+#: visibility indexed (pymilvus alone; end to end a first recall moved 3.6 ms,
+#: benchmarks/RESULTS.md).
 SCOPE_FIELDS = ("user_id", "visibility", "kind")
 
 
 def create(client: Any, collection: str, *, dimension: int, model_id: str, partition_key: bool,
            num_partitions: int, index_type: str, index_params: dict[str, Any], timeout: float,
-           scope_indexes: bool = False) -> None:
-    """Create the collection with its vector index, and with ``scope_indexes`` (a server) the
-    :data:`SCOPE_FIELDS`' scalar indexes (the caller translates driver errors)."""
+           scope_index: str | None = None) -> None:
+    """Create the collection with its vector index, and the :data:`SCOPE_FIELDS`' scalar
+    indexes of type ``scope_index`` when given (a server; the caller translates driver errors)."""
     from pymilvus import DataType, MilvusClient  # type: ignore[import-untyped]
 
     pk = partition_key
@@ -63,7 +68,7 @@ def create(client: Any, collection: str, *, dimension: int, model_id: str, parti
     index.add_index("vector", index_type=index_type, metric_type="COSINE", params=index_params)
     extra: dict[str, Any] = {"num_partitions": num_partitions} if pk else {}
     properties = {_PROP_MODEL: model_id, _PROP_DIM: str(dimension), _PROP_SCHEMA: SCHEMA_VERSION}
-    if not scope_indexes:
+    if scope_index is None:
         client.create_collection(collection, schema=schema, index_params=index, consistency_level="Session",
                                  properties=properties, timeout=timeout, **extra)
         return
@@ -74,8 +79,11 @@ def create(client: Any, collection: str, *, dimension: int, model_id: str, parti
                              timeout=timeout, **extra)
     scope = client.prepare_index_params()
     for field in SCOPE_FIELDS:
-        scope.add_index(field, index_type="Trie", index_name=field)
-    client.create_index(collection, scope, timeout=timeout, sync=False)
+        scope.add_index(field, index_type=scope_index, index_name=field)
+    try:
+        client.create_index(collection, scope, timeout=timeout, sync=False)
+    except Exception as exc:  # noqa: BLE001  # an engine without this index type: reads are exact without it
+        log.info("memory-vec: %s: no %s index on %s (%s)", collection, scope_index, ", ".join(SCOPE_FIELDS), exc)
     client.create_index(collection, index, timeout=timeout)
 
 

@@ -217,7 +217,8 @@ class MilvusBackend(MilvusWrites, BaseBackend):
                         _milvus_schema.create(
                             client, self.collection, dimension=dimension, model_id=model_id, partition_key=pk,
                             num_partitions=self._num_partitions, index_type=self._index_type,
-                            index_params=self._index_params, timeout=self._timeout, scope_indexes=self.is_server)
+                            index_params=self._index_params, timeout=self._timeout,
+                            scope_index=("Trie" if before_2_4 else "INVERTED") if self.is_server else None)
                     except Exception:
                         # Another process may have created it first; verify that one.
                         if not client.has_collection(self.collection, timeout=self._timeout):

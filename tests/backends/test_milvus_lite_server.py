@@ -57,3 +57,22 @@ class TestMilvusLiteServer(BackendConformance):
             "from memory_vec.backends.milvus import MilvusBackend\n"
             f"backend = MilvusBackend({backend.uri!r}, collection={backend.collection!r})\n"
         )
+
+
+def test_a_lite_server_collection_gets_the_scope_indexes_lite_has(milvus_lite_server: Service) -> None:
+    """Milvus Lite has no Trie index (a 2.3 server's kind): its server collections get INVERTED ones."""
+    from memory_vec.backends._milvus_schema import SCOPE_FIELDS
+    from memory_vec.testing.conformance import DIMENSION, MODEL_ID, make_record, vectors_for
+
+    backend = MilvusBackend(milvus_lite_server.url, collection=f"scope_{uuid.uuid4().hex[:10]}")
+    backend.open(dimension=DIMENSION, model_id=MODEL_ID)
+    try:
+        client = backend._client
+        kinds = {f: client.describe_index(backend.collection, f).get("index_type") for f in SCOPE_FIELDS}
+        assert kinds == dict.fromkeys(SCOPE_FIELDS, "INVERTED")
+        records = [make_record("a", user_id="al"), make_record("b", user_id="al2")]
+        backend.upsert(records, vectors_for(records))
+        assert {r.id for r in backend.scan(RecordFilter(user_id="al"))} == {"a"}
+    finally:
+        backend.drop()
+        backend.close()
