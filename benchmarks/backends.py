@@ -10,8 +10,8 @@ fixtures (tests/fixtures_chroma.py, tests/fixtures_milvus.py):
    synthetic texts. Reported as records/s (wall time of the whole fill,
    including the engine's indexing it does inline; a server's background index
    build after the last write is not waited for, except Milvus' ``flush`` on
-   the first query; ``--settle``: Milvus flushes and every index is built
-   before anything is timed, the steady state of a store filled earlier).
+   the first query; ``--settle``: Milvus flushes and waits until the server
+   reports every index "Finished" before anything is timed).
 2. **backend.query**: ``--queries`` queries, each for a random user with the
    core's user-scope filter ``RecordFilter(user_id=u, kinds=("message",
    "fact"), include_shared=True)`` and ``k=200`` (``candidate_pool``), random
@@ -95,8 +95,8 @@ def _rss_mb(pid: int | None = None, group: bool = False) -> float:
 
 
 def _settle_milvus(backend: Any, timeout: float = 1800.0) -> float:
-    """Seal the rows and wait until the server has built every index of the collection over
-    them (the steady state of a store filled earlier); returns the seconds waited."""
+    """Seal the rows and wait until the server reports every index of the collection
+    "Finished" (toward the steady state of a store filled earlier); returns the seconds waited."""
     t = time.perf_counter()
     backend.flush()
     client, name = backend._client, backend.collection
@@ -383,7 +383,7 @@ def main() -> None:
     p.add_argument("--milvus-ef", type=int, default=None,
                    help="Milvus HNSW search ef (backend_options search_params); default: the backend's (128)")
     p.add_argument("--settle", action="store_true",
-                   help="Milvus: after the fill, flush and wait until every index is built before timing")
+                   help="Milvus: after the fill, flush and wait until every index reads Finished before timing")
     p.add_argument("--out", default=None, help="append results (JSON lines) here")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)
