@@ -33,8 +33,8 @@ OUTPUT = list(SCALARS)
 #: The fields of a user's scope filter, indexed in a server collection made here
 #: (Trie on 2.3, INVERTED from 2.4 and on Milvus Lite's server, which has no Trie).
 #: Unindexed, a server compares every row's string per query: at 1M rows over 10k
-#: users on 2.3, a user's rows with vectors read in 27-30 ms, 16.5 with user_id and
-#: visibility indexed (pymilvus alone; end to end a first recall moved 3.6 ms,
+#: users on 2.3, the server answered a user's rows with vectors in 27-30 ms, in 16.5
+#: with user_id and visibility indexed (end to end a first recall moved 3.6 ms,
 #: benchmarks/RESULTS.md).
 SCOPE_FIELDS = ("user_id", "visibility", "kind")
 
