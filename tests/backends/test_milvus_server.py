@@ -17,6 +17,7 @@ from memory_vec.backends.milvus import MilvusBackend
 from memory_vec.testing.conformance import DIMENSION, MODEL_ID, make_record, vectors_for
 from tests._services import Service
 from tests.backends.test_milvus_lite_server import TestMilvusLiteServer as _ServerSuite
+from tests.backends.test_milvus_lite_server import scope_index_types
 
 pytestmark = pytest.mark.integration
 
@@ -30,17 +31,23 @@ class TestMilvusServer(_ServerSuite):
         # Seal the segments and wait for their HNSW index: the narrow-filter
         # test is about the indexed search, which missed rows before the fix.
         backend.flush()
-        client = backend._client
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            info = client.describe_index(backend.collection, "vector")
-            if info.get("total_rows") and info.get("indexed_rows") == info.get("total_rows"):
-                break
-            time.sleep(0.5)
+        _unbuilt_indexes(backend, ("vector",), timeout=60)
         time.sleep(5)  # the query node swaps in the indexed segments a moment later
 
 
 del _ServerSuite  # collected once, under its own module
+
+
+def _unbuilt_indexes(backend: MilvusBackend, fields: tuple[str, ...], *, timeout: float) -> list[dict[str, object]]:
+    """Wait until the index of each of ``fields`` covers every sealed row; returns the
+    descriptions of those that still do not when ``timeout`` ends (empty: all built)."""
+    client, deadline = backend._client, time.monotonic() + timeout
+    while True:
+        infos = [client.describe_index(backend.collection, field) for field in fields]
+        unbuilt = [i for i in infos if not (i.get("total_rows") and i.get("indexed_rows") == i.get("total_rows"))]
+        if not unbuilt or time.monotonic() >= deadline:
+            return unbuilt
+        time.sleep(0.5)
 
 
 _CHILD_WRITES = """
@@ -178,12 +185,6 @@ def test_a_user_scope_on_a_collection_without_partition_key_is_filtered_without_
         backend.close()
 
 
-def _scope_indexes(backend: MilvusBackend) -> dict[str, str]:
-    client = backend._client
-    return {field: client.describe_index(backend.collection, field).get("index_type", "")
-            for field in _milvus_schema.SCOPE_FIELDS if client.list_indexes(backend.collection, field_name=field)}
-
-
 def test_a_server_collection_indexes_its_scope_fields_and_sealed_reads_stay_exact(milvus_server: Service) -> None:
     """A new server collection has a Trie index on each scope field (a user's read compares
     no strings row by row); over sealed, indexed segments a user's scope is exact for ids
@@ -192,21 +193,15 @@ def test_a_server_collection_indexes_its_scope_fields_and_sealed_reads_stay_exac
     backend = MilvusBackend(milvus_server.url, collection=name)
     backend.open(dimension=DIMENSION, model_id=MODEL_ID)
     try:
-        assert _scope_indexes(backend) == dict.fromkeys(_milvus_schema.SCOPE_FIELDS, "Trie")
+        assert scope_index_types(backend) == dict.fromkeys(_milvus_schema.SCOPE_FIELDS, "Trie")
         users = ["alice", "alice2", "ali", 'al"ice', "用户", "用户甲"]
         records = [make_record(f"{i}-{kind}", user_id=u, kind=kind) for i, u in enumerate(users)
                    for kind in ("message", "fact", "summary")]
         records.append(make_record("shared", user_id="bob", visibility="global"))
         backend.upsert(records, vectors_for(records))
         backend.flush()
-        client, deadline = backend._client, time.monotonic() + 90
-        while time.monotonic() < deadline:  # every index built over the sealed rows
-            infos = [client.describe_index(name, f) for f in ("vector", *_milvus_schema.SCOPE_FIELDS)]
-            if all(i.get("total_rows") and i.get("indexed_rows") == i.get("total_rows") for i in infos):
-                break
-            time.sleep(0.5)
-        else:
-            pytest.fail(f"indexes not built: {infos}")
+        unbuilt = _unbuilt_indexes(backend, ("vector", *_milvus_schema.SCOPE_FIELDS), timeout=90)
+        assert not unbuilt, f"indexes not built: {unbuilt}"
         time.sleep(5)  # the query node swaps in the indexed segments a moment later
         for i, user in enumerate(users):
             where = RecordFilter(user_id=user, include_shared=True, kinds=("message", "fact"))
