@@ -10,6 +10,7 @@ superset (see :mod:`._milvus_expr`), so every row is re-checked with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,7 @@ from ._milvus_rows import chunks, from_row
 from ._milvus_schema import OUTPUT
 from .base import RecordFilter
 
-__all__ = ["RowReader"]
+__all__ = ["RowReader", "decoded"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class RowReader:
             with self.translate(action):
                 rows = self.client.query(self.collection, filter=expr, output_fields=fields,
                                          consistency_level=self.level, timeout=self.timeout)
-            yield from rows
+            yield from decoded(rows)
 
     def _by_cursor(self, where: RecordFilter, fields: list[str]) -> Iterator[dict[str, Any]]:
         expr = filter_expression(where, partition_key=self.partition_key)
@@ -103,7 +104,7 @@ class RowReader:
                                          limit=self.batch, output_fields=fields, consistency_level=self.level,
                                          timeout=self.timeout)
             if len(rows) < self.batch:
-                yield from rows
+                yield from decoded(rows)
                 return
             page_ts = {"guarantee_timestamp": 1}  # that read waited; the pages need not
         last: str | None = None
@@ -113,7 +114,53 @@ class RowReader:
                 rows = self.client.query(self.collection, filter=" and ".join(parts), limit=self.batch,
                                          output_fields=fields, consistency_level=self.level, iterator="True",
                                          timeout=self.timeout, **page_ts)
-            yield from rows
+            yield from decoded(rows)
             if len(rows) < self.batch:
                 return
             last = max(row["id"] for row in rows)
+
+
+def decoded(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A query's ``rows`` as plain dicts, JSON fields parsed and vectors as float32 arrays.
+
+    pymilvus 3 parses a row's JSON and vector cells when the row is first read,
+    one cell at a time through its generic decoder: ~4.7 ms for a user's 100
+    rows with vectors, a tenth of a first recall at 1M rows on a server. Here
+    each such column is decoded in one pass (~1 ms). pymilvus has no public
+    API for that, so anything this does not recognise (another pymilvus,
+    nullable or dynamic fields, other field types) is read row by row the
+    public way.
+    """
+    lazy = getattr(rows, "_lazy_field_data", None)
+    if not lazy or not isinstance(rows, list) or any(getattr(rows, "_materialized_bitmap", [True])):
+        return list(rows)
+    count = list.__len__(rows)
+    columns: dict[str, Sequence[Any] | np.ndarray] = {}
+    for field in lazy:
+        column = _column(field, count)
+        if column is None:
+            return list(rows)
+        columns[field.field_name] = column
+    plain: list[dict[str, Any]] = list(list.__iter__(rows))  # the eager fields; the lazy path is never entered
+    if any("_original_idx" in row for row in plain):  # element-level results: rows repeat
+        return list(rows)
+    for name, column in columns.items():
+        for row, value in zip(plain, column, strict=True):
+            row[name] = value
+    return plain
+
+
+def _column(field: Any, count: int) -> Sequence[Any] | np.ndarray | None:
+    """The decoded cells of one lazily decoded field, or None to fall back."""
+    from pymilvus import DataType  # type: ignore[import-untyped]
+
+    if len(field.valid_data) or getattr(field, "is_dynamic", False):
+        return None
+    if field.type == DataType.JSON:
+        cells = field.scalars.json_data.data
+        return [json.loads(cell) for cell in cells] if len(cells) == count else None
+    if field.type == DataType.FLOAT_VECTOR:
+        dim = int(field.vectors.dim)
+        flat = np.array(field.vectors.float_vector.data, dtype=np.float32)
+        return flat.reshape(count, dim) if dim > 0 and flat.size == count * dim else None
+    return None

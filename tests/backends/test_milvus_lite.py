@@ -82,3 +82,47 @@ def test_upserts_of_records_at_the_limits_are_split_below_the_servers_request_si
     assert all(len(json.dumps(b, ensure_ascii=False).encode()) < 64 << 20 for b in batches)
     small = [to_row(make_record(f"s{i}"), np.ones(8, dtype=np.float32)) for i in range(2500)]
     assert [len(b) for b in request_batches(small, 1000)] == [1000, 1000, 500]
+
+
+def test_rows_decoded_in_bulk_equal_what_pymilvus_decodes_row_by_row(tmp_path: Path) -> None:
+    # decoded() reads pymilvus' lazy columns directly (no public API): it must
+    # give exactly the rows pymilvus itself gives, and fall back when unsure.
+    from pymilvus import MilvusClient
+
+    from memory_vec.backends import _milvus_schema
+    from memory_vec.backends._milvus_rows import from_row
+    from memory_vec.backends._milvus_scan import decoded
+
+    client = MilvusClient(str(tmp_path / "decode.db"))
+    _milvus_schema.create(client, "c", dimension=8, model_id="m", partition_key=False, num_partitions=1,
+                          index_type="FLAT", index_params={}, timeout=30)
+    rng = np.random.default_rng(7)
+    metadata = [{}, {"topic": "预算", "nested": {"a": [1, 2.5, None]}}, {"emoji": "👍", "n": -3}, {"s": "x" * 500}]
+    records = [make_record(f"r{i}", text=f"第{i}条", metadata=metadata[i % 4], source_ids=[f"r{i - 1}"] if i else [])
+               for i in range(37)]
+    vectors = rng.standard_normal((37, 8)).astype(np.float32)
+    client.insert("c", [to_row(r, v) for r, v in zip(records, vectors, strict=True)])
+    fields = [*_milvus_schema.OUTPUT, "vector"]
+
+    def query() -> list[dict[str, object]]:
+        return client.query("c", filter='id != ""', output_fields=fields, limit=100)  # type: ignore[no-any-return]
+
+    fast, public = decoded(query()), [dict(row) for row in query()]
+    assert len(fast) == 37 and [row["id"] for row in fast] == [row["id"] for row in public]
+    for mine, theirs in zip(fast, public, strict=True):
+        assert mine.keys() == theirs.keys()
+        assert isinstance(mine["vector"], np.ndarray) and mine["vector"].dtype == np.float32
+        np.testing.assert_array_equal(mine["vector"], np.asarray(theirs["vector"], dtype=np.float32))
+        assert {k: v for k, v in mine.items() if k != "vector"} == {k: v for k, v in theirs.items() if k != "vector"}
+        assert from_row(mine) == from_row(theirs)
+    by_id = {row["id"]: row for row in fast}
+    for record, vector in zip(records, vectors, strict=True):
+        assert from_row(by_id[record.id]) == record
+        np.testing.assert_array_equal(by_id[record.id]["vector"], vector)
+
+    touched = query()
+    _ = touched[3]  # pymilvus has decoded one row itself: read them all its way
+    assert [row["id"] for row in decoded(touched)] == [row["id"] for row in public]
+    assert decoded(public) == public  # plain dicts (another pymilvus) pass through
+    assert decoded(client.query("c", filter='id == "none"', output_fields=fields)) == []
+    client.close()
