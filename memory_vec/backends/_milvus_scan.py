@@ -114,10 +114,11 @@ class RowReader:
                 rows = self.client.query(self.collection, filter=" and ".join(parts), limit=self.batch,
                                          output_fields=fields, consistency_level=self.level, iterator="True",
                                          timeout=self.timeout, **page_ts)
-            yield from decoded(rows)
-            if len(rows) < self.batch:
+            page = decoded(rows)  # read from here on: pymilvus' own rows would decode each again
+            yield from page
+            if len(page) < self.batch:
                 return
-            last = max(row["id"] for row in rows)
+            last = max(row["id"] for row in page)
 
 
 def decoded(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

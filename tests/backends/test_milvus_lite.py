@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -91,7 +92,8 @@ def test_rows_decoded_in_bulk_equal_what_pymilvus_decodes_row_by_row(tmp_path: P
 
     from memory_vec.backends import _milvus_schema
     from memory_vec.backends._milvus_rows import from_row
-    from memory_vec.backends._milvus_scan import decoded
+    from memory_vec.backends._milvus_scan import RowReader, decoded
+    from memory_vec.backends.base import RecordFilter
 
     client = MilvusClient(str(tmp_path / "decode.db"))
     _milvus_schema.create(client, "c", dimension=8, model_id="m", partition_key=False, num_partitions=1,
@@ -119,6 +121,14 @@ def test_rows_decoded_in_bulk_equal_what_pymilvus_decodes_row_by_row(tmp_path: P
     for record, vector in zip(records, vectors, strict=True):
         assert from_row(by_id[record.id]) == record
         np.testing.assert_array_equal(by_id[record.id]["vector"], vector)
+
+    # Paged by our id cursor, 10 rows a page: every record once, decoded, the cursor read from decoded rows.
+    reader = RowReader(client, "c", "Strong", 30, 10, False, lambda action: contextlib.nullcontext())
+    paged = list(reader.with_vectors(RecordFilter(include_superseded=True, include_archived=True)))
+    assert sorted(record.id for record, _ in paged) == sorted(r.id for r in records)
+    for record, vector in paged:
+        assert record == next(r for r in records if r.id == record.id)
+        np.testing.assert_array_equal(vector, by_id[record.id]["vector"])
 
     touched = query()
     _ = touched[3]  # pymilvus has decoded one row itself: read them all its way
