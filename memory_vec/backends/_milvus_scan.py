@@ -60,7 +60,7 @@ class RowReader:
         """The records of :meth:`records` (``ids`` None), each with its stored vector as float32
         (as written: Milvus keeps COSINE vectors unnormalised)."""
         for record, row in self.matching(where, None, OUTPUT, with_vectors=True):
-            yield record, np.asarray(row["vector"], dtype=np.float32)  # a page's float lists are freed as we go
+            yield record, np.asarray(row["vector"], dtype=np.float32)  # decoded: a view of its page's array
 
     def matching(self, where: RecordFilter, ids: Sequence[str] | None, fields: list[str], *,
                  with_vectors: bool = False) -> Iterator[tuple[MemoryRecord, dict[str, Any]]]:
@@ -135,16 +135,15 @@ def decoded(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     lazy = getattr(rows, "_lazy_field_data", None)
     if not lazy or not isinstance(rows, list) or any(getattr(rows, "_materialized_bitmap", [True])):
         return list(rows)
-    count = list.__len__(rows)
-    columns: dict[str, Sequence[Any] | np.ndarray] = {}
-    for field in lazy:
-        column = _column(field, count)
-        if column is None:
-            return list(rows)
-        columns[field.field_name] = column
     plain: list[dict[str, Any]] = list(list.__iter__(rows))  # the eager fields; the lazy path is never entered
     if any("_original_idx" in row for row in plain):  # element-level results: rows repeat
         return list(rows)
+    columns: dict[str, Sequence[Any] | np.ndarray] = {}
+    for field in lazy:
+        column = _column(field, len(plain))
+        if column is None:
+            return list(rows)
+        columns[field.field_name] = column
     for name, column in columns.items():
         for row, value in zip(plain, column, strict=True):
             row[name] = value
