@@ -62,6 +62,11 @@ _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
 _MONTHS["sept"] = 9
 _WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+# Chat abbreviations ("last Fri"), read only after last / next / past / previous /
+# coming: "this sun", "sat" and "wed" are words of their own too.
+_WEEKDAY_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4,
+                          "sat": 5, "sun": 6}
+_SAT_VERB = re.compile(r"\s+(?:down|up|on|in|at|by|with|through|out|there|here|for|beside|next)\b", re.IGNORECASE)
 _ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _WORD_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
@@ -191,6 +196,7 @@ def _rules() -> list[_Rule]:
 
     def period(m: re.Match[str], at: date) -> tuple[date, date]:
         word, unit = m["word"].lower(), m["unit"].lower()
+        unit = "weekend" if unit in ("wknd", "wkend") else unit
         if word == "past" and unit in ("week", "month"):  # the last 7 / 30 days, not the calendar unit
             return at - timedelta(days=7 if unit == "week" else 30), at - timedelta(days=1)
         if word == "coming" and unit in ("week", "month"):
@@ -198,8 +204,14 @@ def _rules() -> list[_Rule]:
         return _period(at, unit, _shift_word(word))
 
     def weekday(m: re.Match[str], at: date) -> tuple[date, date]:
-        d = _weekday_shift(at, m["word"].lower(), _WEEKDAYS[m["wd"].lower()])
+        name = m["wd"].lower().rstrip(".")
+        d = _weekday_shift(at, m["word"].lower(), _WEEKDAYS.get(name, _WEEKDAY_ABBREVIATIONS.get(name, 0)))
         return d, d
+
+    def abbreviated_weekday(m: re.Match[str], at: date) -> tuple[date, date] | None:
+        if m["wd"].lower() == "sat" and _SAT_VERB.match(m.string, m.end()):  # "he last sat down"
+            return None
+        return weekday(m, at)
 
     def month_day(m: re.Match[str], at: date) -> tuple[date, date] | None:
         if m["mon"] in ("may", "march"):  # lower-case: the verbs ("I may 5x it", "we march 10 miles")
@@ -233,6 +245,7 @@ def _rules() -> list[_Rule]:
         return lambda m, at: (date(at.year + shift, 1, 1), date(at.year + shift, 12, 31))
 
     weekdays = "|".join(_WEEKDAYS)
+    abbreviations = "|".join(sorted(_WEEKDAY_ABBREVIATIONS, key=len, reverse=True))
     shift = r"(?P<word>last|this|next|past|previous|coming)"
     month_day_year = (rf"\b(?P<mon>{_MONTH_NAMES})\.?\s+(?:(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b"
                       rf"(?:,?\s+(?P<y>\d{{4}}))?|(?P<y2>\d{{4}})\b)")
@@ -251,17 +264,21 @@ def _rules() -> list[_Rule]:
     return [
         (("yesterday",), re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b", en), fixed(-2)),
         (("tomorrow",), re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", en), fixed(2)),
-        (("yesterday", "last night"), re.compile(r"\b(?:yesterday|last\s+night)\b", en), fixed(-1)),
-        (("today", "tonight", "this"),
-         re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", en), fixed(0)),
-        (("tomorrow",), re.compile(r"\btomorrow\b", en), fixed(1)),
+        # chat spellings too: "yday", "2nite", "tmrw"
+        (("yesterday", "last night", "yday"), re.compile(r"\b(?:yesterday|yday|last\s+night)\b", en), fixed(-1)),
+        (("today", "tonight", "this", "2nite", "tonite"),
+         re.compile(r"\b(?:today|tonight|tonite|2nite|this\s+(?:morning|afternoon|evening))\b", en), fixed(0)),
+        (("tomorrow", "tmr", "2mor"), re.compile(r"\b(?:tomorrow|tmrw|tmr|2moro|2morrow)\b", en), fixed(1)),
         (("ago", "from now"),
          re.compile(rf"\b(?P<n>{_COUNT})\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from\s+now)\b", en), ago),
         (("later",),
          re.compile(r"\b(?:in\s+)?(?P<n>\d{1,2}|a few|a couple of|two|three)\s+(?P<unit>day|week)s?\s+(?P<dir>later)\b",
                     en), ago),
-        (_SHIFT_WORDS, re.compile(rf"\b{shift}\s+(?P<unit>weekend|week|month|year)\b", en), period),
+        (_SHIFT_WORDS, re.compile(rf"\b{shift}\s+(?P<unit>weekend|wknd|wkend|week|month|year)\b", en), period),
         (_SHIFT_WORDS, re.compile(rf"\b{shift}\s+(?P<wd>{weekdays})\b", en), weekday),
+        # "the last mon of the month" is not a date
+        (_SHIFT_WORDS, re.compile(rf"(?<!the\s)\b(?P<word>last|next|past|previous|coming)\s+(?P<wd>{abbreviations})"
+                                  r"(?:\.|\b)", en), abbreviated_weekday),
         (_DIGITS, re.compile(r"\b(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})\b"), iso),
         (_DIGITS, re.compile(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})\.?"
                              rf"(?:,?\s+(?P<y>\d{{4}}))?\b", en), month_day),

@@ -53,15 +53,22 @@ _EN_UNITS = {"day": (0, 2), "morning": (0, 2), "evening": (0, 2), "night": (0, 2
              "week": (1, 10), "fortnight": (10, 18), "month": (1, 35), "weekday": (1, 8)}
 _EN_SAME = {"day": (0, 0), "morning": (0, 0), "evening": (0, 0), "night": (0, 0), "weekday": (0, 0),
             "weekend": (1, 1), "week": (3, 3), "month": (15, 15)}
+# Days either side of the anchor for "around the time <event>".
+_EN_AROUND = 7
 _EN_RELATION = re.compile(
-    r"\b(?:(?:on|in|during|over|at)\s+)?(?:the|a|an|one)?\s*"
+    r"\b(?:(?:about|around|roughly|approximately|almost|nearly|some)\s+)?"  # "about a week after"
+    r"(?:(?:on|in|during|over|at)\s+)?(?:the|a|an|one)?\s*"
     r"(?:(?P<same>same)\s+(?P<same_unit>day|morning|evening|night|weekend|week|month|" + _WEEKDAY + r")"
-    r"\s+(?:that|as|when|on\s+which)"
+    r"(?:\s+(?:that|as|when|on\s+which))?"
     r"|(?P<count>\d{1,2}|a few|few|a couple of|couple of|several|two|three|four|five|six)\s+(?P<count_unit>day|week)s?"
     r"\s+(?P<count_dir>after|before|later\s+than|prior\s+to)"
     r"|(?P<unit>day|morning|evening|night|weekend|week|fortnight|month|" + _WEEKDAY + r")"
     r"\s+(?P<dir>after|before|following|prior\s+to|preceding)"
-    r"|(?P<soon>shortly|soon|right|just|not\s+long)\s+(?P<soon_dir>after|before))"
+    r"|(?P<soon>shortly|soon|right|just|not\s+long)\s+(?P<soon_dir>after|before)"
+    r"|(?P<around>(?:around|about|near)\s+the\s+time)(?:\s+(?:that|when|of))?"
+    # "on the day his studio opened", "in the month she moved": the same days
+    r"|(?:on|in|during|over)\s+the\s+(?P<in_unit>day|weekend|week|month)"
+    r"(?!\s+(?:after|before|following|prior|preceding|of)\b)(?:\s+(?:that|when|on\s+which))?)"
     r"\s+(?P<anchor>\S.*)",
     re.IGNORECASE,
 )
@@ -77,7 +84,11 @@ _ZH_AFTER_BEFORE = re.compile(rf"(?:之|以)?(?P<dir>[后前])的?(?:那|这)?(?
 _ZH_OF = re.compile(rf"的?(?P<size>{'|'.join(sorted(_ZH_SIZES, key=len, reverse=True))})")
 
 
-_EN_NEEDLES = ("after", "before", "following", "prior", "preceding", "later", "same")
+_EN_NEEDLES = ("after", "before", "following", "prior", "preceding", "later", "same", "the time", "the day",
+               "the week", "the month")
+# An anchor is an event: "the same day each week" relates to none.
+_EN_NOT_EVENT = frozenset(("each", "every", "of", "and", "or", "again", "too", "as", "for", "is", "was", "a", "an",
+                           "with", "to", "at", "in", "on", "off", "also", "so", "but", "then", "now"))
 
 
 def _en(query: str) -> DateRelation | None:
@@ -91,10 +102,17 @@ def _en(query: str) -> DateRelation | None:
     anchor = _EN_QUESTION_TAIL.split(m["anchor"], maxsplit=1)[0].strip(" ?.!,")
     if not anchor or anchor.lower() in _EN_UNIT_WORDS:  # "day after day"
         return None
-    if m["same"]:
-        unit = m["same_unit"].lower()
+    phrase = m.group(0)[: m.start("anchor") - m.start()].strip()
+    if m["same"] or m["in_unit"]:
+        words = anchor.split()
+        joined = phrase.lower().endswith((" that", " as", " when", " which"))  # "the same day as Christmas"
+        if not joined and (len(words) < 2 or words[0].lower() in _EN_NOT_EVENT):
+            return None
+        unit = (m["same_unit"] or m["in_unit"]).lower()
         low, high = _EN_SAME.get(unit, _EN_SAME["weekday"])
-        return DateRelation(anchor, "same", low, high, m.group(0)[: m.start("anchor") - m.start()].strip())
+        return DateRelation(anchor, "same", low, high, phrase)
+    if m["around"]:
+        return DateRelation(anchor, "same", _EN_AROUND, _EN_AROUND, phrase)
     if m["count"]:
         n = m["count"].lower()
         low, high = _EN_COUNT.get(n, (int(n), int(n)) if n.isdigit() else (1, 1))
@@ -108,7 +126,7 @@ def _en(query: str) -> DateRelation | None:
     else:
         low, high = 0, 4
         direction = m["soon_dir"].lower()
-    return DateRelation(anchor, direction, low, high, m.group(0)[: m.start("anchor") - m.start()].strip())
+    return DateRelation(anchor, direction, low, high, phrase)
 
 
 _ZH_TIME_ANCHOR = re.compile(r"(?:[\d一二两三四五六七八九十]{1,3}|几)(?:个星期|星期|个礼拜|礼拜|周|个月|天|年)$")
@@ -138,15 +156,20 @@ def _zh(query: str) -> DateRelation | None:
 def parse_relation(query: str) -> DateRelation | None:
     """The anchor event and the days around it that ``query`` asks about,
     or None when it asks about no event-relative time."""
+    query = _one_space(query)  # a long run of spaces between optional words backtracks cubically
     return _en(query) or _zh(query)
+
+
+def _one_space(text: str) -> str:
+    return " ".join(text.split())
 
 
 def residual_question(query: str, relation: DateRelation) -> str:
     """What ``query`` asks about the related days, without the anchor event and
     the relation words ("What did Melanie buy the day after Caroline's interview?"
     -> "What did Melanie buy"); empty when little or nothing else is asked."""
-    rest = query.replace(relation.anchor, " ", 1).replace(relation.phrase, " ", 1)
+    rest = _one_space(query).replace(relation.anchor, " ", 1).replace(relation.phrase, " ", 1)
     rest = re.sub(r"\s+[,;，；]\s*|\s+", " ", rest).strip(" ,.;:?!，。；：？！")
     rest = re.sub(r"^(?:之|以)?[后前]的?\s*", "", rest)  # 毕业之后的第二天: the anchor took 毕业 only
-    return rest if len(rest) >= 4 and rest != query.strip(" ,.;:?!，。；：？！") else ""
+    return rest if len(rest) >= 4 and rest != _one_space(query).strip(" ,.;:?!，。；：？！") else ""
 

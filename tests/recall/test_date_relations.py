@@ -56,6 +56,15 @@ def span(iso: str) -> DateSpan:
     ("the month before my birthday", "my birthday", "before", 1, 35, "the month before"),
     ("the Friday after the party", "the party", "after", 1, 8, "the Friday after"),
     ("THE DAY AFTER the party", "the party", "after", 0, 2, "THE DAY AFTER"),
+    ("About a week after Mia started pottery, what did Tom do?", "Mia started pottery", "after", 1, 10,
+     "About a week after"),
+    ("On the same weekend Mia ran a 5K, where did Tom go?", "Mia ran a 5K", "same", 1, 1, "On the same weekend"),
+    ("Around the time Jon visited Rome, what did Gina launch?", "Jon visited Rome", "same", 7, 7, "Around the time"),
+    ("about the time of the wedding", "the wedding", "same", 7, 7, "about the time of"),
+    ("On the day his studio opened, what else did Jon do?", "his studio opened", "same", 0, 0, "On the day"),
+    ("In the month Ana went biking, what did Li pause?", "Ana went biking", "same", 15, 15, "In the month"),
+    ("during the week that I moved", "I moved", "same", 3, 3, "during the week that"),
+    ("the same day as Christmas", "Christmas", "same", 0, 0, "the same day as"),
 ])
 def test_english_relations(query: str, anchor: str, direction: str, low: int, high: int, phrase: str) -> None:
     assert parse_relation(query) == DateRelation(anchor, direction, low, high, phrase)
@@ -98,6 +107,13 @@ def test_chinese_relations(query: str, anchor: str, direction: str, low: int, hi
     "5月7日我去了哪里",
     "今天天气好",
     "前几天我做了什么",
+    "What do you do every day to relax?",
+    "During the week, what do you usually eat?",
+    "Do we meet on the same day each week?",
+    "What did you do in the month of May?",
+    "I work on the weekend a lot",
+    "Did they both go on the same day?",
+    "What is the time?",
 ])
 def test_ordinary_questions_have_no_relation(query: str) -> None:
     assert parse_relation(query) is None
@@ -179,6 +195,16 @@ def test_chinese_anchor_drops_its_after_word_and_day_after_day_is_no_relation() 
     relation = parse_relation("毕业之后的第二天我做了什么")
     assert relation is not None and (relation.anchor, relation.direction) == ("毕业", "after")
     assert parse_relation("Tell me everything, day after day") is None
+
+
+def test_whitespace_runs_read_as_one_space() -> None:
+    spaced = "What did  Marek buy on\tthe day\n\nafter   Priya passed her driving test?"
+    relation = parse_relation(spaced)
+    assert relation == parse_relation(" ".join(spaced.split()))
+    assert relation is not None and relation.anchor == "Priya passed her driving test"
+    assert residual_question(spaced, relation) == "What did Marek buy"
+    assert parse_relation("about" + " " * 20_000 + "the day after the party") == DateRelation(
+        "the party", "after", 0, 2, "about the day after")  # the run read as one space (was cubic: minutes)
 
 
 def test_english_anchor_ends_where_the_question_starts() -> None:

@@ -78,6 +78,17 @@ def test_fixture_weekdays() -> None:
     ("last Wednesday", "2023-05-03", "2023-05-03"),
     ("next Wednesday", "2023-05-17", "2023-05-17"),
     ("LAST FRIDAY", "2023-05-05", "2023-05-05"),
+    ("last Fri I took the kids out", "2023-05-05", "2023-05-05"),  # chat abbreviations
+    ("last fri. was fun", "2023-05-05", "2023-05-05"),
+    ("next Tues", "2023-05-16", "2023-05-16"),
+    ("see you next thurs!", "2023-05-11", "2023-05-11"),
+    ("last Sat we hiked", "2023-05-06", "2023-05-06"),
+    ("last sun", "2023-05-07", "2023-05-07"),
+    ("coming Mon", "2023-05-15", "2023-05-15"),
+    ("cya tmrw", "2023-05-11", "2023-05-11"),
+    ("gym 2nite", "2023-05-10", "2023-05-10"),
+    ("saw her yday", "2023-05-09", "2023-05-09"),
+    ("last wknd was fun", "2023-05-06", "2023-05-07"),
     ("7 May 2023", "2023-05-07", "2023-05-07"),
     ("on the 7th of May, 2022", "2022-05-07", "2022-05-07"),
     ("May 7th, 2023", "2023-05-07", "2023-05-07"),
@@ -248,6 +259,10 @@ def test_longer_expression_counts_once(text: str, phrase: str, start: str, end: 
     "2023-02-30",
     "Feb 30",
     "I have 2 decks",
+    "this sun is hot",  # abbreviations only after last / next: "sun", "sat" and "wed" are words
+    "we wed in June",
+    "he last sat down by the window",
+    "the last mon of the month",
 ])
 def test_not_a_date(text: str) -> None:
     assert resolve_dates(text, WED) == []

@@ -111,6 +111,24 @@ def test_the_day_after_an_event_recalls_that_days_memory(make_core) -> None:  # 
     assert [h.components.get("boost", 0.0) for h in hits[:3]] == [pytest.approx(0.3)] * 2 + [0.0]
 
 
+def test_chat_weekday_and_same_day_questions_without_that(make_core) -> None:  # type: ignore[no-untyped-def]
+    # "last Fri" written Saturday 13 May is Friday 12 May, the anchor's day too
+    plain = make_core(neighbor_window=0, date_window_boost=0.0)
+    dated = make_core(neighbor_window=0, date_window_boost=0.3)
+    for core in (plain, dated):
+        _diary(core)
+        core.add_message("user", "last Fri the kids and I made clay pots", timestamp=ts(2023, 5, 13), session_id="s9")
+        core.add_message("user", "I passed my swimming test today", timestamp=ts(2023, 5, 12), session_id="s8")
+    assert stored(dated)["last Fri the kids and I made clay pots"]["event_date"] == "2023-05-12"
+    answer = "last Fri the kids and I made clay pots"
+    for query, days in (("On the same day I passed my swimming test, what did I do with the kids?", "2023-05-12"),
+                        ("Around the time I passed my swimming test, what did I make?", "2023-05-05/2023-05-19")):
+        assert _rank(dated, query, answer) < _rank(plain, query, answer), query
+        assert dated.last_trace is not None and any(
+            ev.startswith(f"dates asked about: {days} ") for ev in dated.last_trace.events), query
+    assert _rank(dated, "On the same day I passed my swimming test, what did I do with the kids?", answer) <= 1
+
+
 def test_a_date_the_question_names_and_a_week_before_a_date(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(neighbor_window=0, date_window_boost=0.3)
     _diary(core)

@@ -69,6 +69,8 @@ def test_jieba_gets_long_runs_in_pieces_and_ordinary_text_whole(monkeypatch: pyt
     "a" + "\t \n" * 9_000 + "b",
     "我" + "的" * 10_000 + "吗",
     "a" + "5月" * 5_000 + "b",
+    "on" + " " * 10_000 + "the day after x",  # the date-relation pattern: cubic before (10k: ~30 s)
+    "about" + " " * 10_000 + "x after y",
 ])
 def test_a_hostile_message_is_stored_and_recalled_without_stalling(text: str) -> None:
     core = MemoryCore(MemoryConfig(user_id="hostile", session_id="s"), embedder=DeterministicHashEmbedder(32),
