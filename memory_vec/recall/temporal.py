@@ -80,7 +80,7 @@ _ZH_SPANS = {"一天": (0, 2), "两天": (1, 3), "几天": (1, 6), "一周": (1,
 _ZH_SPAN_WORDS = "|".join(sorted(_ZH_SPANS, key=len, reverse=True))
 # The relation words; the anchor is what comes before them (searched for the
 # words alone: a lazy anchor group in front would make the search quadratic).
-_ZH_AFTER_BEFORE = re.compile(rf"(?:之|以)?(?P<dir>[后前])的?(?:那|这)?(?P<span>{_ZH_SPAN_WORDS})")
+_ZH_AFTER_BEFORE = re.compile(rf"(?:之|以)?(?P<dir>[后前])(?:过了|过)?的?(?:那|这)?(?P<span>{_ZH_SPAN_WORDS})")
 _ZH_OF = re.compile(rf"的?(?P<size>{'|'.join(sorted(_ZH_SIZES, key=len, reverse=True))})")
 
 
@@ -137,7 +137,7 @@ _EN_UNIT_WORDS = frozenset(("day", "days", "night", "week", "weeks", "month", "m
 
 def _zh(query: str) -> DateRelation | None:
     for m in _ZH_AFTER_BEFORE.finditer(query):
-        anchor = query[:m.start()].strip("，, ")
+        anchor = query[:m.start()].strip("，, ").removesuffix("的")  # 生日的前一天: 生日
         if not anchor:
             continue
         if _ZH_TIME_ANCHOR.search(anchor):  # "两周前的周末" names a date, not an event

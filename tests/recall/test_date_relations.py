@@ -83,6 +83,8 @@ def test_english_relations(query: str, anchor: str, direction: str, low: int, hi
     ("搬家当天", "搬家", "same", 0, 0, "当天"),
     ("毕业同一周", "毕业", "same", 3, 3, "同一周"),
     ("面试的次日", "面试", "after", 0, 2, "次日"),
+    ("我尝试HIIT之后过了几天，教练说了什么", "我尝试HIIT", "after", 1, 6, "之后过了几天"),
+    ("我生日的前一天，我在纠结什么", "我生日", "before", 0, 2, "前一天"),
 ])
 def test_chinese_relations(query: str, anchor: str, direction: str, low: int, high: int, phrase: str) -> None:
     assert parse_relation(query) == DateRelation(anchor, direction, low, high, phrase)
