@@ -204,8 +204,9 @@ def _rules() -> list[_Rule]:
         return _period(at, unit, _shift_word(word))
 
     def weekday(m: re.Match[str], at: date) -> tuple[date, date]:
-        name = m["wd"].lower().rstrip(".")
-        d = _weekday_shift(at, m["word"].lower(), _WEEKDAYS.get(name, _WEEKDAY_ABBREVIATIONS.get(name, 0)))
+        name = m["wd"].lower()
+        number = _WEEKDAYS[name] if name in _WEEKDAYS else _WEEKDAY_ABBREVIATIONS[name]
+        d = _weekday_shift(at, m["word"].lower(), number)
         return d, d
 
     def abbreviated_weekday(m: re.Match[str], at: date) -> tuple[date, date] | None:
