@@ -168,8 +168,9 @@ def residual_question(query: str, relation: DateRelation) -> str:
     """What ``query`` asks about the related days, without the anchor event and
     the relation words ("What did Melanie buy the day after Caroline's interview?"
     -> "What did Melanie buy"); empty when little or nothing else is asked."""
-    rest = _one_space(query).replace(relation.anchor, " ", 1).replace(relation.phrase, " ", 1)
+    query = _one_space(query)  # as parse_relation read it, so its anchor and phrase are found
+    rest = query.replace(relation.anchor, " ", 1).replace(relation.phrase, " ", 1)
     rest = re.sub(r"\s+[,;，；]\s*|\s+", " ", rest).strip(" ,.;:?!，。；：？！")
     rest = re.sub(r"^(?:之|以)?[后前]的?\s*", "", rest)  # 毕业之后的第二天: the anchor took 毕业 only
-    return rest if len(rest) >= 4 and rest != _one_space(query).strip(" ,.;:?!，。；：？！") else ""
+    return rest if len(rest) >= 4 and rest != query.strip(" ,.;:?!，。；：？！") else ""
 
