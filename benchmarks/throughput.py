@@ -169,6 +169,7 @@ def bulk_once(mode: str, backend: str, records: Sequence[MemoryRecord], vectors:
             records = records[:add_rows]
             t0 = time.perf_counter()
             add_by_session(core, records, batch)
+            core.flush()  # a turn's rows may still be in the background writer's queue: timed until stored
             core.backend.count()
             seconds = time.perf_counter() - t0 - embedder.model_s
         stored = core.backend.count()
