@@ -15,8 +15,11 @@ from urllib.parse import urlparse
 from ..errors import DependencyMissingError, EmbeddingModelMismatchError, SchemaMismatchError
 from . import _chroma_lock
 from ._chroma_errors import is_not_found
+from ._names import chroma_name as chroma_name  # the collection's name in Chroma
 
-__all__ = ["HNSW_KEYS", "SCHEMA_VERSION", "check_compatible", "connect", "get_or_create", "import_chromadb"]
+__all__ = [
+    "HNSW_KEYS", "SCHEMA_VERSION", "check_compatible", "chroma_name", "connect", "get_or_create", "import_chromadb",
+]
 
 SCHEMA_VERSION = 1
 _META_SCHEMA = "memory_vec_schema"

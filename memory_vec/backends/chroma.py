@@ -48,7 +48,7 @@ import numpy as np
 from ..errors import BackendError, ConfigError, EmbeddingModelMismatchError, InvalidInputError
 from ..records import MemoryRecord
 from . import _chroma_lock, _chroma_purge
-from ._chroma_collection import HNSW_KEYS, SCHEMA_VERSION, check_compatible, connect, get_or_create
+from ._chroma_collection import HNSW_KEYS, SCHEMA_VERSION, check_compatible, chroma_name, connect, get_or_create
 from ._chroma_collection import import_chromadb as import_chromadb
 from ._chroma_errors import Translate, is_not_found
 from ._chroma_filters import NothingMatches, owner_wheres, where_clause
@@ -118,7 +118,7 @@ class ChromaBackend(BaseBackend):
             raise ConfigError(f"backend_options.hnsw: unknown keys {unknown}; allowed: {', '.join(HNSW_KEYS)}")
         self.path = os.path.abspath(path) if path is not None else None
         self.url = url
-        self.collection_name = collection
+        self.collection_name = chroma_name(collection)  # a name Chroma refuses is mapped (_names)
         self.headers = dict(headers or {})
         self.tenant = tenant
         self.database = database

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..errors import ConfigError, InvalidInputError
 from ..records import MemoryRecord
-from . import _milvus_client, _milvus_schema
+from . import _milvus_client, _milvus_schema, _names
 from . import _milvus_consistency as consistency
 from ._milvus_errors import Translate
 from ._milvus_expr import filter_expression
@@ -138,7 +138,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
                 comes back short (0 turns the fallback off).
         """
         self.uri = uri
-        self.collection = collection
+        self.collection = self.given_name = collection  # a server may need another (_names)
         self.is_server = uri.startswith(("http://", "https://"))
         consistency_level = consistency.check_level(consistency_level or ("Bounded" if self.is_server else "Session"))
         if isinstance(own_writes_window, bool) or not isinstance(own_writes_window, (int, float)) \
@@ -209,6 +209,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
                 recover(client, self.collection, data_dir=self._data_dir(), timeout=self._timeout,
                         translate=self._translate)
             with self._translate("open the collection"):
+                self.collection = _names.milvus_collection(client, self.given_name, self.is_server, self._timeout)
                 before_2_4 = consistency.server_before_2_4(client, is_server=self.is_server, timeout=self._timeout)
                 exists = client.has_collection(self.collection, timeout=self._timeout)
                 if not exists:

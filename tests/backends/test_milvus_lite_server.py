@@ -83,3 +83,37 @@ def test_a_lite_server_collection_gets_the_scope_indexes_lite_has(milvus_lite_se
     finally:
         backend.drop()
         backend.close()
+
+
+def test_a_server_collection_named_before_names_were_mapped_stays_in_use(
+    milvus_lite_server: Service, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Milvus Lite served over a URL took any name, so stores made before names were
+    mapped for servers (memory_vec.backends._names) hold "my memories" as given: they
+    must open that collection, not a new empty one under the mapped name."""
+    from memory_vec.backends import _names
+    from memory_vec.testing.conformance import DIMENSION, MODEL_ID, make_record, vectors_for
+
+    given = f"legacy memories {uuid.uuid4().hex[:8]}"
+    with monkeypatch.context() as old_version:
+        old_version.setattr(_names, "milvus_collection", lambda client, name, is_server, timeout: name)
+        before = MilvusBackend(milvus_lite_server.url, collection=given)
+        before.open(dimension=DIMENSION, model_id=MODEL_ID)
+        records = [make_record("kept", user_id="al")]
+        before.upsert(records, vectors_for(records))
+        before.close()
+    after = MilvusBackend(milvus_lite_server.url, collection=given)
+    after.open(dimension=DIMENSION, model_id=MODEL_ID)
+    try:
+        assert after.collection == given
+        assert [r.id for r in after.scan(RecordFilter(user_id="al"))] == ["kept"]
+    finally:
+        after.drop()
+        after.close()
+    fresh = MilvusBackend(milvus_lite_server.url, collection=f"new memories {uuid.uuid4().hex[:8]}")
+    fresh.open(dimension=DIMENSION, model_id=MODEL_ID)
+    try:
+        assert fresh.collection == _names.milvus_name(fresh.given_name) != fresh.given_name
+    finally:
+        fresh.drop()
+        fresh.close()
