@@ -48,6 +48,7 @@ Milvus server needs ports 2379/2380 free (one per machine).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -87,10 +88,8 @@ def _rss_mb(pid: int | None = None, group: bool = False) -> float:
         procs += proc.children(recursive=True)
     total = 0
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += p.memory_info().rss
-        except psutil.Error:
-            pass
     return total / 2**20
 
 
@@ -306,7 +305,8 @@ def run_one(kind: str, size: int, users: int, args: argparse.Namespace) -> dict[
             service = start_server(kind)
             url = service.url
             print(f"  {kind} up on {url} in {time.perf_counter() - t:.1f}s (pid {service.proc.pid})", flush=True)
-        out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
+            out = tmp.name
         cmd = [sys.executable, __file__, "--child", kind, "--size", str(size), "--users", str(users),
                "--queries", str(args.queries), "--warmup", str(args.warmup),
                "--recall-queries", str(args.recall_queries), "--ingest-messages", str(args.ingest_messages),
@@ -320,7 +320,7 @@ def run_one(kind: str, size: int, users: int, args: argparse.Namespace) -> dict[
         if service is not None:
             cmd += ["--server-pid", str(service.proc.pid)]
         t = time.perf_counter()
-        proc = subprocess.run(cmd, timeout=args.timeout)
+        proc = subprocess.run(cmd, timeout=args.timeout, check=False)
         if proc.returncode != 0:
             return {"backend": kind, "size": size, "users": users, "error": f"child exit {proc.returncode}"}
         result = json.loads(Path(out).read_text())
@@ -350,9 +350,9 @@ def report(paths: list[str]) -> str:
                 name = r["backend"] + (f" (ef={r['milvus_ef']})" if r.get("milvus_ef") else "")
                 rows[(name, r["size"])] = r
     order = {b: i for i, b in enumerate(BACKENDS)}
-    out = ["| backend | stored / users | upsert rec/s (synthetic) | query p50 / p95 ms | hits | "
-           "recall p50 / p95 ms (first of a user) | add_messages msg/s (real embedder) | RSS MB: bench process | "
-           "RSS MB: server |",
+    out = [("| backend | stored / users | upsert rec/s (synthetic) | query p50 / p95 ms | hits | "
+            "recall p50 / p95 ms (first of a user) | add_messages msg/s (real embedder) | RSS MB: bench process | "
+            "RSS MB: server |"),
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for (b, size), r in sorted(rows.items(), key=lambda kv: (order.get(kv[0][0].split()[0], 99), kv[0][0], kv[0][1])):
         if "error" in r:

@@ -39,15 +39,16 @@ import os
 import pickle
 import sys
 from collections import defaultdict, deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).parent))
 
+import locomo_recall as L
 import numpy as np
 
-import locomo_recall as L
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.embeddings.base import BaseEmbedder
@@ -56,7 +57,8 @@ from memory_vec.recall.bm25 import BM25Index, IndexedDoc, tokenize
 from memory_vec.recall.ranking import dedupe_key
 from memory_vec.state import InMemoryStateStore
 
-QSTOP = frozenset("kind type likely think might many much long ever recently describe according something things thing".split())
+QSTOP = frozenset(["kind", "type", "likely", "think", "might", "many", "much", "long", "ever", "recently", "describe",
+                   "according", "something", "things", "thing"])
 
 
 class CachedE5(BaseEmbedder):

@@ -37,7 +37,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -151,8 +151,8 @@ def pct(values: list[float], q: float) -> float:
 # --------------------------------------------------------------------------- configurations
 def configurations(base: dict[str, Any], threshold: float) -> dict[str, dict[str, Any]]:
     """Named overrides of the recall settings, all evaluated in one run."""
-    off = dict(hybrid=False, speaker_boost=0.0, score_threshold=0.0, neighbor_window=0,
-               decay_half_life_days=None, importance_weight=0.0)
+    off = {"hybrid": False, "speaker_boost": 0.0, "score_threshold": 0.0, "neighbor_window": 0,
+           "decay_half_life_days": None, "importance_weight": 0.0}
     cfgs: dict[str, dict[str, Any]] = {
         "ours (default)": dict(base),
         "ours -hybrid": {**base, "hybrid": False},
@@ -189,8 +189,8 @@ def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None,
         questions = questions[:limit]
     defaults = MemoryConfig(**(settings or {}))
     base = {f: getattr(defaults, f) for f in (
-        "hybrid", "bm25_weight", "bm25_context_weight", "speaker_boost", "score_threshold", "neighbor_window", "candidate_multiplier",
-        "decay_half_life_days", "recency_weight", "importance_weight")}
+        "hybrid", "bm25_weight", "bm25_context_weight", "speaker_boost", "score_threshold", "neighbor_window",
+        "candidate_multiplier", "decay_half_life_days", "recency_weight", "importance_weight")}
     cfgs = configurations(base, core.embedder.default_threshold)
 
     results: dict[str, list[tuple[int, list[str], list[str]]]] = defaultdict(list)
@@ -251,7 +251,7 @@ def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None,
         table[cname]["latency_ms_p95"] = pct(latency[cname], 95)
         if cname in counts:
             table[cname]["mean_hits"] = statistics.fmean(counts[cname])
-            table[cname]["overrides"] = {k: v for k, v in cfgs[cname].items()}
+            table[cname]["overrides"] = dict(cfgs[cname])
     return {
         "embedder": name,
         "model_id": core.embedder.model_id,
@@ -269,9 +269,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"### {result['embedder']} (`{result['model_id']}`, default_threshold {result['default_threshold']})",
         "",
-        f"{result['turns']} turns, {result['questions']} questions; ingest {result['ingest_s']:.1f} s; "
-        f"query embedding p50 {result['query_embed_ms_p50']:.1f} ms; "
-        f"top-5 of k=5 equals top-5 of k=50 for {result['prefix_consistent_k5_vs_k50']} sampled queries.",
+        (f"{result['turns']} turns, {result['questions']} questions; ingest {result['ingest_s']:.1f} s; "
+         f"query embedding p50 {result['query_embed_ms_p50']:.1f} ms; "
+         f"top-5 of k=5 equals top-5 of k=50 for {result['prefix_consistent_k5_vs_k50']} sampled queries."),
         "",
         "| configuration | R@5 | R@10 | R@25 | R@50 | hits | p50 ms | p95 ms |",
         "|---|---|---|---|---|---|---|---|",
@@ -284,7 +284,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", "Per category, recall@10 (n):", "",
               "| configuration | " + " | ".join(CATEGORIES.values()) + " |",
               "|---|" + "---|" * len(CATEGORIES)]
-    for name in ("dense", "bm25", "ours (default)", "ours -hybrid", "ours speaker_boost=0.05", "ours bm25_context_weight=0"):
+    for name in ("dense", "bm25", "ours (default)", "ours -hybrid", "ours speaker_boost=0.05",
+                 "ours bm25_context_weight=0"):
         per = result["configs"][name]["per_category"]
         cells = [f"{per[c]['r@10']:.3f} ({per[c]['n']})" if c in per else "-" for c in CATEGORIES.values()]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")

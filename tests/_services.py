@@ -14,6 +14,7 @@ itself is killed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -104,14 +105,10 @@ class Service:
             self.proc.wait(timeout=10)
         except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
         self.proc = None
 
     def log_tail(self, n: int = 40) -> str:

@@ -39,7 +39,7 @@ EN_MONTHS2 = ["March", "April", "May", "June", "July", "August", "September", "O
 def _people(rng: random.Random) -> dict[str, str]:
     """Two different other people: a relation and a first name."""
     a, b = rng.sample(EN_PEOPLE, 2)
-    return dict(rel=a, rel2=b, who=rng.choice(EN_FIRST_NAMES))
+    return {"rel": a, "rel2": b, "who": rng.choice(EN_FIRST_NAMES)}
 
 
 def _en_age(rng: random.Random) -> dict[str, str]:
@@ -168,7 +168,7 @@ CN_FOODS2 = ["香菜", "臭豆腐", "苦瓜", "羊肉", "螺蛳粉", "芒果", "
 
 def _cn_people(rng: random.Random) -> dict[str, str]:
     a, b = rng.sample(CN_PEOPLE, 2)
-    return dict(rel=a, rel2=b, who=rng.choice(CN_FIRST_NAMES))
+    return {"rel": a, "rel2": b, "who": rng.choice(CN_FIRST_NAMES)}
 
 
 def _cn_age(rng: random.Random) -> dict[str, str]:

@@ -73,6 +73,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
+import suite as S  # noqa: E402
+
 from memory_vec import MemoryConfig, MemoryCore  # noqa: E402
 from memory_vec.backends import InMemoryBackend, RecordFilter  # noqa: E402
 from memory_vec.conflict import ConflictAction, ConflictDecision, ConflictResolver, RuleExtractor  # noqa: E402
@@ -82,8 +84,6 @@ from memory_vec.facts import split_sentences  # noqa: E402
 from memory_vec.state import InMemoryStateStore  # noqa: E402
 from memory_vec.summary import ExtractiveSummarizer  # noqa: E402
 from memory_vec.tokens import get_token_counter  # noqa: E402
-
-import suite as S  # noqa: E402
 
 MODES = ("baseline", "messages", "rules", "rules+oracle-judge")
 MODE_LABELS = {
@@ -390,11 +390,11 @@ def markdown(result: dict[str, Any]) -> str:
     lines: list[str] = []
     for lang, modes in result["suite"].items():
         first = next(iter(modes.values()))
-        lines += [f"#### {lang} ({result['params'].get('suite', 'current')} suite): "
-                  f"{result['params']['conversations']} conversations, {first['updates']} updates, "
-                  f"{first['controls']} controls", "",
-                  "| mode | stale@5 ↓ | stale-value@5 ↓ | current@5 ↑ | applied ↑ | false overwrites ↓ (rate) "
-                  "| by source | controls damaged ↓ | control@5 ↑ | judge calls |",
+        lines += [(f"#### {lang} ({result['params'].get('suite', 'current')} suite): "
+                   f"{result['params']['conversations']} conversations, {first['updates']} updates, "
+                   f"{first['controls']} controls"), "",
+                  ("| mode | stale@5 ↓ | stale-value@5 ↓ | current@5 ↑ | applied ↑ | false overwrites ↓ (rate) "
+                   "| by source | controls damaged ↓ | control@5 ↑ | judge calls |"),
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for row in modes.values():
             src = ", ".join(f"{k} {v}" for k, v in sorted(row["false_by_source"].items())) or "-"
@@ -445,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = CachedEmbedder(inner, out_dir / f"conflict_embcache_{safe}.npz")
     modes = args.mode or list(MODES)
     result: dict[str, Any] = {
-        "params": {k: v for k, v in vars(args).items()}, "embedder": inner.model_id,
+        "params": dict(vars(args)), "embedder": inner.model_id,
         "conflict_threshold": getattr(inner, "conflict_threshold", None), "suite": {},
     }
     for lang in args.lang or ["en", "cn"]:
@@ -456,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
         embedder.warm(suite_texts(convs), lang)
         result["suite"][lang] = run_suite(lang, convs, embedder, modes)
     if args.locomo:
-        result["locomo"] = run_locomo(args.locomo, embedder, [m for m in ("baseline", "messages", "rules") if m in modes])
+        result["locomo"] = run_locomo(args.locomo, embedder,
+                                      [m for m in ("baseline", "messages", "rules") if m in modes])
     result["fresh_embeddings"] = embedder.fresh
     name = "conflict.json" if args.suite == "current" else f"conflict_{args.suite}.json"
     (out_dir / name).write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")

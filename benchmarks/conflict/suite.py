@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Turn", "Question", "Conversation", "build_suite", "load_filler", "ACKS"]
+__all__ = ["ACKS", "Conversation", "Question", "Turn", "build_suite", "load_filler"]
 
 ACKS = {"en": "Got it, I'll keep that in mind.", "cn": "好的，我记住了。"}
 
@@ -108,70 +108,70 @@ EN_HOBBIES = ["tennis", "swimming", "chess", "hiking", "running", "cycling"]
 def _en_budget(rng: random.Random) -> dict[str, str]:
     t, ct, _ = _two(rng, EN_TOPICS_BUDGET)
     o, n, c = _num(rng, 1000, 20000, 500)
-    return dict(topic=t, ctopic=ct, old=o, new=n, cval=c)
+    return {"topic": t, "ctopic": ct, "old": o, "new": n, "cval": c}
 
 
 def _en_day(rng: random.Random) -> dict[str, str]:
     e, ce, _ = _two(rng, EN_EVENTS)
     o, n, c = _two(rng, EN_DAYS)
-    return dict(event=e, cevent=ce, old=o, new=n, cval=c)
+    return {"event": e, "cevent": ce, "old": o, "new": n, "cval": c}
 
 
 def _en_deadline(rng: random.Random) -> dict[str, str]:
     e, ce, _ = _two(rng, ["project", "report", "tax filing", "grant application", "thesis", "website launch"])
     m1, m2, m3 = _two(rng, EN_MONTHS)
-    return dict(thing=e, cthing=ce, old=f"{m1} {rng.randint(2, 28)}", new=f"{m2} {rng.randint(2, 28)}",
-                cval=f"{m3} {rng.randint(2, 28)}")
+    return {"thing": e, "cthing": ce, "old": f"{m1} {rng.randint(2, 28)}", "new": f"{m2} {rng.randint(2, 28)}",
+            "cval": f"{m3} {rng.randint(2, 28)}"}
 
 
 def _en_name(rng: random.Random) -> dict[str, str]:
     r, cr, _ = _two(rng, EN_RELATIONS)
     o, n, c = _two(rng, EN_NAMES)
-    return dict(rel=r, crel=cr, old=o, new=n, cval=c)
+    return {"rel": r, "crel": cr, "old": o, "new": n, "cval": c}
 
 
 def _en_love(rng: random.Random) -> dict[str, str]:
     f, cf, _ = _two(rng, EN_FOODS)
-    return dict(old=f, new=f, cval=cf)
+    return {"old": f, "new": f, "cval": cf}
 
 
 def _en_rent(rng: random.Random) -> dict[str, str]:
     o, n, c = _num(rng, 800, 4000, 50)
     thing, cthing, _ = _two(rng, ["rent", "phone bill", "gym membership"])
-    return dict(thing=thing, cthing=cthing, old=o, new=n, cval=c)
+    return {"thing": thing, "cthing": cthing, "old": o, "new": n, "cval": c}
 
 
 def _en_city(rng: random.Random) -> dict[str, str]:
     o, n, c = _two(rng, EN_CITIES)
-    return dict(old=o, new=n, cval=c)
+    return {"old": o, "new": n, "cval": c}
 
 
 def _en_company(rng: random.Random) -> dict[str, str]:
     o, n, c = _two(rng, EN_COMPANIES)
-    return dict(old=o, new=n, cval=c)
+    return {"old": o, "new": n, "cval": c}
 
 
 def _en_fav(rng: random.Random) -> dict[str, str]:
-    o, n, c = _two(rng, EN_DRINKS)
-    h1, h2, h3 = _two(rng, EN_HOBBIES)
-    return dict(old=o, new=n, cval=h3)
+    o, n, _ = _two(rng, EN_DRINKS)
+    _, _, h3 = _two(rng, EN_HOBBIES)
+    return {"old": o, "new": n, "cval": h3}
 
 
 def _en_pet(rng: random.Random) -> dict[str, str]:
     p, cp, _ = _two(rng, EN_PETS)
     o, n, c = _two(rng, EN_NAMES)
-    return dict(pet=p, cpet=cp, old=o, new=n, cval=c)
+    return {"pet": p, "cpet": cp, "old": o, "new": n, "cval": c}
 
 
 def _en_time(rng: random.Random) -> dict[str, str]:
     o, n, c = rng.sample([6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18], 3)
     dest, cdest, _ = _two(rng, EN_CITIES)
-    return dict(dest=dest, cdest=cdest, old=f"{o}:30", new=f"{n}:30", cval=f"{c}:30")
+    return {"dest": dest, "cdest": cdest, "old": f"{o}:30", "new": f"{n}:30", "cval": f"{c}:30"}
 
 
 def _en_guests(rng: random.Random) -> dict[str, str]:
     o, n, c = _num(rng, 10, 200, 5)
-    return dict(old=o, new=n, cval=c)
+    return {"old": o, "new": n, "cval": c}
 
 
 EN_FAMILIES = [
@@ -200,7 +200,8 @@ EN_FAMILIES = [
            ("My {crel}'s name is {cval}.",), "What is my {crel}'s name?"),
     Family("not anymore", _en_love,
            ("I love {old}.", "I really enjoy {old}."),
-           ("I don't like {new} anymore.", "I'm not into {new} anymore.", "I stopped eating {new}, I don't like it anymore."),
+           ("I don't like {new} anymore.", "I'm not into {new} anymore.",
+            "I stopped eating {new}, I don't like it anymore."),
            "Do I like {old}?",
            ("I love {cval}.",), "Do I like {cval}?"),
     Family("monthly cost", _en_rent,
@@ -210,7 +211,8 @@ EN_FAMILIES = [
            ("My monthly {cthing} is {cval} dollars.",), "How much is my monthly {cthing}?"),
     Family("home city", _en_city,
            ("I live in {old}.", "My home is in {old}."),
-           ("I moved to {new} last month, so I live in {new} now.", "I don't live in {old} anymore, I live in {new} now."),
+           ("I moved to {new} last month, so I live in {new} now.",
+            "I don't live in {old} anymore, I live in {new} now."),
            "Which city do I live in?",
            ("My parents live in {cval}.",), "Which city do my parents live in?"),
     Family("employer", _en_company,
@@ -256,70 +258,70 @@ CN_HOBBIES = ["网球", "游泳", "象棋", "爬山", "跑步", "骑行"]
 def _cn_budget(rng: random.Random) -> dict[str, str]:
     t, ct, _ = _two(rng, CN_TOPICS)
     o, n, c = _num(rng, 1000, 20000, 500)
-    return dict(topic=t, ctopic=ct, old=o, new=n, cval=c)
+    return {"topic": t, "ctopic": ct, "old": o, "new": n, "cval": c}
 
 
 def _cn_day(rng: random.Random) -> dict[str, str]:
     e, ce, _ = _two(rng, CN_EVENTS)
     o, n, c = _two(rng, CN_DAYS)
-    return dict(event=e, cevent=ce, old=o, new=n, cval=c)
+    return {"event": e, "cevent": ce, "old": o, "new": n, "cval": c}
 
 
 def _cn_deadline(rng: random.Random) -> dict[str, str]:
     e, ce, _ = _two(rng, ["项目", "报告", "报税", "论文", "网站上线", "申请材料"])
     m1, m2, m3 = rng.sample(range(3, 12), 3)
-    return dict(thing=e, cthing=ce, old=f"{m1}月{rng.randint(2, 28)}日", new=f"{m2}月{rng.randint(2, 28)}日",
-                cval=f"{m3}月{rng.randint(2, 28)}日")
+    return {"thing": e, "cthing": ce, "old": f"{m1}月{rng.randint(2, 28)}日", "new": f"{m2}月{rng.randint(2, 28)}日",
+            "cval": f"{m3}月{rng.randint(2, 28)}日"}
 
 
 def _cn_name(rng: random.Random) -> dict[str, str]:
     r, cr, _ = _two(rng, CN_RELATIONS)
     o, n, c = _two(rng, CN_NAMES)
-    return dict(rel=r, crel=cr, old=o, new=n, cval=c)
+    return {"rel": r, "crel": cr, "old": o, "new": n, "cval": c}
 
 
 def _cn_love(rng: random.Random) -> dict[str, str]:
     f, cf, _ = _two(rng, CN_FOODS)
-    return dict(old=f, new=f, cval=cf)
+    return {"old": f, "new": f, "cval": cf}
 
 
 def _cn_rent(rng: random.Random) -> dict[str, str]:
     o, n, c = _num(rng, 800, 9000, 100)
     thing, cthing, _ = _two(rng, ["房租", "话费", "健身卡"])
-    return dict(thing=thing, cthing=cthing, old=o, new=n, cval=c)
+    return {"thing": thing, "cthing": cthing, "old": o, "new": n, "cval": c}
 
 
 def _cn_city(rng: random.Random) -> dict[str, str]:
     o, n, c = _two(rng, CN_CITIES)
-    return dict(old=o, new=n, cval=c)
+    return {"old": o, "new": n, "cval": c}
 
 
 def _cn_company(rng: random.Random) -> dict[str, str]:
     o, n, c = _two(rng, CN_COMPANIES)
-    return dict(old=o, new=n, cval=c)
+    return {"old": o, "new": n, "cval": c}
 
 
 def _cn_fav(rng: random.Random) -> dict[str, str]:
     o, n, _ = _two(rng, CN_DRINKS)
     h = rng.choice(CN_HOBBIES)
-    return dict(old=o, new=n, cval=h)
+    return {"old": o, "new": n, "cval": h}
 
 
 def _cn_pet(rng: random.Random) -> dict[str, str]:
     p, cp, _ = _two(rng, CN_PETS)
     o, n, c = _two(rng, CN_NAMES)
-    return dict(pet=p, cpet=cp, old=o, new=n, cval=c)
+    return {"pet": p, "cpet": cp, "old": o, "new": n, "cval": c}
 
 
 def _cn_time(rng: random.Random) -> dict[str, str]:
     o, n, c = rng.sample([6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18], 3)
     dest, cdest, _ = _two(rng, CN_CITIES)
-    return dict(dest=dest, cdest=cdest, old=f"{o}点半", new=f"{n}点半", cval=f"{c}点半")
+    return {"dest": dest, "cdest": cdest, "old": f"{o}点半", "new": f"{n}点半", "cval": f"{c}点半"}
 
 
 def _cn_guests(rng: random.Random) -> dict[str, str]:
     o, n, c = _num(rng, 10, 200, 5)
-    return dict(old=o, new=n, cval=c)
+    return {"old": o, "new": n, "cval": c}
 
 
 CN_FAMILIES = [

@@ -27,7 +27,7 @@ from memory_vec.demo import build_script
 from .shared import CachedEmbedder, CountingLLM, count_tokens
 from .systems import System, Turn
 
-__all__ = ["load_locomo", "locomo_recall", "turn_latency", "demo_tokens", "latency_texts"]
+__all__ = ["demo_tokens", "latency_texts", "load_locomo", "locomo_recall", "turn_latency"]
 
 Factory = Callable[..., System]
 

@@ -24,7 +24,8 @@ def markdown(results: dict[str, Any]) -> str:
         if r is None:
             lines.append(f"| {name} | n/a | n/a | n/a | n/a | n/a |")
         else:
-            lines.append(f"| {name} | " + " | ".join(f"{r[f'r@{k}']:.3f}" for k in KS) + f" | {r['query_ms_p50']:.1f} |")
+            lines.append(f"| {name} | " + " | ".join(f"{r[f'r@{k}']:.3f}" for k in KS)
+                         + f" | {r['query_ms_p50']:.1f} |")
     lines += ["", "Recall@10 per category (questions):", "",
               "| system | " + " | ".join(f"{c} ({n})" for c, n in _cat_counts(systems)) + " |",
               "|---|" + "---:|" * len(CATEGORIES)]
@@ -36,10 +37,10 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(f"| {name} | " + " | ".join(f"{per[c]['r@10']:.3f}" if c in per else "-"
                                                   for c in CATEGORIES.values()) + " |")
     head = " | ".join(f"{s:,} p50 / p95" for s in sizes)
-    lines += ["", "### Per turn (save + load), model time excluded; prompt tokens and LLM calls over the "
-              f"{results['demo_turns']}-turn demo", "",
-              f"| system | {head} | embedded texts / turn | prompt tokens (sum) | vs full history "
-              "| LLM calls / turn | tracemalloc peak MB | RSS delta MB |",
+    lines += ["", ("### Per turn (save + load), model time excluded; prompt tokens and LLM calls over the "
+                   f"{results['demo_turns']}-turn demo"), "",
+              (f"| system | {head} | embedded texts / turn | prompt tokens (sum) | vs full history "
+               "| LLM calls / turn | tracemalloc peak MB | RSS delta MB |"),
               "|---|" + "---:|" * (len(sizes) + 6)]
     for name, row in systems.items():
         lat = {r["size"]: r for r in row.get("latency", [])}
@@ -93,7 +94,8 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         if not d:
             continue
         if not full_drawn:
-            ax.plot(range(1, d["turns"] + 1), d["full_per_turn"], color="black", linewidth=1, label="(every earlier message)")
+            ax.plot(range(1, d["turns"] + 1), d["full_per_turn"], color="black", linewidth=1,
+                    label="(every earlier message)")
             full_drawn = True
         if name != "full history":
             ax.plot(range(1, d["turns"] + 1), d["tokens_per_turn"], label=name, **{**_style(name), "marker": None})

@@ -26,12 +26,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from memory_vec.demo import build_script  # noqa: E402
+from memory_vec.demo import build_script
 
-from .measures import demo_tokens, latency_texts, load_locomo, locomo_recall, turn_latency  # noqa: E402
-from .report import markdown, plots  # noqa: E402
-from .shared import CachedEmbedder, CountingLLM  # noqa: E402
-from .systems import registry  # noqa: E402
+from .measures import demo_tokens, latency_texts, load_locomo, locomo_recall, turn_latency
+from .report import markdown, plots
+from .shared import CachedEmbedder, CountingLLM
+from .systems import registry
 
 
 def log(msg: str) -> None:
@@ -135,9 +135,10 @@ def _code_state() -> str:
     import subprocess
 
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=False).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True).stdout.split("\n")
+                               text=True, check=False).stdout.split("\n")
     except OSError:
         return "unknown"
     files = [line[3:] for line in dirty if line.strip()]

@@ -33,8 +33,8 @@ from pydantic import PrivateAttr
 from memory_vec.embeddings import BaseEmbedder, E5SmallEmbedder
 from memory_vec.tokens import get_token_counter, load_encoding
 
-__all__ = ["CachedEmbedder", "LCEmbeddings", "LIEmbedding", "CountingLLM", "LCScriptedLLM", "LIScriptedLLM",
-           "COUNTER", "count_tokens", "li_tokenizer", "SCRIPTED_SUMMARY"]
+__all__ = ["COUNTER", "SCRIPTED_SUMMARY", "CachedEmbedder", "CountingLLM", "LCEmbeddings", "LCScriptedLLM",
+           "LIEmbedding", "LIScriptedLLM", "count_tokens", "li_tokenizer"]
 
 COUNTER = get_token_counter("cl100k_base")
 

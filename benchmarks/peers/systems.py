@@ -24,13 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from memory_vec import MemoryConfig, MemoryCore
-from memory_vec import release_stores
+from memory_vec import MemoryConfig, MemoryCore, release_stores
 from memory_vec.core import MessageInput
 
 from .shared import COUNTER, CachedEmbedder, CountingLLM
 
-__all__ = ["Turn", "System", "OursSystem", "registry"]
+__all__ = ["OursSystem", "System", "Turn", "registry"]
 
 
 @dataclasses.dataclass(frozen=True)

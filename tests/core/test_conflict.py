@@ -162,8 +162,8 @@ def test_retraction_deletes_subject() -> None:
 
 
 def test_llm_extractor_parses_fenced_json() -> None:
-    facts = LLMExtractor(lambda p: '```json\n[{"fact": "Likes tea", "subject": "drink", "importance": 2}]\n```').extract(
-        "user", "I like tea")
+    reply = '```json\n[{"fact": "Likes tea", "subject": "drink", "importance": 2}]\n```'
+    facts = LLMExtractor(lambda p: reply).extract("user", "I like tea")
     assert facts[0].importance == 1.0 and facts[0].subject == "drink"
 
 
@@ -314,19 +314,21 @@ def test_llm_extractor_asks_and_parses_the_owner() -> None:
 def test_patch_summary_drops_the_old_value_and_its_echo_but_not_other_peoples() -> None:
     from memory_vec.conflict import patch_summary
 
-    summary = "\n".join([
-        "- [user] Our travel budget is 5000 euros for the whole trip.",
-        "- [assistant] Got it, a budget of 5000 euros.",
-        "- [user] My colleague's budget is 5000 euros too.",
-        "- [user] The wedding budget is 5000 euros.",
-    ])
+    summary = (
+        "- [user] Our travel budget is 5000 euros for the whole trip.\n"
+        "- [assistant] Got it, a budget of 5000 euros.\n"
+        "- [user] My colleague's budget is 5000 euros too.\n"
+        "- [user] The wedding budget is 5000 euros."
+    )
     patched = patch_summary(summary, subject="travel budget",
                             old_texts=["Our travel budget is 5000 euros for the whole trip."],
                             new_text="Update: the travel budget is now 8000 euros.")
     assert "Got it" not in patched and "whole trip" not in patched and "8000" in patched
     assert "colleague's budget is 5000" in patched and "wedding budget is 5000" in patched
-    zh = patch_summary("- [user] 我们这次旅行的预算是5000元。\n- [assistant] 好的，预算5000元。\n- [user] 我同事的预算是5000元。",
-                       subject="预算", old_texts=["我们这次旅行的预算是5000元。"], new_text="更新一下：预算调整到8000元。")
+    zh = patch_summary("- [user] 我们这次旅行的预算是5000元。\n- [assistant] 好的，预算5000元。\n"
+                       "- [user] 我同事的预算是5000元。",
+                       subject="预算", old_texts=["我们这次旅行的预算是5000元。"],
+                       new_text="更新一下：预算调整到8000元。")
     assert "好的" not in zh and "旅行的预算是5000" not in zh and "我同事的预算是5000元" in zh
     likes = patch_summary("- [user] I like olives.\n- [user] My wife likes olives.", subject=None,
                           old_texts=["I like olives."], new_text="I don't like olives.")
@@ -383,8 +385,8 @@ def test_a_question_is_never_a_fact(question: str) -> None:
 @pytest.mark.parametrize("statement", [
     "我的预算是5000元。", "我什么时候都有空", "谁都可以", "哪里都行", "我还在上海呢", "预算是5000，对吧？",
     "The budget is 5000, right?", "Do not use commas.", "What I want is a budget of 5000.",
-    "How I met my wife is a long story.", "我买了几本书", "Have the report ready by Friday.", "Do the dishes before 8pm",
-    "When I was 20 I lived in Paris.", "What a great day",
+    "How I met my wife is a long story.", "我买了几本书", "Have the report ready by Friday.",
+    "Do the dishes before 8pm", "When I was 20 I lived in Paris.", "What a great day",
 ])
 def test_statements_that_look_like_questions_are_not_questions(statement: str) -> None:
     assert not is_question(statement)

@@ -27,7 +27,8 @@ from memory_vec.testing import ScriptedLLM
 def test_add_and_recall_round_trip(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core()
     ts = datetime(2023, 5, 8, 13, 56)
-    result = core.add_message("user", "The budget cap is 5000.", timestamp=ts, metadata={"k": "v", "n": [1, {"x": None}]})
+    result = core.add_message("user", "The budget cap is 5000.", timestamp=ts,
+                              metadata={"k": "v", "n": [1, {"x": None}]})
     assert result.event is WriteEvent.ADDED and result.seq == 1 and not result.pending
     core.add_message("user", "My cat is called Miso.")
     hits = core.recall("what is the budget cap?", k=5)
@@ -100,27 +101,27 @@ def test_shared_memories_are_opt_in_and_global(make_core) -> None:  # type: igno
 
 
 BAD_CALLS = [
-    (dict(role="user", content=""), InvalidContentError),
-    (dict(role="user", content="   \n"), InvalidContentError),
-    (dict(role="user", content=42), InvalidContentError),
-    (dict(role="user", content=None), InvalidContentError),
-    (dict(role="robot", content="hi"), InvalidRoleError),
-    (dict(role="user", content="x" * 40000), ContentTooLargeError),
-    (dict(role="user", content="a\ud800b"), InvalidContentError),
-    (dict(role="user", content="bell\x07"), InvalidContentError),
-    (dict(role="user", content="hi", timestamp=math.nan), InvalidTimestampError),
-    (dict(role="user", content="hi", timestamp=math.inf), InvalidTimestampError),
-    (dict(role="user", content="hi", timestamp="yesterday"), InvalidTimestampError),
-    (dict(role="user", content="hi", timestamp=1e300), InvalidTimestampError),
-    (dict(role="user", content="hi", metadata={"a": object()}), InvalidMetadataError),
-    (dict(role="user", content="hi", metadata={"a": math.nan}), InvalidMetadataError),
-    (dict(role="user", content="hi", metadata={1: "a"}), InvalidMetadataError),
-    (dict(role="user", content="hi", metadata=["a"]), InvalidMetadataError),
-    (dict(role="user", content="hi", metadata={"big": "x" * 20000}), InvalidMetadataError),
-    (dict(role="user", content="hi", session_id=""), InvalidIdError),
-    (dict(role="user", content="hi", session_id="s" * 257), InvalidIdError),
-    (dict(role="user", content="hi", user_id="a\ud800"), InvalidIdError),
-    (dict(role="user", content="hi", user_id=7), InvalidIdError),
+    ({"role": "user", "content": ""}, InvalidContentError),
+    ({"role": "user", "content": "   \n"}, InvalidContentError),
+    ({"role": "user", "content": 42}, InvalidContentError),
+    ({"role": "user", "content": None}, InvalidContentError),
+    ({"role": "robot", "content": "hi"}, InvalidRoleError),
+    ({"role": "user", "content": "x" * 40000}, ContentTooLargeError),
+    ({"role": "user", "content": "a\ud800b"}, InvalidContentError),
+    ({"role": "user", "content": "bell\x07"}, InvalidContentError),
+    ({"role": "user", "content": "hi", "timestamp": math.nan}, InvalidTimestampError),
+    ({"role": "user", "content": "hi", "timestamp": math.inf}, InvalidTimestampError),
+    ({"role": "user", "content": "hi", "timestamp": "yesterday"}, InvalidTimestampError),
+    ({"role": "user", "content": "hi", "timestamp": 1e300}, InvalidTimestampError),
+    ({"role": "user", "content": "hi", "metadata": {"a": object()}}, InvalidMetadataError),
+    ({"role": "user", "content": "hi", "metadata": {"a": math.nan}}, InvalidMetadataError),
+    ({"role": "user", "content": "hi", "metadata": {1: "a"}}, InvalidMetadataError),
+    ({"role": "user", "content": "hi", "metadata": ["a"]}, InvalidMetadataError),
+    ({"role": "user", "content": "hi", "metadata": {"big": "x" * 20000}}, InvalidMetadataError),
+    ({"role": "user", "content": "hi", "session_id": ""}, InvalidIdError),
+    ({"role": "user", "content": "hi", "session_id": "s" * 257}, InvalidIdError),
+    ({"role": "user", "content": "hi", "user_id": "a\ud800"}, InvalidIdError),
+    ({"role": "user", "content": "hi", "user_id": 7}, InvalidIdError),
 ]
 
 

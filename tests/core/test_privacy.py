@@ -12,7 +12,8 @@ CASES = [
     ("身份证11010519491231002X", "身份证[ID_CARD]"),
     ("card 4111 1111 1111 1111 ok", "card [CARD] ok"),
     ("not a card 4111 1111 1111 1112", "not a card 4111 1111 1111 1112"),  # fails Luhn
-    ("budget 5000, year 2023, order 123456789, date 2023-05-08", "budget 5000, year 2023, order 123456789, date 2023-05-08"),
+    ("budget 5000, year 2023, order 123456789, date 2023-05-08",
+     "budget 5000, year 2023, order 123456789, date 2023-05-08"),
 ]
 
 

@@ -371,7 +371,7 @@ def test_a_shared_tier_serves_what_this_process_never_embedded() -> None:
     reads = tier.reads
     worker_b.get("hello", "m")
     assert tier.reads == reads  # now in worker b's own cache: no round trip
-    tier.data = {k: b"\x01\x02\x03" for k in tier.data}  # a corrupt entry reads as a miss
+    tier.data = dict.fromkeys(tier.data, b"\x01\x02\x03")  # a corrupt entry reads as a miss
     assert VectorCache(8, shared=tier).get("hello", "m") is None
 
 

@@ -16,8 +16,8 @@ def msgs(*pairs: tuple[str, str], tokens: int = 10) -> list[StateMessage]:
 
 
 def plan(messages, **kw):  # type: ignore[no-untyped-def]
-    args = dict(summary_tokens=0, folded_through=0, max_token_limit=100, trigger_ratio=0.7,
-                target_ratio=0.4, keep_recent=2)
+    args = {"summary_tokens": 0, "folded_through": 0, "max_token_limit": 100, "trigger_ratio": 0.7,
+            "target_ratio": 0.4, "keep_recent": 2}
     args.update(kw)
     return plan_fold(messages, **args)
 

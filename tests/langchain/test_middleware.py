@@ -117,7 +117,7 @@ def test_users_are_isolated_by_context_and_configurable(core_factory: Any) -> No
 
 def test_async_agent_and_summary_calls_stay_out_of_the_stream(core_factory: Any) -> None:
     core: MemoryCore = core_factory()
-    agent, model = agent_for(core)
+    agent, _model = agent_for(core)
 
     async def run() -> tuple[list[dict[str, Any]], list[Any]]:
         events: list[dict[str, Any]] = []

@@ -51,7 +51,7 @@ def test_bm25_finds_rare_token_that_vector_ranking_misses(make_core) -> None:  #
 
 def test_bm25_scores_are_normalized_and_rank_rarer_terms_higher() -> None:
     index = BM25Index()
-    index.add([IndexedDoc(str(i), t, seq=i) for i, t in enumerate(FILLER + ["the ZQ7781 office"])])
+    index.add([IndexedDoc(str(i), t, seq=i) for i, t in enumerate([*FILLER, "the ZQ7781 office"])])
     found = index.search("ZQ7781 office", k=10)
     assert found[0][0] == str(len(FILLER))
     assert all(0.0 <= s <= 1.0 for _, s in found)
@@ -131,7 +131,7 @@ def test_chinese_is_tokenized_with_jieba() -> None:
     index = BM25Index()
     index.add([IndexedDoc("a", "我最喜欢吃北京烤鸭"), IndexedDoc("b", "今天的天气很好", seq=1),
                IndexedDoc("c", "鸭子在湖里游泳", seq=2)])
-    assert [d for d, _ in index.search("烤鸭好吃吗", k=3)][0] == "a"
+    assert index.search("烤鸭好吃吗", k=3)[0][0] == "a"
 
 
 def test_english_tokens_drop_function_words() -> None:

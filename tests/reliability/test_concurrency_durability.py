@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -153,7 +152,7 @@ def test_kill_9_loses_no_acknowledged_write(kind, request, tmp_path) -> None:  #
     assert not missing, f"{len(missing)} acknowledged writes lost"
     state = core.working_state()
     recent = {m.seq for m in state.messages}
-    for rid, seq in acked:  # the working state agrees with the store
+    for _rid, seq in acked:  # the working state agrees with the store
         assert seq in recent or seq <= state.folded_through
     assert all(m.id in stored for m in state.messages if m.seq <= max(s for _, s in acked))
 
@@ -204,6 +203,6 @@ def test_redis_down_is_a_clear_error_and_nothing_is_written(tmp_path) -> None:  
 
     config = MemoryConfig(backend="memory", redis_url=f"redis://127.0.0.1:{free_port()}/0", collection="redis-down",
                           backend_timeout=1.0)
-    with pytest.raises(StateStoreError, match="(?i)redis"):
+    with pytest.raises(StateStoreError, match=r"(?i)redis"):
         core = MemoryCore(config, embedder=DeterministicHashEmbedder(dimension=64))
         core.add_message("user", "hello while redis is down")

@@ -1,11 +1,13 @@
 """Build a persist_dir with memory-vec 0.1 (commit f391e6f): two collections
 of embedded Chroma and two of Milvus Lite under one directory, so that the
 0.1 SQLite working state (state.sqlite3) holds sessions of all four."""
-import sys, shutil
+import sys
 from datetime import datetime, timezone
-out = sys.argv[1]
+
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.testing import DeterministicHashEmbedder
+
+out = sys.argv[1]
 emb = DeterministicHashEmbedder(dimension=64)
 t0 = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc).timestamp()
 for backend in ("chroma", "milvus"):
