@@ -3,7 +3,8 @@
 Two kinds, both read from the question alone:
 
 * **relative to an event**: "what did Marek buy *the day after* Priya
-  passed her driving test?", "她搬家之后的那个周末做了什么?" — the days are
+  passed her driving test?", "她搬家之后的那个周末做了什么?", "我生日那天吃了什么?",
+  "春节前后我去了哪里?" — the days are
   found from the anchor event's own date (``DateRelation.window``);
 * **dates it names**: "what did I do last week?", "5月7日" — resolved
   against the time of asking by :func:`memory_vec.dates.resolve_dates`.
@@ -53,8 +54,8 @@ _EN_UNITS = {"day": (0, 2), "morning": (0, 2), "evening": (0, 2), "night": (0, 2
              "week": (1, 10), "fortnight": (10, 18), "month": (1, 35), "weekday": (1, 8)}
 _EN_SAME = {"day": (0, 0), "morning": (0, 0), "evening": (0, 0), "night": (0, 0), "weekday": (0, 0),
             "weekend": (1, 1), "week": (3, 3), "month": (15, 15)}
-# Days either side of the anchor for "around the time <event>".
-_EN_AROUND = 7
+# Days either side of the anchor for "around the time <event>", "<event>前后".
+_AROUND = 7
 _EN_RELATION = re.compile(
     r"\b(?:(?:about|around|roughly|approximately|almost|nearly|some)\s+)?"  # "about a week after"
     r"(?:(?:on|in|during|over|at)\s+)?(?:the|a|an|one)?\s*"
@@ -82,6 +83,16 @@ _ZH_SPAN_WORDS = "|".join(sorted(_ZH_SPANS, key=len, reverse=True))
 # words alone: a lazy anchor group in front would make the search quadratic).
 _ZH_AFTER_BEFORE = re.compile(rf"(?:之|以)?(?P<dir>[后前])(?:过了|过)?的?(?:那|这)?(?P<span>{_ZH_SPAN_WORDS})")
 _ZH_OF = re.compile(rf"的?(?P<size>{'|'.join(sorted(_ZH_SIZES, key=len, reverse=True))})")
+# "搬家前后(那几天)": the days either side, as "around the time" (any span named sets the width).
+# Not "前后端" (front and back end), "前后文", "前后矛盾", "前后一致", "前后左右".
+_ZH_AROUND = re.compile(rf"(?:之)?前后(?!端|台|文|左|矛盾|一致|不一)(?:的)?(?:那|这)?(?P<span>{_ZH_SPAN_WORDS})?")
+# "我生日那天": the event's own day ("当天" is in _ZH_SIZES).
+_ZH_THAT_DAY = re.compile(r"的?那一?天")
+_ZH_THAT_DAY_END = re.compile(r"的?那一?天$")
+_ZH_THAT_DAY_START = re.compile(r"^的?那一?天的?\s*")
+# What a question says before the event it names: "你还记得我们第一次约会那天…" names 我们第一次约会.
+_ZH_ASKING = re.compile(r"^(?:请问)?(?:你|您)?(?:还)?(?:记得|知道)?")
+_ZH_PRONOUNS = re.compile(r"我们|你们|他们|她们|咱们|[我你他她它]")
 
 
 _EN_NEEDLES = ("after", "before", "following", "prior", "preceding", "later", "same", "the time", "the day",
@@ -112,7 +123,7 @@ def _en(query: str) -> DateRelation | None:
         low, high = _EN_SAME.get(unit, _EN_SAME["weekday"])
         return DateRelation(anchor, "same", low, high, phrase)
     if m["around"]:
-        return DateRelation(anchor, "same", _EN_AROUND, _EN_AROUND, phrase)
+        return DateRelation(anchor, "same", _AROUND, _AROUND, phrase)
     if m["count"]:
         n = m["count"].lower()
         low, high = _EN_COUNT.get(n, (int(n), int(n)) if n.isdigit() else (1, 1))
@@ -136,6 +147,12 @@ _EN_UNIT_WORDS = frozenset(("day", "days", "night", "week", "weeks", "month", "m
 
 
 def _zh(query: str) -> DateRelation | None:
+    around = _ZH_AROUND.search(query)
+    if around is not None:
+        anchor = _zh_event(query[:around.start()])
+        if anchor:
+            width = _ZH_SPANS[around["span"]][1] if around["span"] else _AROUND
+            return DateRelation(anchor, "same", width, width, around.group(0))
     for m in _ZH_AFTER_BEFORE.finditer(query):
         anchor = query[:m.start()].strip("，, ").removesuffix("的")  # 生日的前一天: 生日
         if not anchor:
@@ -148,9 +165,22 @@ def _zh(query: str) -> DateRelation | None:
     for m in _ZH_OF.finditer(query):
         direction, low, high = _ZH_SIZES[m["size"]]
         anchor = re.sub(r"(?:之|以)?[后前]$", "", query[:m.start()].strip("，, "))  # 毕业之后的第二天: 毕业
+        anchor = _ZH_THAT_DAY_END.sub("", anchor)  # 我生日那天的第二天: 我生日
         if anchor:
             return DateRelation(anchor, direction, low, high, m["size"])
+    that_day = _ZH_THAT_DAY.search(query)
+    if that_day is not None:
+        anchor = _zh_event(query[:that_day.start()])
+        if anchor:
+            return DateRelation(anchor, "same", 0, 0, that_day.group(0))
     return None
+
+
+def _zh_event(text: str) -> str | None:
+    """The event a Chinese question names before its relation words, or None
+    when it names none ("我前后去了两次", "你还记得那天吗")."""
+    anchor = _ZH_ASKING.sub("", text.strip("，, ")).strip("，, ").removesuffix("的")
+    return anchor if len(_ZH_PRONOUNS.sub("", anchor)) >= 2 else None
 
 
 def parse_relation(query: str) -> DateRelation | None:
@@ -172,5 +202,6 @@ def residual_question(query: str, relation: DateRelation) -> str:
     rest = query.replace(relation.anchor, " ", 1).replace(relation.phrase, " ", 1)
     rest = re.sub(r"\s+[,;，；]\s*|\s+", " ", rest).strip(" ,.;:?!，。；：？！")
     rest = re.sub(r"^(?:之|以)?[后前]的?\s*", "", rest)  # 毕业之后的第二天: the anchor took 毕业 only
+    rest = _ZH_THAT_DAY_START.sub("", _ZH_ASKING.sub("", rest).lstrip())  # 我生日那天的第二天, 你还记得…吗
     return rest if len(rest) >= 4 and rest != query.strip(" ,.;:?!，。；：？！") else ""
 

@@ -85,6 +85,15 @@ def test_english_relations(query: str, anchor: str, direction: str, low: int, hi
     ("面试的次日", "面试", "after", 0, 2, "次日"),
     ("我尝试HIIT之后过了几天，教练说了什么", "我尝试HIIT", "after", 1, 6, "之后过了几天"),
     ("我生日的前一天，我在纠结什么", "我生日", "before", 0, 2, "前一天"),
+    # the event's own day, and the days either side of it
+    ("我生日那天吃了什么", "我生日", "same", 0, 0, "那天"),
+    ("我结婚的那一天下雨了吗", "我结婚", "same", 0, 0, "的那一天"),
+    ("你还记得我们第一次约会那天你穿了什么吗", "我们第一次约会", "same", 0, 0, "那天"),
+    ("我生日那天的第二天去了哪里", "我生日", "after", 0, 2, "第二天"),
+    ("春节前后我去了哪里", "春节", "same", 7, 7, "前后"),
+    ("搬家前后那几天我在忙什么", "搬家", "same", 6, 6, "前后那几天"),
+    ("毕业前后一周", "毕业", "same", 10, 10, "前后一周"),
+    ("我生日的前后", "我生日", "same", 7, 7, "前后"),
 ])
 def test_chinese_relations(query: str, anchor: str, direction: str, low: int, high: int, phrase: str) -> None:
     assert parse_relation(query) == DateRelation(anchor, direction, low, high, phrase)
@@ -116,6 +125,15 @@ def test_chinese_relations(query: str, anchor: str, direction: str, low: int, hi
     "I work on the weekend a lot",
     "Did they both go on the same day?",
     "What is the time?",
+    "你还记得那天吗",
+    "那天我们去了哪里",
+    "那一天",
+    "我前后去了两次北京",
+    "他们前后来了三次",
+    "这个项目的前后端怎么分",
+    "请把前后文连起来",
+    "她说的前后矛盾",
+    "两次说法前后一致吗",
 ])
 def test_ordinary_questions_have_no_relation(query: str) -> None:
     assert parse_relation(query) is None
@@ -191,6 +209,19 @@ def test_window_contains_or_borders_anchor_sensibly(query: str) -> None:
         assert window.end <= anchor.start
     else:
         assert window.overlaps(anchor)
+
+
+@pytest.mark.parametrize(("query", "asked"), [
+    ("我生日那天吃了什么", "吃了什么"),
+    ("我生日那天的第二天去了哪里", "去了哪里"),
+    ("你还记得我们第一次约会那天你穿了什么吗", "你穿了什么吗"),
+    ("你还记得我们第一次约会那天吗", ""),
+    ("春节前后我去了哪里", "我去了哪里"),
+])
+def test_chinese_residual_question_leaves_the_event_and_the_asking_words(query: str, asked: str) -> None:
+    relation = parse_relation(query)
+    assert relation is not None
+    assert residual_question(query, relation) == asked
 
 
 def test_chinese_anchor_drops_its_after_word_and_day_after_day_is_no_relation() -> None:

@@ -188,3 +188,26 @@ def test_backfill_dates_an_older_store_once(tmp_path: Path) -> None:
     reopened = open_core()
     assert stored(reopened)["I went hiking yesterday"]["event_date"] == "2023-05-07"  # durable
     reopened.close()
+
+
+def test_chinese_that_day_and_around_questions(make_core) -> None:  # type: ignore[no-untyped-def]
+    """"我搬家那天…" asks about the move's own day, "搬家前后…" about the days either side."""
+    plain = make_core(neighbor_window=0, date_window_boost=0.0)
+    dated = make_core(neighbor_window=0, date_window_boost=0.3)
+    diary = [
+        (ts(2023, 4, 20), "我们在饭馆吃了烤鸭，味道一般"),
+        (ts(2023, 5, 10), "今天我终于搬家了，累坏了"),
+        (ts(2023, 5, 10, 20), "晚上在新家煮了一锅火锅"),
+        (ts(2023, 5, 14), "周末去超市买了一个台灯"),
+        (ts(2023, 5, 25), "我们在家吃了饺子，还吃了烤鸭"),
+        (ts(2023, 6, 2), "和朋友吃了烧烤，吃了很多"),
+    ]
+    for core in (plain, dated):
+        for i, (at, text) in enumerate(diary):
+            core.add_message("user", text, timestamp=at, session_id=f"s{i}")
+    for query, answer, days in (("我搬家那天吃了什么", "晚上在新家煮了一锅火锅", "2023-05-10"),
+                                ("搬家前后我买了什么", "周末去超市买了一个台灯", "2023-05-03/2023-05-17")):
+        assert _rank(dated, query, answer) < _rank(plain, query, answer), query
+        assert _rank(dated, query, answer) <= 1, query
+        assert dated.last_trace is not None and any(
+            ev.startswith(f"dates asked about: {days} ") for ev in dated.last_trace.events), query
