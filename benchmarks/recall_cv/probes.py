@@ -10,6 +10,8 @@ the stored vectors of the in-process store, and reports recall@10 per set:
 * ``session fill``: the last ``n`` slots go to the best memory (cosine to
   the question) of each session the first ``10 - n`` do not come from
   (diversity across sessions, the MMR idea at session grain);
+* ``session digest`` and ``topic expansion`` (2026-12-07): a session's mean vector, or
+  k-means topics of the user's turns, pick turns for the last ``n`` slots;
 * ``questions demoted``: a stored message scored ``delta`` x its share of
   sentences that are questions lower (a question matches a question's form,
   seldom its answer); ``delta`` also chosen leave-one-conversation-out.
@@ -79,6 +81,65 @@ def session_fill(n: int) -> Ranker:
     return rank
 
 
+def _sessions(records: list[Any]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for j, r in enumerate(records):
+        out.setdefault(r.session_id, []).append(j)
+    return out
+
+
+def session_digest(n: int) -> Ranker:
+    def rank(q: Question, hits: list[Any], qv: np.ndarray, records: list[Any], vectors: np.ndarray) -> list[str]:
+        base = _dedup(_turn(h) for h in hits)
+        have = {h.session_id for h in hits[:10 - n]}
+        sessions = _sessions(records)
+        digest = {s: vectors[js].mean(axis=0) for s, js in sessions.items()}
+        near = sorted((s for s in sessions if s not in have),
+                      key=lambda s: -float(digest[s] @ qv) / float(np.linalg.norm(digest[s])))
+        extra = []
+        for s in near[:n]:
+            js = sessions[s]
+            extra.append(_turn(records[js[int(np.argmax(vectors[js] @ qv))]]))
+        extra = [t for t in extra if t not in base[:10 - n]]
+        return _dedup(base[:10 - n] + extra[:n] + base[10 - n:])
+    return rank
+
+
+_CLUSTERS: dict[int, np.ndarray] = {}
+
+
+def _topics(vectors: np.ndarray, k: int) -> np.ndarray:
+    """Spherical k-means labels of a user's stored vectors (seeded, 15 rounds), cached per array."""
+    key = id(vectors) * 1000 + k
+    if key not in _CLUSTERS:
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        rng = np.random.default_rng(0)
+        centres = unit[rng.choice(len(unit), size=min(k, len(unit)), replace=False)]
+        for _ in range(15):
+            labels = np.argmax(unit @ centres.T, axis=1)
+            for c in range(len(centres)):
+                members = unit[labels == c]
+                if len(members):
+                    mean = members.sum(axis=0)
+                    centres[c] = mean / np.linalg.norm(mean)
+        _CLUSTERS[key] = np.argmax(unit @ centres.T, axis=1)
+    return _CLUSTERS[key]
+
+
+def topic_expansion(k: int, top: int, n: int) -> Ranker:
+    def rank(q: Question, hits: list[Any], qv: np.ndarray, records: list[Any], vectors: np.ndarray) -> list[str]:
+        base = _dedup(_turn(h) for h in hits)
+        labels = _topics(vectors, k)
+        index = {r.id: i for i, r in enumerate(records)}
+        topics = {int(labels[index[h.id]]) for h in hits[:top] if h.id in index}
+        have = {h.session_id for h in hits[:10 - n]}
+        mates = [j for j in np.argsort(-(vectors @ qv))
+                 if int(labels[j]) in topics and records[j].session_id not in have]
+        extra = [t for t in _dedup(_turn(records[j]) for j in mates) if t not in base[:10 - n]]
+        return _dedup(base[:10 - n] + extra[:n] + base[10 - n:])
+    return rank
+
+
 def questions_demoted(delta: float) -> Ranker:
     def rank(q: Question, hits: list[Any], qv: np.ndarray, records: list[Any], vectors: np.ndarray) -> list[str]:
         if q.category == "event-order":  # interleaved lists (split_order_questions): a re-sort would undo them
@@ -131,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         print(row(f"dense feedback m={m} beta={beta} n={n}", scores(dense_feedback(m, beta, n))), flush=True)
     for n in (1, 2, 3):
         print(row(f"session fill n={n}", scores(session_fill(n))), flush=True)
+    for n in (1, 2, 3):
+        print(row(f"session digest n={n}", scores(session_digest(n))), flush=True)
+    for k, top, n in ((20, 3, 1), (20, 3, 2), (40, 3, 2), (40, 5, 3), (80, 5, 2)):
+        print(row(f"topic expansion k={k} top={top} n={n}", scores(topic_expansion(k, top, n))), flush=True)
     grid = (0.0, 0.01, 0.02, 0.03, 0.05, 0.08)
     by_delta = {d: scores(questions_demoted(d)) for d in grid}
     for d in grid[1:]:
