@@ -50,6 +50,11 @@ def check_id(value: Any, field: str) -> str:
     return value
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Text that cannot be encoded as UTF-8 (a bad decode), which every store refuses."""
+    return _SURROGATE.search(text) is not None
+
+
 def check_optional_id(value: Any, field: str) -> str | None:
     return None if value is None else check_id(value, field)
 

@@ -164,7 +164,8 @@ class Management:
                     for src in e.writer.get(successor.source_ids):
                         if src.user_id == old.user_id and src.valid_to is None:
                             changes.append(src.copy(valid_to=now, superseded_by=old.id))
-        sources = e.writer.get(old.source_ids)
-        changes += [s.copy(valid_to=None, superseded_by=None) for s in sources if s.superseded_by == old.superseded_by]
+        sources = e.writer.get(old.source_ids)  # ids an import may have set: never another user's record
+        changes += [s.copy(valid_to=None, superseded_by=None) for s in sources
+                    if s.user_id == old.user_id and s.superseded_by == old.superseded_by]
         e.writer.update(changes)
         return changes[0]

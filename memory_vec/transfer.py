@@ -21,6 +21,8 @@ EXPORT_FORMAT = "memory-vec/1"
 # rows as for 1,000 (Chroma, Milvus), so bulk writes use big ones.
 BULK_BATCH = 1000
 _RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
+_STATE_FIELDS = {f.name for f in fields(WorkingState)} - {"user_id", "session_id"}
+_MESSAGE_FIELDS = {f.name for f in fields(StateMessage)}
 
 
 class Transfer:
@@ -76,8 +78,19 @@ class Transfer:
             raise InvalidInputError(
                 f"import refused, nothing written: record id(s) {taken[:10]} belong to another user"
             )
+        # A record's links (its sources, its successor) are followed by restore() and history():
+        # they may name the user's own records, in the store or in this import, never another's.
+        own = set(ids)
+        linked = sorted({i for r in records for i in (*r.source_ids, r.superseded_by) if i and i not in own})
+        foreign = [r.id for r in e.writer.get(linked) if r.user_id != user] if linked else []
+        if foreign:
+            raise InvalidInputError(
+                f"import refused, nothing written: records link to id(s) {foreign[:10]} of another user"
+            )
         try:
-            states = [_state_from_dict(user, s, d) for s, d in raw_sessions.items()]
+            states = [_state_from_dict(user, s, d, max_content_bytes=e.config.max_content_bytes,
+                                       max_metadata_bytes=e.config.max_metadata_bytes)
+                      for s, d in raw_sessions.items()]
         except (MemoryVecError, KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"import refused, nothing written: malformed session: {exc}") from exc
         if records:
@@ -157,11 +170,50 @@ def _state_to_dict(state: WorkingState) -> dict[str, Any]:
     return {k: val for k, val in asdict(state).items() if k not in ("user_id", "session_id")}
 
 
-def _state_from_dict(user: str, session: str, d: dict[str, Any]) -> WorkingState:
+def _state_from_dict(user: str, session: str, d: Any, *, max_content_bytes: int,
+                     max_metadata_bytes: int) -> WorkingState:
+    """One exported session, checked as ``add_messages`` checks a message: a
+    state that would fail every later read of the session is refused here."""
     Scope(user, session)
-    messages = [StateMessage(**m) for m in d.get("messages", [])]
-    return WorkingState(user, session, d.get("summary", ""), int(d.get("summary_tokens", 0)), messages,
-                        int(d.get("next_seq", 1)), int(d.get("folded_through", 0)), float(d.get("updated_at", 0.0)))
+    if not isinstance(d, dict) or set(d) - _STATE_FIELDS:
+        raise InvalidInputError(f"session {session!r} must be an object with keys from {sorted(_STATE_FIELDS)}")
+    raw = d.get("messages", [])
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"session {session!r}: 'messages' must be a list")
+    messages: list[StateMessage] = []
+    for m in raw:
+        if not isinstance(m, dict) or set(m) - _MESSAGE_FIELDS:
+            raise InvalidInputError(f"session {session!r}: a message must be an object with keys from "
+                                    f"{sorted(_MESSAGE_FIELDS)}")
+        seq = _count(m.get("seq"), f"session {session!r}: message seq", low=1)
+        if messages and seq <= messages[-1].seq:
+            raise InvalidInputError(f"session {session!r}: message seqs must increase (got {seq} after "
+                                    f"{messages[-1].seq})")
+        timestamp = v.check_timestamp(m.get("timestamp"))
+        if timestamp is None:
+            raise InvalidInputError(f"session {session!r}: message {seq} has no timestamp")
+        messages.append(StateMessage(
+            seq, v.check_id(m.get("id"), "message id"), v.check_role(m.get("role")),
+            v.check_content(m.get("content"), max_bytes=max_content_bytes), timestamp,
+            _count(m.get("tokens", 0), "message tokens"),
+            v.check_metadata(m.get("metadata") or {}, max_bytes=max_metadata_bytes)))
+    summary = d.get("summary", "")
+    if not isinstance(summary, str) or v.has_lone_surrogate(summary):  # (an LLM's summary is kept as it came)
+        raise InvalidInputError(f"session {session!r}: 'summary' must be text (valid Unicode)")
+    last = messages[-1].seq if messages else 0
+    next_seq = _count(d.get("next_seq", last + 1), f"session {session!r}: next_seq", low=last + 1)
+    folded = _count(d.get("folded_through", 0), f"session {session!r}: folded_through")
+    if folded >= next_seq:
+        raise InvalidInputError(f"session {session!r}: folded_through {folded} is not below next_seq {next_seq}")
+    updated_at = v.check_timestamp(d.get("updated_at", 0.0)) or 0.0
+    return WorkingState(user, session, summary, _count(d.get("summary_tokens", 0), "summary_tokens"), messages,
+                        next_seq, folded, updated_at)
+
+
+def _count(value: Any, name: str, *, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidInputError(f"{name} must be an integer of at least {low}, got {value!r}")
+    return value
 
 
 def _settled_for_delete(e: Engine, user_id: str, session_id: str | None) -> None:

@@ -16,6 +16,7 @@ from memory_vec import (
     MemoryCore,
     SupersededMemoryError,
 )
+from memory_vec.backends import RecordFilter
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -111,6 +112,95 @@ def test_import_never_takes_over_another_users_record(make_core: Any) -> None:
     with pytest.raises(InvalidInputError, match="another user"):
         mallory.import_memories(data)
     assert victim.get(kept.id).text == "the victim's note"
+
+
+def _superseded_pair(make_core: Any) -> tuple[Any, Any, Any, str]:
+    """A shared store; the victim's first budget message superseded by the second."""
+    from memory_vec.backends import InMemoryBackend
+    from memory_vec.state import InMemoryStateStore
+
+    backend, state = InMemoryBackend(), InMemoryStateStore()
+    victim = make_core(backend=backend, state=state, user_id="victim")
+    first = victim.add_message("user", "My monthly budget is 5000 dollars.")
+    victim.add_message("user", "My monthly budget is 7000 dollars.")
+    old = victim.get(first.id)
+    assert old.valid_to is not None and old.superseded_by
+    return backend, state, victim, first.id
+
+
+@pytest.mark.parametrize("link", ["source_ids", "superseded_by"])
+def test_import_refuses_links_to_another_users_records(make_core: Any, link: str) -> None:
+    """restore() and history() follow a record's links; an import must not aim them at
+    another user's records (found by an attacker who learnt the ids)."""
+    backend, state, victim, old_id = _superseded_pair(make_core)
+    mallory = make_core(backend=backend, state=state, user_id="mallory")
+    now = datetime.now(timezone.utc).timestamp()
+    crafted = {"id": "b" * 32, "text": "a harmless note", "role": "user", "user_id": "mallory", "session_id": "m",
+               "timestamp": now, "kind": "fact", "valid_to": now, "superseded_by": victim.get(old_id).superseded_by,
+               "source_ids": [old_id]}
+    if link == "source_ids":
+        crafted["superseded_by"] = None
+    else:
+        crafted["source_ids"] = []
+    with pytest.raises(InvalidInputError, match="another user"):
+        mallory.import_memories({"format": "memory-vec/1", "user_id": "mallory", "records": [crafted],
+                                 "sessions": {}})
+    assert mallory.backend.count(RecordFilter(user_id="mallory", include_superseded=True)) == 0
+
+
+def test_restore_never_revives_another_users_record(make_core: Any) -> None:
+    """Even with such a link in the store (written before imports checked links), restore()
+    changes only the caller's records: the victim's old budget stays superseded."""
+    from memory_vec.records import MemoryRecord
+
+    backend, state, victim, old_id = _superseded_pair(make_core)
+    mallory = make_core(backend=backend, state=state, user_id="mallory")
+    note = mallory.add_message("user", "a harmless note")
+    planted = MemoryRecord(**{**mallory.get(note.id).__dict__, "valid_to": 1.0,
+                              "superseded_by": victim.get(old_id).superseded_by, "source_ids": [old_id]})
+    backend.update([planted])
+    mallory.restore(note.id)
+    assert victim.get(old_id).valid_to is not None
+    assert [h.text for h in victim.recall("monthly budget", k=5) if "budget" in h.text] == [
+        "My monthly budget is 7000 dollars."]
+
+
+@pytest.mark.parametrize("session", [
+    "not a dict", {"messages": "not a list"}, {"messages": ["not a dict"]},
+    {"messages": [{"seq": 1, "id": "m1", "role": "wizard", "content": "hi", "timestamp": 1.0, "tokens": 1}]},
+    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "bad \ud800", "timestamp": 1.0, "tokens": 1}]},
+    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "nul\x00", "timestamp": 1.0, "tokens": 1}]},
+    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": math.nan, "tokens": 1}]},
+    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": "noon", "tokens": 1}]},
+    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1,
+                   "metadata": ["x"]}]},
+    {"messages": [{"seq": 2, "id": "m2", "role": "user", "content": "a", "timestamp": 1.0, "tokens": 1},
+                  {"seq": 1, "id": "m1", "role": "user", "content": "b", "timestamp": 1.0, "tokens": 1}]},
+    {"messages": [{"seq": 3, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1}],
+     "next_seq": 2},
+    {"summary": 5}, {"summary": "ok", "folded_through": 9, "next_seq": 3}, {"unknown": 1},
+])
+def test_import_refuses_a_bad_session_whole_and_writes_nothing(make_core: Any, session: Any) -> None:
+    """A session that would fail every later read of it is refused with the records."""
+    source = make_core()
+    source.add_message("user", "first memory")
+    data = source.export_memories()
+    data["sessions"] = {"s1": session}
+    target = make_core(user_id="u1")
+    with pytest.raises(InvalidInputError, match="nothing written"):
+        target.import_memories(data)
+    _untouched(target)
+
+
+def test_an_imported_session_without_next_seq_takes_new_messages(make_core: Any) -> None:
+    source = make_core()
+    source.add_message("user", "first memory")
+    data = source.export_memories()
+    del data["sessions"]["s1"]["next_seq"]
+    target = make_core(user_id="u1")
+    target.import_memories(data)
+    target.add_message("user", "second memory")
+    assert [m.seq for m in target.working_state().messages] == [1, 2]
 
 
 def test_a_broken_models_vector_is_refused_before_anything_is_written(make_core: Any) -> None:
