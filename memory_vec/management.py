@@ -84,7 +84,7 @@ class Management:
         vector = e.embed_documents([text], scope.user_id)[0]
         e.settle(scope.user_id)  # its conflict check sees other workers' queued facts
         fact = ExtractedFact(text, record.subject, float(importance), "profile")
-        neighbours = self.resolution.nearest_current(scope.user_id, vector, ("fact",), [])
+        neighbours = self.resolution.nearest_current(scope.user_id, vector, ("fact",))
         decision = e.resolver.decide(fact, neighbours)
         if decision.action is ConflictAction.NOOP and decision.duplicate_of:
             return WriteResult(WriteEvent.SKIPPED_DUPLICATE, decision.duplicate_of,
@@ -92,7 +92,7 @@ class Management:
         out = FactOutcome()
         superseded: list[str] = []
         if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
-            superseded = self.resolution.supersede(decision.superseded, by=record, out=out, local=[])
+            superseded = self.resolution.supersede(decision.superseded, by=record, out=out)
         durable = e.writer.write([record], vector[None, :])
         if out.updates:
             e.writer.update(out.updates)

@@ -23,9 +23,12 @@ from .records import MemoryRecord, WriteEvent
 from .scope import Scope
 from .trace import TurnTrace
 
-__all__ = ["FactOutcome", "FactResolution", "fact_id"]
+__all__ = ["MAX_FACTS_PER_MESSAGE", "BatchFacts", "FactOutcome", "FactResolution", "fact_id"]
 
 _NEIGHBOURS = 5
+# Facts kept per message: a pasted document is not a thousand facts, each an
+# embedding and a conflict check (1,880 took 9 s on the hashing embedder).
+MAX_FACTS_PER_MESSAGE = 32
 _PATCH_ATTEMPTS = 5
 _FACT_IDS = uuid.UUID("6f1d3c2e-54a7-4c1b-9a57-7e0b3f6d8a21")
 
@@ -53,6 +56,37 @@ class FactOutcome:
     summary_patches: list[tuple[str | None, list[str], str]] = field(default_factory=list)
 
 
+class BatchFacts:
+    """The facts decided earlier in one batch (not stored yet), their vectors
+    in one array: a lookup is one product, not a scan per fact."""
+
+    def __init__(self) -> None:
+        self.records: list[MemoryRecord] = []
+        self._vectors: np.ndarray | None = None
+
+    def append(self, record: MemoryRecord, vector: np.ndarray) -> None:
+        v = np.asarray(vector, dtype=np.float32)
+        if self._vectors is None:
+            self._vectors = np.empty((16, len(v)), dtype=np.float32)
+        elif len(self.records) == len(self._vectors):  # doubled: appends stay linear in all
+            self._vectors = np.concatenate([self._vectors, np.empty_like(self._vectors)])
+        self._vectors[len(self.records)] = v
+        self.records.append(record)
+
+    def nearest(self, vector: np.ndarray, where: RecordFilter, k: int) -> list[tuple[MemoryRecord, float]]:
+        """The ``k`` most similar that ``where`` matches, best first (ties in the order added)."""
+        if self._vectors is None:
+            return []
+        similarities = self._vectors[:len(self.records)] @ np.asarray(vector, dtype=np.float32)
+        out: list[tuple[MemoryRecord, float]] = []
+        for j in np.argsort(-similarities, kind="stable"):
+            if where.matches(self.records[j]):
+                out.append((self.records[j], float(similarities[j])))
+                if len(out) == k:
+                    break
+        return out
+
+
 class FactResolution:
     """Conflict-overwrite on write, for one engine."""
 
@@ -61,6 +95,21 @@ class FactResolution:
 
     # ------------------------------------------------------------- extraction
     def extract(self, role: str, content: str, trace: TurnTrace) -> list[ExtractedFact]:
+        """A message's facts, each text once, at most :data:`MAX_FACTS_PER_MESSAGE`
+        (the first ones; the message itself is stored whole)."""
+        seen: set[str] = set()
+        facts = []
+        for fact in self._extract(role, content, trace):
+            key = " ".join(fact.text.casefold().split())
+            if key not in seen:  # "my colour is blue. " * 50: one fact, not 50 current copies
+                seen.add(key)
+                facts.append(fact)
+        if len(facts) > MAX_FACTS_PER_MESSAGE:
+            trace.event(f"fact extraction: {len(facts)} facts in one message, the first {MAX_FACTS_PER_MESSAGE} kept")
+            del facts[MAX_FACTS_PER_MESSAGE:]
+        return facts
+
+    def _extract(self, role: str, content: str, trace: TurnTrace) -> list[ExtractedFact]:
         e = self.e
         if e.extractor is None:
             if role != "user" or all(is_question(s) for s in split_sentences(content)):
@@ -78,8 +127,7 @@ class FactResolution:
         return facts
 
     def nearest_current(
-        self, user: str, vector: np.ndarray, kinds: tuple[str, ...],
-        local: Sequence[tuple[MemoryRecord, np.ndarray]],
+        self, user: str, vector: np.ndarray, kinds: tuple[str, ...], local: BatchFacts | None = None,
     ) -> list[ExistingFact]:
         e = self.e
         where = RecordFilter(user_id=user, kinds=kinds, roles=("user",) if kinds == ("message",) else None)
@@ -89,10 +137,8 @@ class FactResolution:
             ExistingFact(r.id, r.text, r.subject, found[r.id].similarity, tuple(r.source_ids))
             for r in records.values()
         ]
-        for record, vec in local:  # facts decided earlier in this batch
-            if where.matches(record):
-                out.append(ExistingFact(record.id, record.text, record.subject, float(vec @ vector),
-                                        tuple(record.source_ids)))
+        for record, similarity in (local.nearest(vector, where, _NEIGHBOURS) if local is not None else []):
+            out.append(ExistingFact(record.id, record.text, record.subject, similarity, tuple(record.source_ids)))
         out.sort(key=lambda f: -f.similarity)
         return out[:_NEIGHBOURS]
 
@@ -109,7 +155,7 @@ class FactResolution:
         out = FactOutcome()
         vec_iter = iter(fact_vectors)
         kinds = ("fact",) if e.extractor is not None else ("message",)
-        local: list[tuple[MemoryRecord, np.ndarray]] = []
+        local = BatchFacts()
         for message, vector, facts in zip(messages, message_vectors, extracted):
             out.events[message.id] = WriteEvent.ADDED
             if facts and all(f.transient for f in facts) and e.config.skip_transient:
@@ -141,7 +187,7 @@ class FactResolution:
                 if e.extractor is None:
                     new_record = message
                     message.subject = fact.subject
-                    local.append((message, fact_vector))  # a later message of this batch may supersede it
+                    local.append(message, fact_vector)  # a later message of this batch may supersede it
                 else:
                     new_record = MemoryRecord(
                         id=fact_id(message.id, index), text=fact.text, role=message.role, user_id=scope.user_id,
@@ -153,7 +199,7 @@ class FactResolution:
                     out.fact_records.append(new_record)
                     out.fact_vectors.append(fact_vector)
                     out.fact_ids.setdefault(message.id, []).append(new_record.id)
-                    local.append((new_record, fact_vector))
+                    local.append(new_record, fact_vector)
                 if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
                     superseded = self.supersede(decision.superseded, by=new_record, out=out, local=local,
                                                 batch=messages)
@@ -165,13 +211,13 @@ class FactResolution:
 
     def supersede(
         self, ids: Sequence[str], *, by: MemoryRecord, out: FactOutcome,
-        local: list[tuple[MemoryRecord, np.ndarray]], batch: Sequence[MemoryRecord] = (),
+        local: BatchFacts | None = None, batch: Sequence[MemoryRecord] = (),
     ) -> list[str]:
         """Mark records (and their source messages) as no longer current. ``batch``:
         the messages being written with ``by``, not in the store yet."""
         e = self.e
         targets = {r.id: r for r in e.writer.get(ids)}
-        for record, _ in local:
+        for record in local.records if local is not None else []:
             if record.id in ids:
                 targets[record.id] = record
         source_ids = [s for r in targets.values() for s in r.source_ids if s not in targets]

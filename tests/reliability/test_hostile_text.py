@@ -71,6 +71,7 @@ def test_jieba_gets_long_runs_in_pieces_and_ordinary_text_whole(monkeypatch: pyt
     "a" + "5月" * 5_000 + "b",
     "on" + " " * 10_000 + "the day after x",  # the date-relation pattern: cubic before (10k: ~30 s)
     "about" + " " * 10_000 + "x after y",
+    " ".join(f"I like thing{i}." for i in range(1_880)),  # 1,880 facts, each checked against all before: 9 s
 ])
 def test_a_hostile_message_is_stored_and_recalled_without_stalling(text: str) -> None:
     core = MemoryCore(MemoryConfig(user_id="hostile", session_id="s"), embedder=DeterministicHashEmbedder(32),
@@ -84,3 +85,17 @@ def test_a_hostile_message_is_stored_and_recalled_without_stalling(text: str) ->
     # Before: 22-28 s for the whitespace runs. After: well under a second; the
     # bound leaves room for a loaded CI machine, not for a quadratic pattern.
     assert elapsed < 8, f"{elapsed:.1f} s for one {len(text.encode())}-byte message"
+
+
+def test_a_message_of_many_facts_keeps_each_text_once_and_at_most_the_cap() -> None:
+    from memory_vec.resolution import MAX_FACTS_PER_MESSAGE
+
+    core = MemoryCore(MemoryConfig(user_id="hostile", session_id="s"), embedder=DeterministicHashEmbedder(32),
+                      backend=InMemoryBackend(), state_store=InMemoryStateStore())
+    (repeated,) = core.add_messages([("user", "My favourite colour is blue. " * 50)])
+    assert len(repeated.fact_ids) == 1  # one fact, not 50 current copies
+    (pasted,) = core.add_messages([("user", " ".join(f"I like thing{i}." for i in range(200)))])
+    assert len(pasted.fact_ids) == MAX_FACTS_PER_MESSAGE
+    assert core.last_trace is not None and any(
+        f"200 facts in one message, the first {MAX_FACTS_PER_MESSAGE} kept" in ev for ev in core.last_trace.events)
+    assert core.get(pasted.id).text.endswith("I like thing199.")  # the message itself is stored whole
