@@ -42,3 +42,32 @@ def test_mapped_names_keep_names_apart() -> None:
 def test_mapped_name_keeps_a_readable_part() -> None:
     assert chroma_name("my memories").startswith("mv-my-memories-")
     assert milvus_name("Team.Notes_v2-1").startswith("mv_Team_Notes_v2_1_")
+
+
+@pytest.mark.parametrize("name", ["team a", "用户记忆", "ab", "my memories"])
+def test_a_mapped_name_given_as_a_name_is_another_collection(name: str) -> None:
+    """Someone naming their collection 'mv-team-a-<digest>' must not open the one of 'team a'."""
+    for mapping in (chroma_name, milvus_name):
+        mapped = mapping(name)
+        if mapped == name:  # "ab" is a Milvus name as it is
+            continue
+        assert mapping(mapped) != mapped
+        assert mapping(mapped) != mapping(name)
+
+
+def test_a_legacy_server_collection_is_used_only_under_a_name_a_server_refuses() -> None:
+    from memory_vec.backends._names import milvus_collection
+
+    class Server:  # holds a collection under every name
+        def has_collection(self, name: str, timeout: float) -> bool:
+            return True
+
+    class Empty:
+        def has_collection(self, name: str, timeout: float) -> bool:
+            return False
+
+    mapped = milvus_name("team a")
+    assert milvus_collection(Empty(), "team a", True, 1.0) == mapped
+    assert milvus_collection(Server(), "team a", True, 1.0) == mapped  # the mapped one exists: it wins
+    assert milvus_collection(Server(), mapped, True, 1.0) == milvus_name(mapped) != mapped
+    assert milvus_collection(Empty(), "team a", False, 1.0) == "team a"  # Milvus Lite keeps any name
