@@ -270,3 +270,9 @@ def check_record(record: MemoryRecord, limits: BackendLimits, *, max_metadata_by
         raise InvalidInputError(f"record {rid!r}: source_ids must be a list of ids")
     for sid in record.source_ids:
         check_id(sid, f"source id of record {rid!r}")
+    check_optional_id(record.superseded_by, f"superseded_by of record {rid!r}")
+    if record.subject is not None and not isinstance(record.subject, str):
+        raise InvalidInputError(f"record {rid!r}: subject must be a string or None, got {record.subject!r}")
+    for name in ("pinned", "archived"):  # (0 and 1 too: a store may give them back as numbers)
+        if not isinstance(getattr(record, name), int) or getattr(record, name) not in (0, 1):
+            raise InvalidInputError(f"record {rid!r}: {name} must be true or false, got {getattr(record, name)!r}")

@@ -25,7 +25,7 @@ from .backends.base import RecordFilter, ScoredRecord
 from .context import assemble_context
 from .dates import DateSpan, record_span, resolve_dates
 from .engine import Engine
-from .errors import BackendError, InvalidInputError
+from .errors import BackendError, InvalidContentError, InvalidInputError
 from .facts import is_chinese
 from .keywords import INDEXED_KINDS, one_read_view
 from .recall.bm25 import BM25Index, mentioned_speakers
@@ -132,6 +132,8 @@ class ReadPath:
         recall_scope = recall_scope or cfg.recall_scope
         if recall_scope not in ("user", "session"):
             raise InvalidInputError(f"scope must be 'user' or 'session', got {recall_scope!r}")
+        if include_shared is not None and not isinstance(include_shared, bool):
+            raise InvalidInputError(f"include_shared must be True, False or None, got {include_shared!r}")
         where = RecordFilter(
             user_id=scope.user_id,
             session_id=scope.session_id if recall_scope == "session" else None,
@@ -355,6 +357,8 @@ class ReadPath:
 
     def _build_context(self, query: str | None, scope: Scope, k: int | None) -> MemoryContext:
         e = self.e
+        if query is not None and not isinstance(query, str):
+            raise InvalidContentError(f"query must be a string or None, got {type(query).__name__}")
         state = self._load_healed(scope)
         relevant: list[RecalledMemory] = []
         degraded = False

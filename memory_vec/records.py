@@ -8,7 +8,7 @@ returns; ``WriteResult`` says what a write did; ``MemoryContext`` is what
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -260,6 +260,13 @@ class MessageInput:
 
 
 MessageLike = MessageInput | Mapping[str, Any] | tuple[str, str]
+
+
+def coerce_messages(messages: Iterable[MessageLike]) -> list[MessageInput]:
+    """``add_messages``' argument as messages (a list, not one message or a string)."""
+    if isinstance(messages, (str, bytes, Mapping, MessageInput)) or not isinstance(messages, Iterable):
+        raise InvalidInputError(f"messages must be a list of messages, got {type(messages).__name__}")
+    return [coerce_message(m) for m in messages]
 
 
 def coerce_message(m: MessageLike) -> MessageInput:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from . import _validate as v
 from .backends.base import RecordFilter
 from .engine import Engine
 from .lifecycle import LifecyclePolicy, plan_consolidation, plan_lifecycle
@@ -80,7 +81,8 @@ class Upkeep:
         history and are left alone unless a TTL or expire_at says otherwise.
         """
         user = self.e.scope(user_id).user_id
-        now = time.time() if now is None else float(now)
+        checked = v.check_timestamp(now, field="now")
+        now = time.time() if checked is None else checked
         trace = self.e.start_trace("maintain", Scope(user, self.e.config.session_id))
         report = MaintenanceReport(user, reinforced=self.flush_reinforcement())
         self.e.writer.flush()

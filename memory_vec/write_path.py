@@ -27,7 +27,7 @@ from .background import BackgroundFolds
 from .engine import Engine
 from .errors import BackendError, MemoryVecError, RecordRejectedError, SummaryRejectedError
 from .keywords import fresh_view, one_read_view
-from .records import MemoryRecord, MessageInput, MessageLike, WriteEvent, WriteResult, coerce_message
+from .records import MemoryRecord, MessageInput, MessageLike, WriteEvent, WriteResult, coerce_messages
 from .resolution import FactResolution, fact_id
 from .scope import Scope
 from .state import NewMessage, StateMessage, WorkingState
@@ -61,7 +61,7 @@ class WritePath:
 
     def _add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
         e, cfg = self.e, self.e.config
-        items = [coerce_message(m) for m in messages]
+        items = coerce_messages(messages)
         if not items:
             return []
         # 1. validate: every message, before anything is written

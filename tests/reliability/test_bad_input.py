@@ -83,6 +83,19 @@ CASES: list[tuple[str, Call, type[MemoryVecError]]] = [
     ("import junk", lambda c: c.import_memories({"format": "other"}), InvalidInputError),
     ("import malformed", lambda c: c.import_memories({"format": "memory-vec/1", "user_id": "u1", "records": [{"x": 1}],
                                                       "sessions": {}}), InvalidInputError),
+    ("import session not a dict", lambda c: c.import_memories({"format": "memory-vec/1", "user_id": "u1",
+                                                               "records": [], "sessions": {"s9": "x"}}),
+     InvalidInputError),
+    ("import pinned str", lambda c: c.import_memories({"format": "memory-vec/1", "user_id": "u1", "records": [
+        {"id": "r" * 32, "text": "t", "role": "user", "user_id": "u1", "session_id": "s9", "timestamp": 1.0,
+         "pinned": "no"}], "sessions": {}}), InvalidInputError),
+    ("add_messages None", lambda c: c.add_messages(None), InvalidInputError),
+    ("add_messages one dict", lambda c: c.add_messages({"role": "user", "content": "hi"}), InvalidInputError),
+    ("add_messages a string", lambda c: c.add_messages("hi"), InvalidInputError),
+    ("build_context int", lambda c: c.build_context(5), InvalidContentError),
+    ("recall include_shared str", lambda c: c.recall("x", include_shared="no"), InvalidInputError),
+    ("maintain now str", lambda c: c.maintain(now="now"), InvalidTimestampError),
+    ("maintain now NaN", lambda c: c.maintain(now=math.nan), InvalidTimestampError),
 ]
 
 
