@@ -165,12 +165,25 @@ def _weekday_shift(day: date, word: str, weekday: int) -> date:
 
 
 def _absolute(year: int | None, month: int, day_of_month: int | None, at: date) -> tuple[date, date] | None:
-    try:
-        if day_of_month is None:
-            return _month(date(year or at.year, month, 1))
-        return (d := date(year or at.year, month, day_of_month)), d
-    except ValueError:  # 30 February, month 13
-        return None
+    """The date (or month) named. Without a year, the one of ``at``'s year unless
+    that is over nine months away and the previous or next year's is nearer:
+    "Dec 31" written on 2 January is the day before yesterday, not next December."""
+    spans = {}
+    for y in ((year,) if year else (at.year, at.year - 1, at.year + 1)):
+        try:
+            spans[y] = _month(date(y, month, 1)) if day_of_month is None else (date(y, month, day_of_month),) * 2
+        except ValueError:  # 30 February, month 13, 29 February of a common year, years 0 and 10000
+            continue
+    if year or at.year not in spans:
+        return spans.get(year or at.year)
+    def days_away(span: tuple[date, date]) -> int:
+        return 0 if span[0] <= at <= span[1] else min(abs((span[0] - at).days), abs((span[1] - at).days))
+    if days_away(spans[at.year]) <= _SAME_YEAR_DAYS:
+        return spans[at.year]
+    return min(spans.values(), key=days_away)
+
+
+_SAME_YEAR_DAYS = 270
 
 
 _Resolver = Callable[[re.Match[str], date], "tuple[date, date] | None"]

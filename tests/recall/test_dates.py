@@ -433,3 +433,19 @@ def test_record_span_uses_written_datetimes_own_date() -> None:
 @pytest.mark.parametrize("text", ["We march 10 miles a day", "13月", "21月的计划"])
 def test_verbs_and_impossible_months_are_not_dates(text: str) -> None:
     assert resolve_dates(text, WED) == []
+
+
+@pytest.mark.parametrize(("text", "written", "expected"), [
+    ("I watched the fireworks on Dec 31", date(2024, 1, 2), "2023-12-31"),  # not next December
+    ("我12月31日去看了烟花", date(2024, 1, 2), "2023-12-31"),
+    ("see you on Jan 5", date(2023, 12, 30), "2024-01-05"),
+    ("1月5日见", date(2023, 12, 30), "2024-01-05"),
+    ("the party on December 25", date(2023, 5, 10), "2023-12-25"),  # within nine months: the year written
+    ("my exam is on Dec 20", date(2023, 10, 1), "2023-12-20"),
+    ("on May 7", date(2023, 5, 20), "2023-05-07"),
+    ("on 7 May 2022", date(2023, 5, 10), "2022-05-07"),  # a year given is kept
+    ("Dec 31", date(1, 1, 2), "0001-12-31"),  # no year 0 to fall back to
+])
+def test_a_date_without_a_year_is_the_nearer_one_across_new_year(text: str, written: date, expected: str) -> None:
+    (span,) = resolve_dates(text, written)
+    assert span.iso() == expected
