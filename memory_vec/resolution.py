@@ -100,7 +100,7 @@ class FactResolution:
         seen: set[str] = set()
         facts = []
         for fact in self._extract(role, content, trace):
-            key = " ".join(fact.text.casefold().split())
+            key = " ".join(str(fact.text).casefold().split())
             if key not in seen:  # "my colour is blue. " * 50: one fact, not 50 current copies
                 seen.add(key)
                 facts.append(fact)

@@ -196,7 +196,7 @@ def _state_from_dict(user: str, session: str, d: Any, *, max_content_bytes: int,
             seq, v.check_id(m.get("id"), "message id"), v.check_role(m.get("role")),
             v.check_content(m.get("content"), max_bytes=max_content_bytes), timestamp,
             _count(m.get("tokens", 0), "message tokens"),
-            v.check_metadata(m.get("metadata") or {}, max_bytes=max_metadata_bytes)))
+            v.check_metadata({} if m.get("metadata") is None else m["metadata"], max_bytes=max_metadata_bytes)))
     summary = d.get("summary", "")
     if not isinstance(summary, str) or v.has_lone_surrogate(summary):  # (an LLM's summary is kept as it came)
         raise InvalidInputError(f"session {session!r}: 'summary' must be text (valid Unicode)")
