@@ -174,6 +174,8 @@ def test_restore_never_revives_another_users_record(make_core: Any) -> None:
     {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": "noon", "tokens": 1}]},
     {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1,
                    "metadata": ["x"]}]},
+    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1,
+                   "metadata": []}]},
     {"messages": [{"seq": 2, "id": "m2", "role": "user", "content": "a", "timestamp": 1.0, "tokens": 1},
                   {"seq": 1, "id": "m1", "role": "user", "content": "b", "timestamp": 1.0, "tokens": 1}]},
     {"messages": [{"seq": 3, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1}],
