@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterable
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.messages import ChatMessage as LCChatMessage
 
 from memory_vec import ChatMessage, MemoryContext, MessageInput
-from memory_vec.errors import InvalidRoleError
+from memory_vec.errors import InvalidInputError, InvalidRoleError
 from memory_vec.state import StateMessage
+from memory_vec.storable import storable_text
+
+log = logging.getLogger("langchain_memory_vec")
 
 __all__ = ["context_messages", "history_text", "text_of", "to_core", "to_langchain"]
 
@@ -25,14 +30,22 @@ def text_of(value: Any) -> str:
         return value.text
     if isinstance(value, str):
         return value
-    raise TypeError(
+    raise InvalidInputError(
         f"memory-vec stores text; got {type(value).__name__}. Pass a string or a message "
         "(set input_key/output_key to the key that holds it)."
     )
 
 
-def to_core(message: BaseMessage) -> MessageInput:
-    """A LangChain message as a core :class:`MessageInput`."""
+def to_core(message: BaseMessage, max_bytes: int) -> MessageInput:
+    """A LangChain message as a core :class:`MessageInput`.
+
+    An AI message's tool calls go into its metadata (and are its text when it
+    has none, as OpenAI-style calls do), so the history gives them back next
+    to their results; text the core would refuse (a tool's control
+    characters, a page over ``max_bytes``) is made storable first.
+    """
+    if not isinstance(message, BaseMessage):
+        raise InvalidInputError(f"expected a LangChain message, got {type(message).__name__}")
     if isinstance(message, LCChatMessage):
         role = _CHAT_ROLES.get(message.role)
         if role is None:
@@ -44,11 +57,30 @@ def to_core(message: BaseMessage) -> MessageInput:
         if role is None:
             raise InvalidRoleError(f"cannot store a {type(message).__name__} (type {message.type!r})")
     metadata: dict[str, Any] = {}
+    text = str(message.text)
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = [{"name": c["name"], "args": c["args"], "id": c.get("id")} for c in message.tool_calls]
+        metadata["tool_calls"] = json.loads(json.dumps(calls, ensure_ascii=False, default=str))
+        if not text.strip():
+            metadata["tool_calls_only"] = True
+            text = "\n".join(f"[tool call {c['name']}({json.dumps(c['args'], ensure_ascii=False, default=str)})]"
+                             for c in calls)
     if isinstance(message, ToolMessage):
         metadata["tool_call_id"] = message.tool_call_id
     if message.id:
         metadata["lc_id"] = message.id
-    return MessageInput(role, message.text, metadata=metadata or None)
+    text, changes = storable_text(text, max_bytes)
+    if changes:
+        log.info("memory-vec: a %s message: %s", role, "; ".join(changes))
+    return MessageInput(role, text, metadata=metadata or None)
+
+
+def _tool_calls(metadata: dict[str, Any]) -> list[ToolCall]:
+    calls = metadata.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [ToolCall(name=c["name"], args=c["args"], id=c.get("id")) for c in calls
+            if isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("args"), dict)]
 
 
 def to_langchain(message: ChatMessage | StateMessage) -> AIMessage | HumanMessage | SystemMessage | ToolMessage:
@@ -56,7 +88,9 @@ def to_langchain(message: ChatMessage | StateMessage) -> AIMessage | HumanMessag
     if message.role == "user":
         return HumanMessage(content=message.content)
     if message.role == "assistant":
-        return AIMessage(content=message.content)
+        calls = _tool_calls(message.metadata)
+        content = "" if calls and message.metadata.get("tool_calls_only") else message.content
+        return AIMessage(content=content, tool_calls=calls)
     if message.role == "tool":
         return ToolMessage(content=message.content, tool_call_id=str(message.metadata.get("tool_call_id", "")))
     return SystemMessage(content=message.content)

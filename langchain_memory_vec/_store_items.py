@@ -31,6 +31,7 @@ from typing import Any, cast
 from langgraph.store.base import InvalidNamespaceError, Item, MatchCondition, SearchItem, TTLConfig
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
+from memory_vec._validate import has_lone_surrogate
 from memory_vec.backends.base import BackendLimits
 from memory_vec.errors import (
     ConfigError,
@@ -113,7 +114,7 @@ def _example(position: int) -> tuple[str, ...]:
 def record_id(namespace: tuple[str, ...], key: str) -> str:
     """The record id of an item: a digest of (namespace, key), stable across processes."""
     raw = json.dumps([list(namespace), key], ensure_ascii=False, separators=(",", ":"))
-    return "lg-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:40]
+    return "lg-" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
 def _session_of(namespace: tuple[str, ...], limits: BackendLimits) -> str:
@@ -231,6 +232,8 @@ def build_record(
     where = f"item {namespace!r}/{key!r}"
     if not isinstance(key, str):
         raise InvalidInputError(f"{where}: the key must be a string, got {type(key).__name__}")
+    if any(has_lone_surrogate(label) for label in (*namespace, key) if isinstance(label, str)):
+        raise InvalidInputError(f"{where}: the namespace and key must be valid Unicode (no lone surrogates)")
     if not isinstance(value, Mapping):
         raise InvalidInputError(f"{where}: value must be a dict, got {type(value).__name__}")
     value = dict(value)

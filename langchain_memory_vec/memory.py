@@ -22,6 +22,7 @@ from pydantic import Field, model_validator
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore
 from memory_vec.embeddings.models import LangChainEmbedder
 from memory_vec.errors import InvalidInputError
+from memory_vec.storable import storable_text
 
 from ._convert import context_messages, history_text, text_of, to_core, to_langchain
 from ._llm import as_prompt_callable
@@ -59,11 +60,13 @@ class CoreChatMessageHistory(BaseChatMessageHistory):
         return [to_langchain(m) for m in state.messages]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        self.core.add_messages([to_core(m) for m in messages], session_id=self.session_id, user_id=self.user_id)
+        self.core.add_messages([to_core(m, self.core.config.max_content_bytes) for m in messages],
+                               session_id=self.session_id, user_id=self.user_id)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await self.core.aadd_messages(
-            [to_core(m) for m in messages], session_id=self.session_id, user_id=self.user_id
+            [to_core(m, self.core.config.max_content_bytes) for m in messages], session_id=self.session_id,
+            user_id=self.user_id,
         )
 
     def clear(self) -> None:
@@ -304,7 +307,10 @@ class VectorSummaryMemory(BaseChatMemory):
         if key is None:
             raise InvalidInputError(f"save_context found no input to store in {sorted(inputs)}")
         user, answer = self._get_input_output({key: inputs[key]}, outputs)
-        return [("user", text_of(user)), ("assistant", text_of(answer))]
+        limit = self._core.config.max_content_bytes
+        pair = [(role, storable_text(text_of(value), limit)[0])
+                for role, value in (("user", user), ("assistant", answer))]
+        return [(role, text) for role, text in pair if text.strip()] or pair  # an empty answer: the input still kept
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         """Store the user input and the answer (one embedding call)."""

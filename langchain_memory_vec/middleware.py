@@ -119,16 +119,24 @@ class VectorSummaryMiddleware(AgentMiddleware):
     # ------------------------------------------------------------------ model calls
     @staticmethod
     def _current_turn_start(messages: Sequence[BaseMessage]) -> int | None:
-        for i in range(len(messages) - 1, -1, -1):
-            if isinstance(messages[i], HumanMessage):
-                return i
-        return None
+        """The first of the user messages the current turn began with (a document, then a question)."""
+        last = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)), None)
+        while last is not None and last > 0 and isinstance(messages[last - 1], HumanMessage):
+            last -= 1
+        return last
+
+    @staticmethod
+    def _turn_users(messages: Sequence[BaseMessage], start: int) -> list[BaseMessage]:
+        end = start
+        while end < len(messages) and isinstance(messages[end], HumanMessage):
+            end += 1
+        return [m for m in messages[start:end] if m.text.strip()]
 
     def _query(self, request: ModelRequest) -> tuple[int, str | None]:
         start = self._current_turn_start(request.messages)
         if start is None:
             return 0, None
-        return start, request.messages[start].text or None
+        return start, "\n\n".join(m.text for m in self._turn_users(request.messages, start)) or None
 
     @staticmethod
     def _with_memory(request: ModelRequest, ctx: MemoryContext, start: int) -> ModelRequest:
@@ -182,13 +190,14 @@ class VectorSummaryMiddleware(AgentMiddleware):
         final = messages[-1]
         if not isinstance(final, AIMessage) or final.tool_calls or not final.text.strip():
             return None  # no final answer (interrupted, or structured output only)
-        user_msg = messages[start]
-        if not user_msg.text.strip():
+        users = self._turn_users(messages, start)
+        if not users:
             return None
         stored = self.core.working_state(user_id=scope[0], session_id=scope[1]).messages
         if final.id and stored and stored[-1].metadata.get("lc_id") == final.id:
             return None  # this turn is already stored (a re-run of a finished thread)
-        return [to_core(user_msg), to_core(final)]
+        limit = self.core.config.max_content_bytes
+        return [to_core(m, limit) for m in users] + [to_core(final, limit)]
 
     def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Store the user message and the final answer of the completed turn."""

@@ -23,7 +23,9 @@ from llama_index.core.base.llms.types import (
 
 from memory_vec import ChatMessage as CoreMessage
 from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
+from memory_vec.errors import InvalidInputError
 from memory_vec.render import BLOCK_TAGS, escape_tags
+from memory_vec.storable import storable_text
 
 __all__ = [
     "Translated",
@@ -105,15 +107,21 @@ def _json_safe(kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return kept, dropped
 
 
-def to_core(messages: Iterable[ChatMessage]) -> Translated:
+def to_core(messages: Iterable[ChatMessage], max_bytes: int) -> Translated:
     """LlamaIndex messages to core inputs.
 
     A message keeps its text (``additional_kwargs`` that are JSON values
-    become its metadata); a message without any text is left out. Each
-    left-out block, kwarg or message is named in ``skipped``.
+    become its metadata); a message without any text is left out; text the
+    core would refuse (a tool's control characters, a page over ``max_bytes``)
+    is made storable (:func:`memory_vec.storable.storable_text`). Each
+    left-out block, kwarg or message, and each change, is named in ``skipped``.
     """
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+        raise InvalidInputError(f"expected a list of ChatMessage, got {type(messages).__name__}")
     out = Translated()
     for index, message in enumerate(messages):
+        if not isinstance(message, ChatMessage):
+            raise InvalidInputError(f"message {index} is a {type(message).__name__}, not a ChatMessage")
         role_name = message.role.value if isinstance(message.role, MessageRole) else str(message.role)
         text, dropped_blocks = message_text(message)
         metadata, dropped_kwargs = _json_safe(dict(message.additional_kwargs))
@@ -126,6 +134,9 @@ def to_core(messages: Iterable[ChatMessage]) -> Translated:
             continue
         if dropped_blocks:
             out.skipped.append(f"{where}: stored its text; blocks without text skipped: {', '.join(dropped_blocks)}")
+        text, changes = storable_text(text, max_bytes)
+        if changes:
+            out.skipped.append(f"{where}: {'; '.join(changes)}")
         out.inputs.append(MessageInput(_ROLES.get(role_name, "user"), text, None, metadata or None))
     return out
 

@@ -13,8 +13,9 @@ from llama_index.core.memory.types import BaseMemory
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore
 from memory_vec.embeddings import LlamaIndexEmbedder
 from memory_vec.state import WorkingState
+from memory_vec.storable import check_inputs
 
-from ._convert import context_text, from_core, from_record, message_text, note_skipped, to_core
+from ._convert import Translated, context_text, from_core, from_record, message_text, note_skipped, to_core
 from ._llm import LlamaIndexPromptLLM
 
 __all__ = ["VectorSummaryMemory", "build_core"]
@@ -213,7 +214,7 @@ class VectorSummaryMemory(BaseMemory):
         Each message with text adds one vector; a message with no text is
         skipped, and what was left out is logged and noted in the write's trace.
         """
-        translated = to_core(messages)
+        translated = to_core(messages, self.core.config.max_content_bytes)
         if translated.inputs:
             self.core.add_messages(translated.inputs)
         note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
@@ -226,11 +227,16 @@ class VectorSummaryMemory(BaseMemory):
         so passing the same history again stores it again. Use ``reset`` to
         delete the session's vectors.
         """
-        translated = to_core(messages)  # translate first: nothing half-done on bad input
+        translated = self._translated(messages)  # checked first: a refused message clears nothing
         self.core.reset_working_state()
         if translated.inputs:
             self.core.add_messages(translated.inputs)
         note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
+
+    def _translated(self, messages: list[ChatMessage]) -> Translated:
+        translated = to_core(messages, self.core.config.max_content_bytes)
+        check_inputs(translated.inputs, self.core.config)
+        return translated
 
     def reset(self) -> None:
         """Forget this session: its working state and every stored vector of it.
@@ -258,14 +264,14 @@ class VectorSummaryMemory(BaseMemory):
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
         """Async :meth:`put_messages`."""
-        translated = to_core(messages)
+        translated = to_core(messages, self.core.config.max_content_bytes)
         if translated.inputs:
             await self.core.aadd_messages(translated.inputs)
         note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
 
     async def aset(self, messages: list[ChatMessage]) -> None:
         """Async :meth:`set`."""
-        translated = to_core(messages)
+        translated = self._translated(messages)
         await self.core.areset_working_state()
         if translated.inputs:
             await self.core.aadd_messages(translated.inputs)

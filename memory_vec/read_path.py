@@ -364,8 +364,15 @@ class ReadPath:
         degraded = False
         trace: TurnTrace | None = None
         if query is not None and query.strip():
+            asked, limit = query, e.config.max_content_bytes
+            if len(query) > limit // 4 and len(query.encode("utf-8", "surrogatepass")) > limit:
+                # A pasted document must not fail the turn it is asked in: recall by its first part.
+                asked = query.encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
             try:
-                relevant, trace = self.recall(query, scope, k=k)
+                relevant, trace = self.recall(asked, scope, k=k)
+                if asked is not query:
+                    trace.event(f"query of {len(query.encode('utf-8', 'surrogatepass'))} bytes: recalled by its "
+                                f"first {limit} (max_content_bytes)")
                 self._on_recalled([h.id for h in relevant])
             except BackendError as exc:
                 degraded = True

@@ -314,3 +314,25 @@ def test_built_from_config_llm_and_embeddings(capture: PromptCapture) -> None:
         VectorSummaryMemory(core=memory.core, config=MemoryConfig())
     with pytest.raises(ValueError, match="manages chat_memory itself"):
         VectorSummaryMemory(core=memory.core, chat_memory=CoreChatMessageHistory(memory.core, session_id="other"))
+
+
+def test_history_keeps_a_tool_calling_exchange_and_gives_the_calls_back(core_factory: Any) -> None:
+    """OpenAI-style calls have no text: the exchange is stored and read back with its calls."""
+    from langchain_core.messages import ToolMessage
+
+    history = CoreChatMessageHistory(core_factory(max_token_limit=4000, summary_max_tokens=500), session_id="tools")
+    call = {"name": "weather", "args": {"city": "Paris"}, "id": "call_1", "type": "tool_call"}
+    history.add_messages([HumanMessage("What's the weather in Paris?"), AIMessage(content="", tool_calls=[call]),
+                          ToolMessage("18C sunny", tool_call_id="call_1"), AIMessage("It is 18C in Paris.")])
+    back = history.messages
+    assert [type(m).__name__ for m in back] == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    assert back[1].content == "" and back[1].tool_calls == [call]
+    assert back[2].tool_call_id == "call_1" and back[3].tool_calls == []
+
+
+def test_save_context_with_an_empty_answer_keeps_the_input(core_factory: Any) -> None:
+    memory = VectorSummaryMemory(core=core_factory())
+    memory.save_context({"input": "My budget is 5000."}, {"output": "  "})
+    assert [m.content for m in memory.core.working_state().messages] == ["My budget is 5000."]
+    with pytest.raises(InvalidInputError):
+        memory.save_context({"input": None}, {"output": "ok"})

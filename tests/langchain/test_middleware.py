@@ -141,3 +141,29 @@ def test_async_agent_and_summary_calls_stay_out_of_the_stream(core_factory: Any)
         assert first_line not in str(e["data"].get("input", ""))
         assert SUMMARY_MARKER not in str(e["data"].get("output", ""))
     assert chunks and not any(SUMMARY_MARKER in str(c[0].content) for c in chunks)
+
+
+def test_a_turn_of_several_user_messages_is_sent_and_stored_whole(core_factory: Any) -> None:
+    """A document, then a question about it: both reach the model and the memory."""
+    core: MemoryCore = core_factory()
+    agent, model = agent_for(core)
+    ask(agent, "Hi, I'm Alice.", "t1", "alice")
+    agent.invoke({"messages": [{"role": "user", "content": "Here is my contract: the rent is 1200 EUR."},
+                               {"role": "user", "content": "When is the rent due?"}]},
+                 {"configurable": {"thread_id": "t1", "user_id": "alice"}})
+    sent = [m.text for m in model.calls[-1] if isinstance(m, HumanMessage)]
+    assert sent[-2:] == ["Here is my contract: the rent is 1200 EUR.", "When is the rent due?"]
+    stored = [m.content for m in core.working_state(user_id="alice", session_id="t1").messages]
+    assert stored[-3:-1] == ["Here is my contract: the rent is 1200 EUR.", "When is the rent due?"]
+
+
+def test_a_pasted_document_over_the_content_limit_does_not_fail_the_turn(core_factory: Any) -> None:
+    core: MemoryCore = core_factory(max_content_bytes=4096)
+    agent, _model = agent_for(core)
+    document = "The lease says the rent is 1200 EUR. " + "clause " * 2000
+    result = agent.invoke({"messages": [{"role": "user", "content": document}]},
+                          {"configurable": {"thread_id": "t1", "user_id": "alice"}})
+    assert result["messages"][-1].text.startswith("Noted.")
+    (user, answer) = core.working_state(user_id="alice", session_id="t1").messages
+    assert user.content.startswith("The lease says the rent is 1200 EUR.") and "[… cut here:" in user.content
+    assert len(user.content.encode()) <= 4096 and answer.role == "assistant"

@@ -536,3 +536,11 @@ def test_chroma_store_with_the_default_embedder_survives_reopen(tmp_path: Path) 
         assert store.search(ALICE, query="what is the name of my puppy", limit=1)[0].key == "pet"
         assert {h.key for h in store.search(BOB, query="allergy", limit=10)} == {"allergy"}
         assert store.search(BOB, query="allergy")[0].value == {"text": "Bob is allergic to shellfish"}
+
+
+def test_a_lone_surrogate_in_a_key_or_namespace_is_a_named_error(make_store: StoreFactory) -> None:
+    store = make_store()
+    for namespace, key in ((ALICE, "k\ud800"), ((*ALICE, "\ud800"), "k")):
+        with pytest.raises(InvalidInputError, match="valid Unicode"):
+            store.put(namespace, key, {"text": "x"})
+        assert store.get(namespace, key) is None

@@ -254,3 +254,56 @@ def test_from_defaults_with_embed_model_and_chat_history(backend: InMemoryBacken
     )
     assert memory.core.embedder.dimension == 16
     assert texts(memory.get_all()) == ["user: first", "assistant: second"]
+
+
+def test_set_with_a_tool_output_the_core_would_refuse_replaces_the_history(
+    make_memory: Callable[..., VectorSummaryMemory],
+) -> None:
+    """A coloured tool output is stored without its escapes; set() never clears and then fails."""
+    memory = make_memory()
+    memory.put_messages([ChatMessage(role="user", content="My budget is 5000."),
+                         ChatMessage(role="assistant", content="Noted.")])
+    memory.set([ChatMessage(role="user", content="keep this"),
+                 ChatMessage(role=MessageRole.TOOL, content="\x1b[32mOK\x1b[0m")])
+    assert [m.content for m in memory.core.working_state().messages] == ["keep this", "[32mOK[0m"]
+
+
+def test_set_with_a_refused_message_keeps_the_old_history(make_memory: Callable[..., VectorSummaryMemory]) -> None:
+    memory = make_memory()
+    memory.put_messages([ChatMessage(role="user", content="My budget is 5000.")])
+    with pytest.raises(Exception, match="metadata"):
+        memory.set([ChatMessage(role="user", content="new", additional_kwargs={"deep": _nested(40)})])
+    assert [m.content for m in memory.core.working_state().messages] == ["My budget is 5000."]
+
+
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def test_a_page_over_the_content_limit_is_stored_cut_and_the_turn_kept(
+    make_memory: Callable[..., VectorSummaryMemory],
+) -> None:
+    memory = make_memory(max_content_bytes=4096, max_token_limit=20000, summary_max_tokens=200)
+    memory.put_messages([ChatMessage(role="user", content="My budget is 5000 EUR. Fetch the page."),
+                         ChatMessage(role=MessageRole.TOOL, content="page " * 5000),
+                         ChatMessage(role="assistant", content="The page says hello.")])
+    stored = memory.core.working_state().messages
+    assert [m.role for m in stored] == ["user", "tool", "assistant"]
+    assert len(stored[1].content.encode()) <= 4096 and "[… cut here:" in stored[1].content
+    assert any("cut from 25000" in ev for ev in memory.core.last_trace.events)
+
+
+@pytest.mark.parametrize("bad", [None, "hello", 5])
+def test_put_of_something_not_a_message_is_a_named_error(
+    make_memory: Callable[..., VectorSummaryMemory], bad: object,
+) -> None:
+    from memory_vec.errors import InvalidInputError
+
+    memory = make_memory()
+    with pytest.raises(InvalidInputError):
+        memory.put(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        memory.put_messages(bad)  # type: ignore[arg-type]
