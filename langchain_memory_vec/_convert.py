@@ -11,7 +11,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages import ChatMessage as LCChatMessage
 
 from memory_vec import ChatMessage, MemoryContext, MessageInput
-from memory_vec.errors import InvalidInputError, InvalidRoleError
+from memory_vec._validate import check_metadata
+from memory_vec.errors import InvalidInputError, InvalidMetadataError, InvalidRoleError
 from memory_vec.state import StateMessage
 from memory_vec.storable import storable_text
 
@@ -36,13 +37,14 @@ def text_of(value: Any) -> str:
     )
 
 
-def to_core(message: BaseMessage, max_bytes: int) -> MessageInput:
+def to_core(message: BaseMessage, max_bytes: int, max_metadata_bytes: int) -> MessageInput:
     """A LangChain message as a core :class:`MessageInput`.
 
     An AI message's tool calls go into its metadata (and are its text when it
     has none, as OpenAI-style calls do), so the history gives them back next
     to their results; text the core would refuse (a tool's control
-    characters, a page over ``max_bytes``) is made storable first.
+    characters, a page over ``max_bytes``) is made storable first, and tool
+    arguments that would make the metadata too large or deep are left out.
     """
     if not isinstance(message, BaseMessage):
         raise InvalidInputError(f"expected a LangChain message, got {type(message).__name__}")
@@ -69,10 +71,24 @@ def to_core(message: BaseMessage, max_bytes: int) -> MessageInput:
         metadata["tool_call_id"] = message.tool_call_id
     if message.id:
         metadata["lc_id"] = message.id
+    if "tool_calls" in metadata and not _fits(metadata, max_metadata_bytes):
+        # the core refuses metadata over its size or depth: huge or deep arguments are not kept
+        metadata["tool_calls"] = [{"name": c["name"], "args": {}, "id": c["id"]} for c in metadata["tool_calls"]]
+        metadata["tool_call_args_dropped"] = True
+        if not _fits(metadata, max_metadata_bytes):
+            del metadata["tool_calls"]
     text, changes = storable_text(text, max_bytes)
     if changes:
         log.info("memory-vec: a %s message: %s", role, "; ".join(changes))
     return MessageInput(role, text, metadata=metadata or None)
+
+
+def _fits(metadata: dict[str, Any], max_bytes: int) -> bool:
+    try:
+        check_metadata(metadata, max_bytes=max_bytes)
+    except InvalidMetadataError:
+        return False
+    return True
 
 
 def _tool_calls(metadata: dict[str, Any]) -> list[ToolCall]:

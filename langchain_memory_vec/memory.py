@@ -59,13 +59,17 @@ class CoreChatMessageHistory(BaseChatMessageHistory):
         state = await self.core.aworking_state(session_id=self.session_id, user_id=self.user_id)
         return [to_langchain(m) for m in state.messages]
 
+    @property
+    def _limits(self) -> tuple[int, int]:  # what the core stores at most (text, metadata)
+        return self.core.config.max_content_bytes, self.core.config.max_metadata_bytes
+
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        self.core.add_messages([to_core(m, self.core.config.max_content_bytes) for m in messages],
+        self.core.add_messages([to_core(m, *self._limits) for m in messages],
                                session_id=self.session_id, user_id=self.user_id)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await self.core.aadd_messages(
-            [to_core(m, self.core.config.max_content_bytes) for m in messages], session_id=self.session_id,
+            [to_core(m, *self._limits) for m in messages], session_id=self.session_id,
             user_id=self.user_id,
         )
 

@@ -196,8 +196,8 @@ class VectorSummaryMiddleware(AgentMiddleware):
         stored = self.core.working_state(user_id=scope[0], session_id=scope[1]).messages
         if final.id and stored and stored[-1].metadata.get("lc_id") == final.id:
             return None  # this turn is already stored (a re-run of a finished thread)
-        limit = self.core.config.max_content_bytes
-        return [to_core(m, limit) for m in users] + [to_core(final, limit)]
+        limits = self.core.config.max_content_bytes, self.core.config.max_metadata_bytes
+        return [to_core(m, *limits) for m in [*users, final]]
 
     def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Store the user message and the final answer of the completed turn."""

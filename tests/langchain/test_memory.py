@@ -336,3 +336,11 @@ def test_save_context_with_an_empty_answer_keeps_the_input(core_factory: Any) ->
     assert [m.content for m in memory.core.working_state().messages] == ["My budget is 5000."]
     with pytest.raises(InvalidInputError):
         memory.save_context({"input": None}, {"output": "ok"})
+
+
+def test_tool_call_arguments_too_large_for_metadata_do_not_lose_the_exchange(core_factory: Any) -> None:
+    history = CoreChatMessageHistory(core_factory(max_token_limit=20000, summary_max_tokens=500), session_id="big")
+    call = {"name": "write_file", "args": {"code": "x = 1\n" * 5000}, "id": "call_9", "type": "tool_call"}
+    history.add_messages([HumanMessage("Write the file."), AIMessage(content="", tool_calls=[call])])
+    back = history.messages[-1]
+    assert [(c["name"], c["args"], c["id"]) for c in back.tool_calls] == [("write_file", {}, "call_9")]
