@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.prompts import BasePromptTemplate
 from pydantic import Field, model_validator
 
-from memory_vec import MemoryConfig, MemoryContext, MemoryCore
+from memory_vec import MemoryConfig, MemoryContext, MemoryCore, MessageInput
 from memory_vec.embeddings.models import LangChainEmbedder
 from memory_vec.errors import InvalidInputError
 from memory_vec.storable import storable_text
@@ -59,18 +59,17 @@ class CoreChatMessageHistory(BaseChatMessageHistory):
         state = await self.core.aworking_state(session_id=self.session_id, user_id=self.user_id)
         return [to_langchain(m) for m in state.messages]
 
-    @property
-    def _limits(self) -> tuple[int, int]:  # what the core stores at most (text, metadata)
-        return self.core.config.max_content_bytes, self.core.config.max_metadata_bytes
+    def _inputs(self, messages: Sequence[BaseMessage]) -> list[MessageInput]:
+        """The messages as core inputs; one left with no text (only control characters) is not stored."""
+        limits = self.core.config.max_content_bytes, self.core.config.max_metadata_bytes
+        return [i for i in (to_core(m, *limits) for m in messages) if i.content.strip()]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        self.core.add_messages([to_core(m, *self._limits) for m in messages],
-                               session_id=self.session_id, user_id=self.user_id)
+        self.core.add_messages(self._inputs(messages), session_id=self.session_id, user_id=self.user_id)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await self.core.aadd_messages(
-            [to_core(m, *self._limits) for m in messages], session_id=self.session_id,
-            user_id=self.user_id,
+            self._inputs(messages), session_id=self.session_id, user_id=self.user_id,
         )
 
     def clear(self) -> None:

@@ -197,7 +197,7 @@ class VectorSummaryMiddleware(AgentMiddleware):
         if final.id and stored and stored[-1].metadata.get("lc_id") == final.id:
             return None  # this turn is already stored (a re-run of a finished thread)
         limits = self.core.config.max_content_bytes, self.core.config.max_metadata_bytes
-        return [to_core(m, *limits) for m in [*users, final]]
+        return [i for i in (to_core(m, *limits) for m in [*users, final]) if i.content.strip()] or None
 
     def after_agent(self, state: AgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Store the user message and the final answer of the completed turn."""

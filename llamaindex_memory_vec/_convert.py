@@ -23,7 +23,8 @@ from llama_index.core.base.llms.types import (
 
 from memory_vec import ChatMessage as CoreMessage
 from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
-from memory_vec.errors import InvalidInputError
+from memory_vec._validate import check_metadata
+from memory_vec.errors import InvalidInputError, InvalidMetadataError
 from memory_vec.render import BLOCK_TAGS, escape_tags
 from memory_vec.storable import storable_text
 
@@ -107,7 +108,29 @@ def _json_safe(kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return kept, dropped
 
 
-def to_core(messages: Iterable[ChatMessage], max_bytes: int) -> Translated:
+def _within(metadata: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], list[str]]:
+    """The kwargs, in order, that the core's metadata check takes together; and the keys left out."""
+    if _fits(metadata, max_bytes):
+        return metadata, []
+    kept: dict[str, Any] = {}
+    dropped = []
+    for key, value in metadata.items():
+        if _fits({**kept, key: value}, max_bytes):
+            kept[key] = value
+        else:
+            dropped.append(key)
+    return kept, dropped
+
+
+def _fits(metadata: dict[str, Any], max_bytes: int) -> bool:
+    try:
+        check_metadata(metadata, max_bytes=max_bytes)
+    except InvalidMetadataError:
+        return False
+    return True
+
+
+def to_core(messages: Iterable[ChatMessage], max_bytes: int, max_metadata_bytes: int) -> Translated:
     """LlamaIndex messages to core inputs.
 
     A message keeps its text (``additional_kwargs`` that are JSON values
@@ -125,16 +148,20 @@ def to_core(messages: Iterable[ChatMessage], max_bytes: int) -> Translated:
         role_name = message.role.value if isinstance(message.role, MessageRole) else str(message.role)
         text, dropped_blocks = message_text(message)
         metadata, dropped_kwargs = _json_safe(dict(message.additional_kwargs))
+        metadata, too_big = _within(metadata, max_metadata_bytes)
+        if too_big:
+            out.skipped.append(f"message {index}: additional_kwargs {too_big} too large or deep for "
+                               "max_metadata_bytes, not stored")
         where = f"message {index} ({role_name})"
         if dropped_kwargs:
             out.skipped.append(f"{where}: additional_kwargs {dropped_kwargs} are not JSON values, not stored")
+        text, changes = storable_text(text, max_bytes)
         if not text.strip():
             kinds = ", ".join(dropped_blocks) or "no content"
             out.skipped.append(f"{where}: skipped, no text to store ({kinds})")
             continue
         if dropped_blocks:
             out.skipped.append(f"{where}: stored its text; blocks without text skipped: {', '.join(dropped_blocks)}")
-        text, changes = storable_text(text, max_bytes)
         if changes:
             out.skipped.append(f"{where}: {'; '.join(changes)}")
         out.inputs.append(MessageInput(_ROLES.get(role_name, "user"), text, None, metadata or None))

@@ -102,7 +102,7 @@ class VectorSummaryMemoryBlock(BaseMemoryBlock[str]):
         Messages without text are skipped; what was left out is logged and
         noted in the write's trace.
         """
-        translated = to_core(messages, self.core.config.max_content_bytes)
+        translated = to_core(messages, self.core.config.max_content_bytes, self.core.config.max_metadata_bytes)
         if translated.inputs:
             await self.core.aadd_messages(translated.inputs)
         note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))

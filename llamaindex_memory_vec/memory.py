@@ -214,7 +214,7 @@ class VectorSummaryMemory(BaseMemory):
         Each message with text adds one vector; a message with no text is
         skipped, and what was left out is logged and noted in the write's trace.
         """
-        translated = to_core(messages, self.core.config.max_content_bytes)
+        translated = to_core(messages, self.core.config.max_content_bytes, self.core.config.max_metadata_bytes)
         if translated.inputs:
             self.core.add_messages(translated.inputs)
         note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
@@ -234,7 +234,7 @@ class VectorSummaryMemory(BaseMemory):
         note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))
 
     def _translated(self, messages: list[ChatMessage]) -> Translated:
-        translated = to_core(messages, self.core.config.max_content_bytes)
+        translated = to_core(messages, self.core.config.max_content_bytes, self.core.config.max_metadata_bytes)
         check_inputs(translated.inputs, self.core.config)
         return translated
 
@@ -264,7 +264,7 @@ class VectorSummaryMemory(BaseMemory):
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
         """Async :meth:`put_messages`."""
-        translated = to_core(messages, self.core.config.max_content_bytes)
+        translated = to_core(messages, self.core.config.max_content_bytes, self.core.config.max_metadata_bytes)
         if translated.inputs:
             await self.core.aadd_messages(translated.inputs)
         note_skipped(self.core, translated.skipped, wrote=bool(translated.inputs))

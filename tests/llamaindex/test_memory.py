@@ -268,12 +268,33 @@ def test_set_with_a_tool_output_the_core_would_refuse_replaces_the_history(
     assert [m.content for m in memory.core.working_state().messages] == ["keep this", "[32mOK[0m"]
 
 
-def test_set_with_a_refused_message_keeps_the_old_history(make_memory: Callable[..., VectorSummaryMemory]) -> None:
+def test_set_with_a_refused_message_keeps_the_old_history(
+    make_memory: Callable[..., VectorSummaryMemory], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were a message still refused after translation, set() fails before it clears anything."""
+    from llamaindex_memory_vec import _convert
+    from memory_vec.errors import InvalidContentError
+
     memory = make_memory()
     memory.put_messages([ChatMessage(role="user", content="My budget is 5000.")])
-    with pytest.raises(Exception, match="metadata"):
-        memory.set([ChatMessage(role="user", content="new", additional_kwargs={"deep": _nested(40)})])
+    monkeypatch.setattr(_convert, "storable_text", lambda text, max_bytes: (text, []))
+    with pytest.raises(InvalidContentError):
+        memory.set([ChatMessage(role="user", content="bell \x07")])
     assert [m.content for m in memory.core.working_state().messages] == ["My budget is 5000."]
+
+
+def test_kwargs_too_deep_for_metadata_and_a_control_only_message_are_left_out_noted(
+    make_memory: Callable[..., VectorSummaryMemory],
+) -> None:
+    memory = make_memory()
+    memory.put_messages([ChatMessage(role="user", content="new", additional_kwargs={"deep": _nested(40), "ok": 1}),
+                         ChatMessage(role=MessageRole.TOOL, content="\x1b\x07\x00"),
+                         ChatMessage(role="assistant", content="done")])
+    stored = memory.core.working_state().messages
+    assert [(m.content, m.metadata) for m in stored] == [("new", {"ok": 1}), ("done", {})]
+    events = memory.core.last_trace.events
+    assert any("['deep'] too large or deep" in ev for ev in events)
+    assert any("message 1 (tool): skipped, no text to store" in ev for ev in events)
 
 
 def _nested(depth: int) -> dict[str, object]:
