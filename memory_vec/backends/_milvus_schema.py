@@ -122,6 +122,9 @@ def verify(info: dict[str, Any], *, collection: str, uri: str, dimension: int, m
         )
 
 
+_NO_INDEX_YET = ("index not found", "no vector index", "create index first")
+
+
 def load(client: Any, collection: str, *, index_type: str, index_params: dict[str, Any], timeout: float,
          translate: Callable[[str], Translate]) -> None:
     """Load the collection for search, waiting for (or making) its vector index.
@@ -139,7 +142,9 @@ def load(client: Any, collection: str, *, index_type: str, index_params: dict[st
         except BackendError as exc:
             if "can't change the index for loaded collection" in str(exc).lower():
                 return  # loaded, with the indexes it had then (someone indexed a field since): readable
-            if "index not found" not in str(exc).lower() or time.monotonic() > deadline:
+            message = str(exc).lower()
+            # "index not found" (2.4+), "there is no vector index ... please create index firstly" (2.3)
+            if not any(m in message for m in _NO_INDEX_YET) or time.monotonic() > deadline:
                 raise
         time.sleep(0.5)
         # The creator's index request may win the race (and ours fail): loading again tells.

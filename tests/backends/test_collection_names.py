@@ -71,3 +71,4 @@ def test_a_legacy_server_collection_is_used_only_under_a_name_a_server_refuses()
     assert milvus_collection(Server(), "team a", True, 1.0) == mapped  # the mapped one exists: it wins
     assert milvus_collection(Server(), mapped, True, 1.0) == milvus_name(mapped) != mapped
     assert milvus_collection(Empty(), "team a", False, 1.0) == "team a"  # Milvus Lite keeps any name
+
