@@ -11,10 +11,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages import ChatMessage as LCChatMessage
 
 from memory_vec import ChatMessage, MemoryContext, MessageInput
-from memory_vec._validate import check_metadata
-from memory_vec.errors import InvalidInputError, InvalidMetadataError, InvalidRoleError
+from memory_vec.errors import InvalidInputError, InvalidRoleError
 from memory_vec.state import StateMessage
-from memory_vec.storable import storable_text
+from memory_vec.storable import metadata_fits, storable_text
 
 log = logging.getLogger("langchain_memory_vec")
 
@@ -71,24 +70,16 @@ def to_core(message: BaseMessage, max_bytes: int, max_metadata_bytes: int) -> Me
         metadata["tool_call_id"] = message.tool_call_id
     if message.id:
         metadata["lc_id"] = message.id
-    if "tool_calls" in metadata and not _fits(metadata, max_metadata_bytes):
+    if "tool_calls" in metadata and not metadata_fits(metadata, max_metadata_bytes):
         # the core refuses metadata over its size or depth: huge or deep arguments are not kept
         metadata["tool_calls"] = [{"name": c["name"], "args": {}, "id": c["id"]} for c in metadata["tool_calls"]]
         metadata["tool_call_args_dropped"] = True
-        if not _fits(metadata, max_metadata_bytes):
+        if not metadata_fits(metadata, max_metadata_bytes):
             del metadata["tool_calls"]
     text, changes = storable_text(text, max_bytes)
     if changes:
         log.info("memory-vec: a %s message: %s", role, "; ".join(changes))
     return MessageInput(role, text, metadata=metadata or None)
-
-
-def _fits(metadata: dict[str, Any], max_bytes: int) -> bool:
-    try:
-        check_metadata(metadata, max_bytes=max_bytes)
-    except InvalidMetadataError:
-        return False
-    return True
 
 
 def _tool_calls(metadata: dict[str, Any]) -> list[ToolCall]:

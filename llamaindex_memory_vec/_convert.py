@@ -23,10 +23,9 @@ from llama_index.core.base.llms.types import (
 
 from memory_vec import ChatMessage as CoreMessage
 from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
-from memory_vec._validate import check_metadata
-from memory_vec.errors import InvalidInputError, InvalidMetadataError
+from memory_vec.errors import InvalidInputError
 from memory_vec.render import BLOCK_TAGS, escape_tags
-from memory_vec.storable import storable_text
+from memory_vec.storable import metadata_fits, storable_text
 
 __all__ = [
     "Translated",
@@ -110,24 +109,16 @@ def _json_safe(kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def _within(metadata: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], list[str]]:
     """The kwargs, in order, that the core's metadata check takes together; and the keys left out."""
-    if _fits(metadata, max_bytes):
+    if metadata_fits(metadata, max_bytes):
         return metadata, []
     kept: dict[str, Any] = {}
     dropped = []
     for key, value in metadata.items():
-        if _fits({**kept, key: value}, max_bytes):
+        if metadata_fits({**kept, key: value}, max_bytes):
             kept[key] = value
         else:
             dropped.append(key)
     return kept, dropped
-
-
-def _fits(metadata: dict[str, Any], max_bytes: int) -> bool:
-    try:
-        check_metadata(metadata, max_bytes=max_bytes)
-    except InvalidMetadataError:
-        return False
-    return True
 
 
 def to_core(messages: Iterable[ChatMessage], max_bytes: int, max_metadata_bytes: int) -> Translated:

@@ -11,17 +11,18 @@ they changed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+from typing import Any
 
 from . import _validate as v
 from .config import MemoryConfig
+from .errors import InvalidMetadataError
 from .records import MessageInput
 
-__all__ = ["check_inputs", "storable_text"]
+__all__ = ["check_inputs", "metadata_fits", "storable_text"]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # what check_content refuses
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# What check_content refuses, by the same patterns.
+_CONTROL, _SURROGATE = v._CONTROL, v._SURROGATE
 
 
 def storable_text(text: str, max_bytes: int) -> tuple[str, list[str]]:
@@ -42,6 +43,15 @@ def storable_text(text: str, max_bytes: int) -> tuple[str, list[str]]:
         fixed = data[:keep].decode("utf-8", "ignore") + tail
         notes.append(f"cut from {len(data)} to {len(fixed.encode('utf-8'))} bytes")
     return fixed, notes
+
+
+def metadata_fits(metadata: dict[str, Any], max_bytes: int) -> bool:
+    """Whether ``add_messages`` takes this metadata (size as JSON, depth, value types)."""
+    try:
+        v.check_metadata(metadata, max_bytes=max_bytes)
+    except InvalidMetadataError:
+        return False
+    return True
 
 
 def check_inputs(inputs: Sequence[MessageInput], config: MemoryConfig) -> None:
