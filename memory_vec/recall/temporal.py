@@ -87,9 +87,10 @@ _ZH_OF = re.compile(rf"的?(?P<size>{'|'.join(sorted(_ZH_SIZES, key=len, reverse
 # Not "前后端" (front and back end), "前后文", "前后矛盾", "前后一致", "前后左右".
 _ZH_AROUND = re.compile(rf"(?:之)?前后(?!端|台|文|左|矛盾|一致|不一)(?:的)?(?:那|这)?(?P<span>{_ZH_SPAN_WORDS})?")
 # "我生日那天": the event's own day ("当天" is in _ZH_SIZES).
-_ZH_THAT_DAY = re.compile(r"的?那一?天")
-_ZH_THAT_DAY_END = re.compile(r"的?那一?天$")
-_ZH_THAT_DAY_START = re.compile(r"^的?那一?天的?\s*")
+_THAT_DAY = r"的?那一?天"
+_ZH_THAT_DAY = re.compile(_THAT_DAY)
+_ZH_THAT_DAY_END = re.compile(_THAT_DAY + "$")
+_ZH_THAT_DAY_START = re.compile("^" + _THAT_DAY + r"的?\s*")
 # What a question says before the event it names: "你还记得我们第一次约会那天…" names 我们第一次约会.
 _ZH_ASKING = re.compile(r"^(?:请问)?(?:你|您)?(?:还)?(?:记得|知道)?")
 _ZH_PRONOUNS = re.compile(r"我们|你们|他们|她们|咱们|[我你他她它]")
