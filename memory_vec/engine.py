@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from .backends.base import Backend
+from .backends.base import Backend, RecordFilter
 from .config import MemoryConfig
 from .conflict import ConflictResolver, FactExtractor
 from .dates import event_span
 from .embed_text import POLICY_SEPARATOR, EmbedTextPolicy, VectorPlan
 from .embeddings import Embedder
-from .errors import EmbeddingModelMismatchError
+from .errors import BackendError, EmbeddingModelMismatchError
 from .facts import analyze
 from .keywords import first_asks, read_ahead
 from .privacy import Redactor
@@ -107,6 +107,25 @@ class Engine:
         state, marks, replies = both(user, scope.session_id, asks)
         read_ahead(asks, replies)
         return state, marks
+
+    def first_seq(self, scope: Scope, state: WorkingState) -> int:
+        """The lowest seq the session's next message may take. A state that has
+        never been written is new, or was lost while its messages stayed
+        stored (a Redis without persistence restarted, a state file removed):
+        seqs go on past the stored ones, so export, import and neighbour
+        windows never see two messages with one seq. One scan, on a session's
+        first turn only (an empty one for a new session). With the backend
+        down the turn goes on (its writes wait for it) from seq 1."""
+        if state.next_seq > 1 or state.messages:
+            return 1
+        try:
+            stored = self.writer.scan(RecordFilter(scope.user_id, scope.session_id, kinds=("message",),
+                                                   include_superseded=True, include_archived=True))
+        except BackendError as exc:
+            log.warning("memory-vec: could not read the stored seqs of %s/%s: %s", scope.user_id,
+                        scope.session_id, exc)
+            return 1
+        return max((r.seq for r in stored), default=0) + 1
 
     def leased_by_others(self, marks: Marks | None) -> bool:
         """Whether ``marks`` hold another worker's live lease (``settle`` waits for it)."""

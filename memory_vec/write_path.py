@@ -118,7 +118,7 @@ class WritePath:
             # 4. append to the working state (the write-ahead log)
             appended = [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata)
                         for r in drafts]
-            seqs = e.state.append(scope.user_id, scope.session_id, appended)
+            seqs = e.state.append(scope.user_id, scope.session_id, appended, first_seq=e.first_seq(scope, loaded))
             records = [r.copy(seq=seq) for r, seq in zip(drafts, seqs)]
             # 5. resolve conflicts
             t0 = time.perf_counter()

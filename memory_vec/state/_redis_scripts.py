@@ -1,9 +1,9 @@
 """Lua scripts of the Redis working-state store (redis.py): each runs atomically in Redis."""
 
 APPEND = """
-local next_seq = tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '1')
+local next_seq = math.max(tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '1'), tonumber(ARGV[3]))
 local seqs = {}
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   redis.call('ZADD', KEYS[2], next_seq, string.format('%d', next_seq) .. ':' .. ARGV[i])
   seqs[#seqs + 1] = next_seq
   next_seq = next_seq + 1

@@ -113,7 +113,12 @@ class StateStore(Protocol):
 
     def load(self, user_id: str, session_id: str) -> WorkingState: ...
 
-    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage]) -> list[int]: ...
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *,
+               first_seq: int = 1) -> list[int]:
+        """Append atomically; the seqs given continue ``next_seq``, and are never
+        below ``first_seq`` (a state lost while its messages stayed stored
+        must not hand out their seqs again)."""
+        ...
 
     def commit_fold(
         self,

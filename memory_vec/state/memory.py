@@ -53,9 +53,11 @@ class InMemoryStateStore:
             state = self._states.get((user_id, session_id))
             return copy.deepcopy(state) if state is not None else WorkingState(user_id, session_id)
 
-    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage]) -> list[int]:
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *,
+               first_seq: int = 1) -> list[int]:
         with self._lock:
             state = self._get(user_id, session_id)
+            state.next_seq = max(state.next_seq, first_seq)
             seqs = []
             for m in messages:
                 seq = state.next_seq

@@ -164,14 +164,15 @@ class RedisStateStore:
         replies = _changes(changes[0]) if changes else []
         return _state(user_id, session_id, meta, members), _marks(*leases), replies
 
-    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage]) -> list[int]:
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *,
+               first_seq: int = 1) -> list[int]:
         if not messages:
             return []
         payloads = [json.dumps([m.id, m.role, m.content, m.timestamp, m.tokens, m.metadata], ensure_ascii=False)
                     for m in messages]
         with self._errors("append messages"):
             seqs = self._append(keys=self._keys(user_id, session_id),
-                                args=[session_id, repr(time.time()), *payloads])
+                                args=[session_id, repr(time.time()), int(first_seq), *payloads])
         return [int(s) for s in seqs]
 
     def commit_fold(

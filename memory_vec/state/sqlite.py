@@ -222,11 +222,13 @@ class SQLiteStateStore:
         ]
         return state
 
-    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage]) -> list[int]:
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *,
+               first_seq: int = 1) -> list[int]:
         with self._tx() as conn:
             self._ensure(conn, user_id, session_id)
             (next_seq,) = conn.execute(
-                "SELECT next_seq FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id)
+                "SELECT MAX(next_seq, ?) FROM sessions WHERE user_id=? AND session_id=?",
+                (int(first_seq), user_id, session_id),
             ).fetchone()
             seqs = list(range(next_seq, next_seq + len(messages)))
             conn.executemany(

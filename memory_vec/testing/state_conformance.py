@@ -65,6 +65,15 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContr
         assert state.messages[2].content == "日本語 \"q\" 🙂"
         assert state.next_seq == 4 and state.recent_tokens == 9
 
+    def test_append_starts_no_lower_than_first_seq(self, store: StateStore) -> None:
+        # A state lost while its messages stayed stored goes on past them; first_seq never lowers.
+        assert store.append("u1", "s1", [new_message(1), new_message(2)], first_seq=41) == [41, 42]
+        assert store.append("u1", "s1", [new_message(3)], first_seq=1) == [43]
+        assert store.append("u1", "s1", [new_message(4)], first_seq=10) == [44]
+        assert store.append("u1", "s2", [new_message(5)]) == [1]
+        state = store.load("u1", "s1")
+        assert [m.seq for m in state.messages] == [41, 42, 43, 44] and state.next_seq == 45
+
     def test_sessions_and_users_are_separate(self, store: StateStore) -> None:
         for user in HOSTILE_IDS:
             store.append(user, "s:1", [new_message(1, user)])
