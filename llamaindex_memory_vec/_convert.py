@@ -25,7 +25,7 @@ from memory_vec import ChatMessage as CoreMessage
 from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
 from memory_vec.errors import InvalidInputError
 from memory_vec.render import BLOCK_TAGS, escape_tags
-from memory_vec.storable import metadata_fits, storable_text
+from memory_vec.storable import callers_metadata, metadata_fits, storable_text
 
 __all__ = [
     "Translated",
@@ -178,12 +178,12 @@ def note_skipped(core: MemoryCore, skipped: Sequence[str], *, wrote: bool) -> No
 
 def from_core(message: CoreMessage) -> ChatMessage:
     """A message of the core's recent window as a LlamaIndex message."""
-    return ChatMessage(role=message.role, content=message.content, additional_kwargs=dict(message.metadata))
+    return ChatMessage(role=message.role, content=message.content, additional_kwargs=callers_metadata(message.metadata))
 
 
 def from_record(record: MemoryRecord) -> ChatMessage:
     """A stored message record as a LlamaIndex message."""
-    return ChatMessage(role=record.role, content=record.text, additional_kwargs=dict(record.metadata))
+    return ChatMessage(role=record.role, content=record.text, additional_kwargs=callers_metadata(record.metadata))
 
 
 def last_user_text(messages: Sequence[ChatMessage] | None) -> str | None:

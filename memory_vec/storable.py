@@ -19,8 +19,10 @@ from .config import MemoryConfig
 from .errors import InvalidMetadataError
 from .records import MessageInput
 
-__all__ = ["check_inputs", "metadata_fits", "storable_text"]
+__all__ = ["ANNOTATIONS", "callers_metadata", "check_inputs", "metadata_fits", "storable_text"]
 
+# Metadata keys the write path adds itself (engine.message_record), not the caller's.
+ANNOTATIONS = ("event_date",)
 # What check_content refuses, by the same patterns.
 _CONTROL, _SURROGATE = v._CONTROL, v._SURROGATE
 
@@ -43,6 +45,13 @@ def storable_text(text: str, max_bytes: int) -> tuple[str, list[str]]:
         fixed = data[:keep].decode("utf-8", "ignore") + tail
         notes.append(f"cut from {len(data)} to {len(fixed.encode('utf-8'))} bytes")
     return fixed, notes
+
+
+def callers_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A stored message's metadata as a framework message's extra fields: what
+    the caller gave, without memory-vec's own annotations. (Some integrations
+    send a message's extra fields to the model API, which refuses unknown ones.)"""
+    return {k: value for k, value in metadata.items() if k not in ANNOTATIONS}
 
 
 def metadata_fits(metadata: dict[str, Any], max_bytes: int) -> bool:

@@ -175,6 +175,17 @@ def test_unserializable_kwargs_are_dropped_not_fatal(memory: VectorSummaryMemory
     assert memory.get_all()[0].additional_kwargs == {"ok": 1}
 
 
+def test_messages_given_back_carry_the_callers_kwargs_not_the_librarys(memory: VectorSummaryMemory) -> None:
+    # Integrations that send a message's additional_kwargs to the model API (older OpenAI
+    # ones, litellm) would send memory-vec's event_date, which the API refuses.
+    memory.put(ChatMessage(role="user", content="I flew to Paris yesterday.", additional_kwargs={"source": "web"}))
+    memory.put(ChatMessage(role="assistant", content="How was the flight yesterday?"))
+    stored = memory.core.session_history(session_id="s1")
+    assert all("event_date" in r.metadata for r in stored)  # the date is resolved and kept
+    assert [m.additional_kwargs for m in memory.get_all()] == [{"source": "web"}, {}]
+    assert [m.additional_kwargs for m in memory.get("Paris?")][-2:] == [{"source": "web"}, {}]
+
+
 def test_llamaindex_only_roles_map_to_core_roles(memory: VectorSummaryMemory) -> None:
     memory.put_messages(
         [
