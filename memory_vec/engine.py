@@ -127,6 +127,17 @@ class Engine:
             return 1
         return max((r.seq for r in stored), default=0) + 1
 
+    def drop_from_state(self, records: Sequence[MemoryRecord]) -> None:
+        """Before deleting records: their messages leave the sessions' recent
+        windows, or the next heal would take them for lost writes and store
+        them again (a deleted or expired memory back, under its old id)."""
+        by_session: dict[tuple[str, str], list[str]] = {}
+        for r in records:
+            if r.kind == "message":
+                by_session.setdefault((r.user_id, r.session_id), []).append(r.id)
+        for (user_id, session_id), ids in by_session.items():
+            self.state.drop_messages(user_id, session_id, ids)
+
     def leased_by_others(self, marks: Marks | None) -> bool:
         """Whether ``marks`` hold another worker's live lease (``settle`` waits for it)."""
         return marks is not None and self.writer.shared is not None and self.writer.shared.others_live(marks)

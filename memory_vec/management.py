@@ -119,6 +119,7 @@ class Management:
         """Physically delete one memory of the caller's user."""
         e = self.e
         record = self.own_current(memory_id, user_id, "delete")
+        e.drop_from_state([record])
         e.writer.forget([record.id])
         e.backend.delete(ids=[record.id])
         e.deleted(record.user_id)

@@ -93,10 +93,11 @@ class Upkeep:
         plan = plan_lifecycle(records if lifecycle else [], now=now, policy=policy)
         plan.evict = [i for i in plan.evict if any(r.id == i and r.valid_to is None for r in current)]
         doomed = plan.deletions
+        by_id = {r.id: r for r in records}
         if doomed:
+            self.e.drop_from_state([by_id[i] for i in doomed])
             self.e.backend.delete(ids=doomed)
             self.e.deleted(user)  # other processes stop serving them now, not after the updates below
-        by_id = {r.id: r for r in records}
         if plan.archive:
             self.e.writer.update([by_id[i].copy(archived=True, expire_at=now + policy.grace_days * 86400.0)
                                 for i in plan.archive])

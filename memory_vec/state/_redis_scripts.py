@@ -16,9 +16,27 @@ redis.call('SADD', KEYS[3], ARGV[1])
 return seqs
 """
 
+DROP_MESSAGES = """
+local dropped = 0
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local colon = string.find(member, ':', 1, true)
+  if colon then
+    for i = 1, #ARGV do
+      local head = '[' .. ARGV[i] .. ','
+      if string.sub(member, colon + 1, colon + #head) == head then
+        redis.call('ZREM', KEYS[1], member)
+        dropped = dropped + 1
+        break
+      end
+    end
+  end
+end
+return dropped
+"""
+
 COMMIT_FOLD = """
 local current = tonumber(redis.call('HGET', KEYS[1], 'folded_through') or '0')
-if current ~= tonumber(ARGV[1]) then
+if current ~= tonumber(ARGV[1]) or tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '1') <= tonumber(ARGV[2]) then
   return 0
 end
 if ARGV[7] == '1' and (redis.call('HGET', KEYS[1], 'summary') or '') ~= ARGV[8] then

@@ -132,7 +132,10 @@ class StateStore(Protocol):
         expected_summary: str | None = None,
     ) -> bool:
         """Compare-and-set: commit only if ``folded_through`` (and, when
-        given, the summary) is unchanged since the caller read it."""
+        given, the summary) is unchanged since the caller read it, and the
+        session still numbers past the new ``folded_through`` (a fold planned
+        before the session was cleared or forgotten must not write its summary
+        into the empty session)."""
         ...
 
     def set_summary(self, user_id: str, session_id: str, summary: str, summary_tokens: int) -> None: ...
@@ -140,6 +143,11 @@ class StateStore(Protocol):
     def replace(self, state: WorkingState) -> None: ...
 
     def clear(self, user_id: str, session_id: str) -> int: ...
+
+    def drop_messages(self, user_id: str, session_id: str, ids: Sequence[str]) -> int:
+        """Remove these messages from the session's recent window (they were
+        deleted from the store: heal must not put them back); how many."""
+        ...
 
     def sessions(self, user_id: str) -> list[str]: ...
 

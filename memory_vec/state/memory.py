@@ -81,11 +81,12 @@ class InMemoryStateStore:
         expected_summary: str | None = None,
     ) -> bool:
         with self._lock:
+            seen = self._states.get((user_id, session_id)) or WorkingState(user_id, session_id)
+            if seen.folded_through != expected_folded_through or folded_through >= seen.next_seq:
+                return False  # (a forgotten session is not made again by a late fold)
+            if expected_summary is not None and seen.summary != expected_summary:
+                return False
             state = self._get(user_id, session_id)
-            if state.folded_through != expected_folded_through:
-                return False
-            if expected_summary is not None and state.summary != expected_summary:
-                return False
             state.messages = [m for m in state.messages if m.seq > folded_through]
             state.folded_through = folded_through
             state.summary, state.summary_tokens = summary, summary_tokens
@@ -104,6 +105,15 @@ class InMemoryStateStore:
     def clear(self, user_id: str, session_id: str) -> int:
         with self._lock:
             return 1 if self._states.pop((user_id, session_id), None) is not None else 0
+
+    def drop_messages(self, user_id: str, session_id: str, ids: Sequence[str]) -> int:
+        with self._lock:
+            state = self._states.get((user_id, session_id))
+            if state is None:
+                return 0
+            kept = [m for m in state.messages if m.id not in set(ids)]
+            dropped, state.messages = len(state.messages) - len(kept), kept
+            return dropped
 
     def sessions(self, user_id: str) -> list[str]:
         with self._lock:

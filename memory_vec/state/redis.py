@@ -42,7 +42,16 @@ from typing import Any
 
 from ..errors import DependencyMissingError, StateStoreError
 from ._letters import letter_from_json, letters_to_json
-from ._redis_scripts import APPEND, CLEAR, CLEAR_EXPIRED, COMMIT_FOLD, KEYWORD_CHANGES, MARK_UNFLUSHED, UNFLUSHED
+from ._redis_scripts import (
+    APPEND,
+    CLEAR,
+    CLEAR_EXPIRED,
+    COMMIT_FOLD,
+    DROP_MESSAGES,
+    KEYWORD_CHANGES,
+    MARK_UNFLUSHED,
+    UNFLUSHED,
+)
 from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, Marks, NewMessage, StateMessage, WorkingState
 
 __all__ = ["VECTOR_TTL_S", "RedisStateStore"]
@@ -95,6 +104,7 @@ class RedisStateStore:
         self._bytes_client: Any = None  # vectors are bytes; the main client decodes to str
         self._timeout = timeout
         self._append = self._client.register_script(APPEND)
+        self._drop = self._client.register_script(DROP_MESSAGES)
         self._fold = self._client.register_script(COMMIT_FOLD)
         self._clear = self._client.register_script(CLEAR)
         self._changes = self._client.register_script(KEYWORD_CHANGES)
@@ -223,6 +233,14 @@ class RedisStateStore:
     def clear(self, user_id: str, session_id: str) -> int:
         with self._errors("clear a session"):
             return int(self._clear(keys=self._keys(user_id, session_id), args=[session_id]))
+
+    def drop_messages(self, user_id: str, session_id: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        # A member is "<seq>:" + the JSON list [id, ...]: matched by its encoded id, atomically.
+        with self._errors("drop messages"):
+            return int(self._drop(keys=self._keys(user_id, session_id)[1:2],
+                                  args=[json.dumps(i, ensure_ascii=False) for i in dict.fromkeys(ids)]))
 
     def sessions(self, user_id: str) -> list[str]:
         with self._errors("list sessions"):

@@ -257,13 +257,12 @@ class SQLiteStateStore:
         expected_summary: str | None = None,
     ) -> bool:
         sql = ("UPDATE sessions SET summary=?, summary_tokens=?, folded_through=?, updated_at=? "
-               "WHERE user_id=? AND session_id=? AND folded_through=?")
+               "WHERE user_id=? AND session_id=? AND folded_through=? AND next_seq>?")
         params: tuple[object, ...] = (summary, summary_tokens, folded_through, time.time(), user_id, session_id,
-                                      expected_folded_through)
+                                      expected_folded_through, folded_through)
         if expected_summary is not None:
             sql, params = sql + " AND summary=?", (*params, expected_summary)
-        with self._tx() as conn:
-            self._ensure(conn, user_id, session_id)
+        with self._tx() as conn:  # no row made for a session that has none (a forgotten one stays gone)
             cur = conn.execute(sql, params)
             if cur.rowcount != 1:
                 return False
@@ -305,6 +304,11 @@ class SQLiteStateStore:
             conn.execute("DELETE FROM messages WHERE user_id=? AND session_id=?", (user_id, session_id))
             cur = conn.execute("DELETE FROM sessions WHERE user_id=? AND session_id=?", (user_id, session_id))
             return cur.rowcount
+
+    def drop_messages(self, user_id: str, session_id: str, ids: Sequence[str]) -> int:
+        with self._tx() as conn:
+            return sum(conn.execute("DELETE FROM messages WHERE user_id=? AND session_id=? AND id=?",
+                                    (user_id, session_id, i)).rowcount for i in dict.fromkeys(ids))
 
     def sessions(self, user_id: str) -> list[str]:
         rows = self._conn().execute(

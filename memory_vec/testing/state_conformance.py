@@ -30,7 +30,7 @@ Example::
 
 from __future__ import annotations
 
-from ..state.base import StateMessage, StateStore, WorkingState
+from ..state.base import NewMessage, StateMessage, StateStore, WorkingState
 from ._state_lease_contracts import LeaseContracts
 from ._state_log_contracts import DeadLetterContracts, KeywordLogContracts
 from ._state_support import HOSTILE_IDS, dead_letter, in_threads, new_message
@@ -74,6 +74,21 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContr
         state = store.load("u1", "s1")
         assert [m.seq for m in state.messages] == [41, 42, 43, 44] and state.next_seq == 45
 
+    def test_drop_messages_removes_only_those_of_that_session(self, store: StateStore) -> None:
+        odd = 'id, with "quotes" ,and: colons 日本'  # an imported id: matched whole, never by a part
+        store.append("u1", "s1", [new_message(1), new_message(2), new_message(3), new_message(4)])
+        store.append("u1", "s1", [NewMessage(odd, "user", "x", 1.0, 1, {})])
+        store.append("u1", "s2", [new_message(2)])
+        store.append("u2", "s1", [new_message(2)])
+        assert store.drop_messages("u1", "s1", ["m2", "m4", "m2", "absent", "m"]) == 2
+        assert store.drop_messages("u1", "s1", [odd]) == 1
+        assert store.drop_messages("u1", "nothing", ["m1"]) == 0 and store.drop_messages("u1", "s1", []) == 0
+        assert [m.id for m in store.load("u1", "s1").messages] == ["m1", "m3"]
+        assert [m.id for m in store.load("u1", "s2").messages] == ["m2"]
+        assert [m.id for m in store.load("u2", "s1").messages] == ["m2"]
+        assert store.append("u1", "s1", [new_message(5)]) == [6]  # seqs go on
+        assert store.sessions("u1") == ["s1", "s2"]
+
     def test_sessions_and_users_are_separate(self, store: StateStore) -> None:
         for user in HOSTILE_IDS:
             store.append(user, "s:1", [new_message(1, user)])
@@ -99,6 +114,15 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContr
         assert store.commit_fold("u1", "s1", expected_folded_through=3, folded_through=6,
                                  summary="all", summary_tokens=1)
         assert store.load("u1", "s1").messages == []
+
+    def test_a_fold_planned_before_a_clear_is_not_committed(self, store: StateStore) -> None:
+        store.append("u1", "s1", [new_message(i) for i in range(1, 9)])
+        store.clear("u1", "s1")  # forget() while a background fold summarised them
+        assert not store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=8,
+                                     summary="the forgotten turns", summary_tokens=3, expected_summary="")
+        state = store.load("u1", "s1")
+        assert (state.summary, state.folded_through, state.next_seq) == ("", 0, 1)
+        assert store.sessions("u1") == []  # nor is the forgotten session made again
 
     def test_concurrent_folds_only_one_wins(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(i) for i in range(1, 11)])
