@@ -55,7 +55,10 @@ def memory_value(record: MemoryRecord, *, now: float, policy: LifecyclePolicy) -
 
 def plan_lifecycle(records: Sequence[MemoryRecord], *, now: float, policy: LifecyclePolicy) -> LifecyclePlan:
     """Expiry, archiving and cap eviction for one user's records. Pinned
-    records are never archived or evicted (an explicit expire_at still holds)."""
+    records are never archived or evicted (an explicit expire_at still holds).
+    Superseded records are history: only a TTL or expire_at removes them;
+    they are neither archived nor counted against a cap (so a cap never
+    evicts a current memory to keep an old value's history)."""
     plan = LifecyclePlan()
     alive: list[MemoryRecord] = []
     for r in records:
@@ -66,7 +69,7 @@ def plan_lifecycle(records: Sequence[MemoryRecord], *, now: float, policy: Lifec
         elif ttl is not None and not r.pinned and now - r.timestamp > ttl * _DAY:
             plan.expire.append(r.id)
             plan.reasons[r.id] = f"older than the {r.kind} TTL of {ttl:g} days"
-        elif r.archived:
+        elif r.archived or r.valid_to is not None:
             continue
         else:
             alive.append(r)

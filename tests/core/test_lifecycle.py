@@ -51,6 +51,21 @@ def test_forgetting_archives_decayed_memories() -> None:
     assert plan.archive == ["stale"]
 
 
+def test_superseded_history_counts_against_no_cap_and_is_not_archived() -> None:
+    # Six current memories at a cap of six, plus six old values: nothing is over the cap.
+    current = [rec(f"c{i}", importance=0.5 + i / 100) for i in range(6)]
+    history = [rec(f"h{i}", valid_to=NOW - 1, superseded_by="c0", age_days=60) for i in range(6)]
+    assert plan_lifecycle([*current, *history], now=NOW, policy=LifecyclePolicy(max_per_user=6)).evict == []
+    per_session = plan_lifecycle([*current, *history], now=NOW, policy=LifecyclePolicy(max_per_session=6))
+    assert per_session.evict == []
+    over = plan_lifecycle([*current, *history], now=NOW, policy=LifecyclePolicy(max_per_user=5))
+    assert over.evict == ["c0"]  # one over: the lowest current one
+    decayed = plan_lifecycle(history, now=NOW, policy=LifecyclePolicy(half_life_days=7, forget_below=0.1))
+    assert decayed.archive == []  # history is left alone
+    ttl = plan_lifecycle(history, now=NOW, policy=LifecyclePolicy(ttl_days_by_kind={"message": 30}))
+    assert sorted(ttl.expire) == [f"h{i}" for i in range(6)]  # a TTL still removes it
+
+
 def test_consolidation_keeps_one_survivor_and_provenance() -> None:
     a = rec("a", text="I prefer window seats.", kind="fact", source_ids=["m1"], importance=0.6)
     b = rec("b", text="i prefer  WINDOW seats", kind="fact", source_ids=["m2"], importance=0.9)
