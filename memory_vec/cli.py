@@ -106,15 +106,18 @@ def _demo(args: argparse.Namespace) -> int:
 def _dead_letters(args: argparse.Namespace) -> int:
     cfg = _config(args)
     core = _core(cfg)
+    ids = args.ids
+    if args.user is not None and args.action in ("retry", "drop"):  # --user limits them as it limits list
+        ids = [d.record_id for d in core.dead_letters(user_id=args.user) if not ids or d.record_id in ids]
     if args.action == "retry":
-        outcome = core.retry_dead_letters(args.ids)
+        outcome = core.retry_dead_letters(ids)
         data: dict[str, Any] = {"stored": outcome.stored, "failed": outcome.failed}
         text = "\n".join([f"stored {len(outcome.stored)} record(s) again"]
                          + [f"  still refused {i}: {why}" for i, why in outcome.failed.items()])
         _emit(args, data, text)
         return EXIT_OK if not outcome.failed else EXIT_NOT_FOUND
     if args.action == "drop":
-        dropped = core.drop_dead_letters(args.ids)
+        dropped = core.drop_dead_letters(ids)
         _emit(args, {"dropped": dropped}, f"dropped {dropped} dead letter(s)")
         return EXIT_OK
     letters = [d for d in core.dead_letters(user_id=args.user) if not args.ids or d.record_id in args.ids]

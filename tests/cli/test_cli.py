@@ -276,6 +276,34 @@ def test_dead_letters_list_retry_drop(core: MemoryCore, config_file: Path,
     assert core.dead_letters() == []
 
 
+def test_dead_letters_user_limits_retry_and_drop(core: MemoryCore, config_file: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+    import time
+
+    from memory_vec.records import MemoryRecord
+    from memory_vec.state.base import DeadLetter
+
+    cfg = ["--config", str(config_file)]
+    letters = []
+    for user in ("alice", "bob"):
+        for i in range(2):
+            r = MemoryRecord(id=f"{user}{i}", text=f"{user} note {i}", role="user", user_id=user, session_id="s1",
+                             timestamp=time.time())
+            letters.append(DeadLetter(r.id, user, "s1", "BackendError: refused", time.time(),
+                                      dataclasses.asdict(r), [float(x) for x in core.embedder.embed_documents(
+                                          [r.text])[0]]))
+    core.store.state.add_dead_letters(letters)
+    code, data, _ = run(capsys, "dead-letters", "drop", *cfg, "--user", "alice", "--json")
+    assert code == 0 and data == {"dropped": 2}
+    assert sorted(d.record_id for d in core.dead_letters()) == ["bob0", "bob1"]
+    code, data, _ = run(capsys, "dead-letters", "retry", *cfg, "--user", "alice", "--id", "bob0", "--json")
+    assert code == 0 and data == {"stored": [], "failed": {}}  # bob's letter is not alice's to retry
+    code, data, _ = run(capsys, "dead-letters", "retry", *cfg, "--user", "bob", "--id", "bob0", "--json")
+    assert code == 0 and data == {"stored": ["bob0"], "failed": {}}
+    assert [d.record_id for d in core.dead_letters()] == ["bob1"]
+
+
 def test_backfill_dates(config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     older = MemoryCore(MemoryConfig.from_yaml(config_file).with_overrides(resolve_dates=False))
     may_8 = 1683547200.0  # 2023-05-08 12:00 UTC
@@ -290,3 +318,9 @@ def test_backfill_dates(config_file: Path, capsys: pytest.CaptureFixture[str]) -
     assert dated["I moved house yesterday"]["event_date"] == "2023-05-07"
     code, data, _ = run(capsys, "backfill-dates", *cfg, "--json")
     assert code == 0 and data["dated"] == 0
+
+
+def test_an_unusable_persist_dir_exits_2_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "forget", "--backend", "sqlite", "--persist-dir", "/proc/self/no-such-dir",
+                       "--user", "alice")
+    assert code == 2 and "ConfigError: persist_dir '/proc/self/no-such-dir'" in err and "Traceback" not in err
