@@ -314,6 +314,9 @@ _stores_lock = threading.Lock()
 def build_store(config: MemoryConfig, *, backend: Backend | None = None,
                 state: StateStore | None = None) -> Store:
     """A new store for ``config`` (not cached); given parts are used as they are."""
+    if (backend is None and config.url is None and config.backend != "memory") or (
+            state is None and resolve_state_kind(config) == "sqlite"):
+        _check_persist_dir(config.persist_dir)
     legacy = None
     if state is None and resolve_state_kind(config) == "sqlite":
         legacy = os.path.join(config.persist_dir, "state.sqlite3")
@@ -331,6 +334,17 @@ def build_store(config: MemoryConfig, *, backend: Backend | None = None,
         replica_docs=config.replica_docs,
         legacy_state_path=legacy,
     )
+
+
+def _check_persist_dir(path: str) -> None:
+    """A persist_dir that cannot be made or written is a ConfigError naming it,
+    not an OSError from deep inside a backend (a mistyped or read-only path)."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"persist_dir {path!r} cannot be created: {exc.strerror or exc}") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"persist_dir {path!r} is not writable by this process")
 
 
 def open_store(config: MemoryConfig) -> Store:

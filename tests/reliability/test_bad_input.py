@@ -126,3 +126,15 @@ def test_every_entry_point_rejects_bad_input_before_writing(kind, request, tmp_p
             failures.append(f"{name}: the store changed")
             before = snapshot(core)
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "chroma", "milvus"])
+def test_an_unusable_persist_dir_is_a_config_error_naming_it(backend: str, tmp_path: Any) -> None:
+    from memory_vec import ConfigError, MemoryConfig
+    from memory_vec.testing.fakes import DeterministicHashEmbedder
+
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    for path in ("/proc/self/no-such-dir", str(blocked / "store")):
+        with pytest.raises(ConfigError, match="persist_dir"):
+            MemoryCore(MemoryConfig(backend=backend, persist_dir=path), embedder=DeterministicHashEmbedder(8))
