@@ -66,9 +66,17 @@ class RankingPolicy:
     extra: dict[str, float] = field(default_factory=dict)
 
 
+# Punctuation that is part of a number ("1.5", "-18", "5,000", "3/4", "10:30") is kept
+# in the key as a letter of its own, so "1.5 mg" and "15 mg" never collapse.
+_NUMBER_MARK = re.compile(r"(?<=\d)[.,:/](?=\d)|(?<![\w.,])[-−](?=\d)")
+_MARK_LETTER = {".": "ǂ", ",": "ǁ", ":": "ǀ", "/": "ǃ", "-": "ʘ", "−": "ʘ"}
+
+
 def dedupe_key(text: str) -> str:
-    """Texts equal up to case, width, spacing and punctuation collapse."""
+    """Texts equal up to case, width, spacing and punctuation collapse
+    (punctuation inside a number counts)."""
     text = unicodedata.normalize("NFKC", text).casefold()
+    text = _NUMBER_MARK.sub(lambda m: _MARK_LETTER[m.group()], text)
     return re.sub(r"[\W_]+", "", text)
 
 

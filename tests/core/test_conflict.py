@@ -73,6 +73,30 @@ def test_exact_duplicate_fact_is_a_noop_but_message_is_kept(make_core) -> None: 
     assert core.backend.count(RecordFilter(kinds=("message",))) == 2
 
 
+@pytest.mark.parametrize(("before", "after", "new_value"), [
+    ("My warfarin dose is 1.5 mg daily.", "My warfarin dose is 15 mg daily.", "15 mg"),
+    ("The freezer must be set to -18 degrees.", "The freezer must be set to 18 degrees.", "to 18"),
+    ("我的体温是37.5度。", "我的体温是375度。", "375"),
+])
+def test_a_value_differing_only_in_a_numbers_punctuation_is_an_update(  # type: ignore[no-untyped-def]
+        make_core, before: str, after: str, new_value: str) -> None:
+    core = make_core()
+    first = core.add_message("user", before)
+    second = core.add_message("user", after)
+    assert second.event is not WriteEvent.SKIPPED_DUPLICATE and second.fact_ids
+    current = [f.text for f in core.backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))]
+    assert any(new_value in t for t in current) and first.fact_ids[0] not in second.fact_ids
+
+
+def test_decimals_do_not_split_a_fact() -> None:
+    from memory_vec.facts import split_sentences
+
+    assert split_sentences("My warfarin dose is 2.5 mg daily. The budget is 5000.50 euros.") == [
+        "My warfarin dose is 2.5 mg daily.", "The budget is 5000.50 euros."]
+    assert split_sentences("我的体温是37.5度。2019年搬家了") == ["我的体温是37.5度。", "2019年搬家了"]
+    assert split_sentences("Version 1.2.3 is out.Next!") == ["Version 1.2.3 is out.", "Next!"]
+
+
 def test_transient_instruction_is_skipped_as_low_value(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core()
     result = core.add_message("user", "Please convert this file to PDF now")
