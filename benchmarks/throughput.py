@@ -141,11 +141,13 @@ def raw_write(backend: str, core: MemoryCore, records: Sequence[MemoryRecord], v
     return time.perf_counter() - t0
 
 
-def add_by_session(core: MemoryCore, records: Sequence[MemoryRecord], batch: int) -> None:
-    """The records as messages, session by session, ``batch`` per ``add_messages`` call."""
+def add_by_session(core: MemoryCore, records: Sequence[MemoryRecord], batch: int, session_size: int = 0) -> None:
+    """The records as messages, session by session, ``batch`` per ``add_messages`` call.
+    ``session_size``: consecutive runs of that many messages are one session instead
+    of the dev sessions (~20 messages each), so calls of more messages can be measured."""
     by_session: dict[str, list[MemoryRecord]] = {}
-    for r in records:
-        by_session.setdefault(r.session_id, []).append(r)
+    for i, r in enumerate(records):
+        by_session.setdefault(f"long-{i // session_size}" if session_size else r.session_id, []).append(r)
     for session, rs in by_session.items():
         for i in range(0, len(rs), batch):
             core.add_messages([{"role": r.role, "content": r.text, "timestamp": r.timestamp}
@@ -153,7 +155,7 @@ def add_by_session(core: MemoryCore, records: Sequence[MemoryRecord], batch: int
 
 
 def bulk_once(mode: str, backend: str, records: Sequence[MemoryRecord], vectors: np.ndarray,
-              embedder: DictEmbedder, batch: int, add_rows: int) -> dict[str, Any]:
+              embedder: DictEmbedder, batch: int, add_rows: int, session_size: int = 0) -> dict[str, Any]:
     persist = tempfile.mkdtemp(prefix=f"throughput-{backend}-{mode}-")
     try:
         core = core_on(backend, persist, embedder)
@@ -168,7 +170,7 @@ def bulk_once(mode: str, backend: str, records: Sequence[MemoryRecord], vectors:
         else:
             records = records[:add_rows]
             t0 = time.perf_counter()
-            add_by_session(core, records, batch)
+            add_by_session(core, records, batch, session_size)
             core.flush()  # a turn's rows may still be in the background writer's queue: timed until stored
             core.backend.count()
             seconds = time.perf_counter() - t0 - embedder.model_s
@@ -186,7 +188,8 @@ def bulk(args: argparse.Namespace, records: list[MemoryRecord], embedder: DictEm
     prime_dir = tempfile.mkdtemp(prefix="throughput-prime-")
     core = core_on("memory", prime_dir, embedder)
     vectors = core._engine.record_vectors(records)
-    add_by_session(core, records[: args.add_rows], args.batch)  # primes the cache with what add_messages embeds
+    # primes the cache with what add_messages embeds
+    add_by_session(core, records[: args.add_rows], args.batch, args.session_size)
     core.close()
     release_stores()
     shutil.rmtree(prime_dir, ignore_errors=True)
@@ -196,7 +199,8 @@ def bulk(args: argparse.Namespace, records: list[MemoryRecord], embedder: DictEm
         for backend in args.bulk_backends:
             order = modes[rep % 3:] + modes[: rep % 3]
             for mode in order:
-                row = bulk_once(mode, backend, records, vectors, embedder, args.batch, args.add_rows)
+                row = bulk_once(mode, backend, records, vectors, embedder, args.batch, args.add_rows,
+                                args.session_size)
                 row["rep"] = rep
                 out.append(row)
                 print(f"  bulk rep {rep} {backend:12s} {mode:13s} {row['rows_per_s']:8.0f} rows/s "
@@ -337,6 +341,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=5000)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--batch", type=int, default=64, help="messages per add_messages call in the bulk run")
+    p.add_argument("--session-size", type=int, default=0,
+                   help="bulk add_messages: sessions of this many consecutive messages (0: the dev sessions)")
     p.add_argument("--add-rows", type=int, default=1000,
                    help="the first N rows go through add_messages (it is slow on Milvus Lite; rows/s compare)")
     p.add_argument("--bulk-backends", nargs="*", default=list(BULK_BACKENDS), choices=BULK_BACKENDS)
