@@ -153,11 +153,27 @@ class VectorSummaryMiddleware(AgentMiddleware):
                 system = SystemMessage(content=[*system.content, {"type": "text", "text": block}])
         messages: list[AnyMessage] = list(request.messages)
         if ctx.summary or ctx.recent:
-            # The core holds this thread's earlier turns: send its budgeted
-            # view of them instead of the thread's full history.
-            recent: list[AnyMessage] = [to_langchain(m) for m in ctx.history_messages()]
-            messages = recent + messages[start:]
+            current = messages[start:]
+            messages = VectorSummaryMiddleware._earlier_turns(messages[:start], current, ctx) + current
         return request.override(system_message=system, messages=messages)
+
+    @staticmethod
+    def _earlier_turns(earlier: list[AnyMessage], current: list[AnyMessage], ctx: MemoryContext
+                       ) -> list[AnyMessage]:
+        """The core's budgeted view of the thread's earlier turns, plus what the thread
+        has that the core cannot give: turns after the newest one the core stored
+        (a direct tool result, a failed model call) and, while the core has folded
+        nothing, turns older than its oldest (a thread that predates the middleware).
+        The current turn is the thread's own (a re-run sends it once)."""
+        now = {m.id for m in current if m.id is not None}
+        view = [m for m in ctx.history_messages() if m.metadata.get("lc_id") not in now]
+        held = {m.metadata.get("lc_id") for m in view} - {None}
+        at = [i for i, m in enumerate(earlier) if m.id is not None and m.id in held]
+        core_view: list[AnyMessage] = [to_langchain(m) for m in view]
+        if not at:  # the thread names none of them (ids not kept): the core's view as it is
+            return core_view
+        older = earlier[:at[0]] if not ctx.summary else []
+        return [*older, *core_view, *earlier[at[-1] + 1:]]
 
     def wrap_model_call(
         self,
@@ -194,8 +210,11 @@ class VectorSummaryMiddleware(AgentMiddleware):
         if not users:
             return None
         stored = self.core.working_state(user_id=scope[0], session_id=scope[1]).messages
-        if final.id and stored and stored[-1].metadata.get("lc_id") == final.id:
+        stored_ids = {m.metadata.get("lc_id") for m in stored} - {None}
+        if final.id and final.id in stored_ids:
             return None  # this turn is already stored (a re-run of a finished thread)
+        # A re-run with no new message answers the stored question again: only the answer is new.
+        users = [m for m in users if not (m.id and m.id in stored_ids)]
         limits = self.core.config.max_content_bytes, self.core.config.max_metadata_bytes
         return [i for i in (to_core(m, *limits) for m in [*users, final]) if i.content.strip()] or None
 
