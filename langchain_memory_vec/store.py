@@ -336,14 +336,24 @@ class VectorSummaryStore(BaseStore):
                 self.backend.delete(ids=deletes)
 
     def _refresh(self, items: list[StoredItem], *, skip: set[str]) -> None:
-        """Push the TTL deadline of items that were read (re-read first: never revert a newer write)."""
-        ids = list(dict.fromkeys(i.record.id for i in items if i.ttl is not None and i.record.id not in skip))
+        """Push the TTL deadline of items that were read (re-read first: never revert a newer write).
+
+        A backend rewrites the whole record, so a refresh racing another
+        process's put of the same item could put the old value back. An item
+        whose deadline is within 5 % of its TTL (at least a second) of a full
+        TTL was put or refreshed just now and is left as it is: a hot item is
+        rewritten once per 5 % of its TTL, not on every read, and a read right
+        after another worker's put does not write at all."""
+        now = self._now()
+        ids = list(dict.fromkeys(i.record.id for i in items if i.ttl is not None and i.record.id not in skip
+                                 and _due_for_refresh(i, now)))
         if not ids:
             return
         with self._write_lock:
             now = self._now()
             fresh = [i for i in map(StoredItem.decode, self.backend.get(ids)) if i is not None and i.ttl is not None]
-            updated = [i.record.copy(expire_at=now + (i.ttl or 0.0) * 60.0) for i in fresh if not i.expired(now)]
+            updated = [i.record.copy(expire_at=now + (i.ttl or 0.0) * 60.0) for i in fresh
+                       if not i.expired(now) and _due_for_refresh(i, now)]
             if updated:
                 self.backend.update(updated)
 
@@ -353,6 +363,10 @@ class VectorSummaryStore(BaseStore):
         with self._write_lock:
             now = self._now()
             doomed = [r.id for r in self.backend.scan(_ALL) if r.expire_at is not None and r.expire_at <= now]
+            if not doomed:
+                return 0
+            # Another worker may have put some of them again since the scan: read them once more.
+            doomed = [r.id for r in self.backend.get(doomed) if r.expire_at is not None and r.expire_at <= now]
             return self.backend.delete(ids=doomed) if doomed else 0
 
     async def asweep_ttl(self) -> int:
@@ -402,6 +416,12 @@ class VectorSummaryStore(BaseStore):
         with self._clock_lock:
             self._last = max(float(self._clock()), self._last + 1e-6)
             return self._last
+
+
+def _due_for_refresh(item: StoredItem, now: float) -> bool:
+    """Whether a read should push the item's deadline (see ``VectorSummaryStore._refresh``)."""
+    ttl_s = (item.ttl or 0.0) * 60.0
+    return item.record.expire_at is None or item.record.expire_at < now + ttl_s - max(1.0, 0.05 * ttl_s)
 
 
 async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:

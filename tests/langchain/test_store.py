@@ -306,6 +306,45 @@ def test_ttl_hides_expired_items_refreshes_on_read_and_sweeps(make_store: StoreF
     assert store.sweep_ttl() == 3 and store.backend.count() == 1
 
 
+def test_a_read_right_after_a_put_writes_nothing_so_it_cannot_revert_another_workers_put(
+        make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two stores over one collection stand for two worker processes: a refresh rewrites the
+    # whole record, so a refresh made from a read older than the other's put would revert it.
+    clock = FakeClock()
+    store = make_store(clock=clock)
+    updates: list[list[str]] = []
+    real_update = store.backend.update
+    monkeypatch.setattr(store.backend, "update", lambda rs: (updates.append([r.id for r in rs]), real_update(rs)))
+    store.put(ALICE, "counter", {"i": 1}, ttl=60.0)
+    clock.advance(2)
+    assert store.get(ALICE, "counter") is not None and store.search(ALICE, query="counter")
+    assert updates == []  # within 5 % of the TTL (3 minutes) of its put: no rewrite
+    clock.advance(200)
+    stale = store.get(ALICE, "counter", refresh_ttl=False)
+    assert stale is not None and store.get(ALICE, "counter") is not None and len(updates) == 1
+    clock.advance(30 * 60)  # refreshed 200 s in: 60 minutes from then
+    assert store.get(ALICE, "counter", refresh_ttl=False) is not None
+
+
+def test_a_sweep_spares_an_item_put_again_after_its_scan(make_store: StoreFactory,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    store = make_store(clock=clock)
+    store.put(ALICE, "session", {"token": "OLD"}, ttl=1.0)
+    clock.advance(61)
+    real_scan = store.backend.scan
+
+    def scan_then_another_worker_puts(*args: Any, **kwargs: Any) -> Any:
+        found = real_scan(*args, **kwargs)
+        store.put(ALICE, "session", {"token": "NEW"}, ttl=1.0)  # between the sweep's scan and its delete
+        return found
+
+    monkeypatch.setattr(store.backend, "scan", scan_then_another_worker_puts)
+    assert store.sweep_ttl() == 0
+    monkeypatch.setattr(store.backend, "scan", real_scan)
+    assert store.get(ALICE, "session").value == {"token": "NEW"}  # type: ignore[union-attr]
+
+
 def test_default_ttl_from_ttl_config_and_replace_resets_it(make_store: StoreFactory) -> None:
     clock = FakeClock()
     store = make_store(clock=clock, ttl={"default_ttl": 1.0, "refresh_on_read": False})
