@@ -261,7 +261,7 @@ def build_record(
                                    f"this backend allows {limits.max_metadata_bytes}")
     record = MemoryRecord(
         id=record_id(namespace, key), text=text, role="user", user_id=user_id,
-        session_id=_session_of(namespace, limits), timestamp=now, kind="fact", metadata=metadata,
+        session_id=_session_of(namespace, limits), timestamp=now, kind="item", metadata=metadata,
         expire_at=now + float(ttl) * 60.0 if ttl is not None else None,
     )
     return record, embed_text

@@ -352,7 +352,7 @@ class VectorSummaryStore(BaseStore):
         with self._write_lock:
             now = self._now()
             fresh = [i for i in map(StoredItem.decode, self.backend.get(ids)) if i is not None and i.ttl is not None]
-            updated = [i.record.copy(expire_at=now + (i.ttl or 0.0) * 60.0) for i in fresh
+            updated = [i.record.copy(expire_at=now + (i.ttl or 0.0) * 60.0, kind="item") for i in fresh
                        if not i.expired(now) and _due_for_refresh(i, now)]
             if updated:
                 self.backend.update(updated)

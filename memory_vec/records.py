@@ -19,6 +19,7 @@ from .trace import TurnTrace
 
 __all__ = [
     "KINDS",
+    "MEMORY_KINDS",
     "ROLES",
     "VISIBILITIES",
     "ChatMessage",
@@ -34,7 +35,9 @@ __all__ = [
 ]
 
 ROLES = ("user", "assistant", "system", "tool")
-KINDS = ("message", "fact", "summary")
+# item: a framework store's record (the LangGraph store); the core never recalls or maintains it.
+KINDS = ("message", "fact", "summary", "item")
+MEMORY_KINDS = ("message", "fact", "summary")
 # private: only the owner sees it; agent: every user of the same agent_id;
 # global: every user. Shared records are only ever written explicitly.
 VISIBILITIES = ("private", "agent", "global")

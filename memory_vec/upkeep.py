@@ -14,6 +14,7 @@ from . import _validate as v
 from .backends.base import RecordFilter
 from .engine import Engine
 from .lifecycle import LifecyclePolicy, plan_consolidation, plan_lifecycle
+from .records import MEMORY_KINDS
 from .scope import Scope
 
 __all__ = ["MaintenanceReport", "Upkeep"]
@@ -86,7 +87,7 @@ class Upkeep:
         trace = self.e.start_trace("maintain", Scope(user, self.e.config.session_id))
         report = MaintenanceReport(user, reinforced=self.flush_reinforcement())
         self.e.writer.flush()
-        where = RecordFilter(user_id=user, include_superseded=True, include_archived=True)
+        where = RecordFilter(user_id=user, kinds=MEMORY_KINDS, include_superseded=True, include_archived=True)
         records = [r for r in self.e.backend.scan(where) if r.user_id == user]
         current = [r for r in records if r.valid_to is None]
         policy = self._lifecycle_policy()

@@ -583,3 +583,25 @@ def test_a_lone_surrogate_in_a_key_or_namespace_is_a_named_error(make_store: Sto
         with pytest.raises(InvalidInputError, match="valid Unicode"):
             store.put(namespace, key, {"text": "x"})
         assert store.get(namespace, key) is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "chroma"])
+def test_a_core_on_the_stores_collection_neither_recalls_nor_maintains_its_items(
+        backend: str, tmp_path: Path, hash_embedder: DeterministicHashEmbedder) -> None:
+    # The README gives the store a collection of its own; forgetting to must not leak an item
+    # (index=False ones included) into a conversation's prompt, nor let maintain() evict it.
+    from memory_vec import MemoryCore
+
+    config = MemoryConfig(backend=backend, persist_dir=str(tmp_path), user_id="alice", score_threshold=0.0,
+                          max_memories_per_user=1)
+    store = VectorSummaryStore(config, embedder=hash_embedder)
+    store.put(("secrets", "alice"), "otp", {"note": "one time password for the bank is 4711"}, index=False)
+    store.put(("secrets", "alice"), "pin", {"note": "the bank card pin is 0000"})
+    core = MemoryCore(config, embedder=hash_embedder)
+    core.add_message("user", "What is the one time password for the bank card?")
+    assert not any("4711" in m.text or "0000" in m.text for m in core.recall("one time password bank card pin"))
+    assert "4711" not in core.build_context("one time password for the bank").render()
+    assert core.maintain().evicted == []
+    assert store.get(("secrets", "alice"), "otp") is not None and store.get(("secrets", "alice"), "pin") is not None
+    core.close()
+    store.close()
