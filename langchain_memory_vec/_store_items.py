@@ -139,21 +139,28 @@ class StoredItem:
 
     @classmethod
     def decode(cls, record: MemoryRecord) -> StoredItem | None:
-        """The item of a record this store wrote; ``None`` for any other record."""
+        """The item of a record this store wrote; ``None`` for any other record
+        (one that merely carries the marker, say a core's ``remember(metadata=...)``,
+        is not an item and must not break a user's searches)."""
         meta = record.metadata
         if meta.get(MARKER) != _FORMAT:
             return None
-        fields = meta.get("lg_fields")
-        ttl = meta.get("lg_ttl")
-        return cls(
-            record=record,
-            namespace=tuple(json.loads(meta["lg_ns"])),
-            key=str(meta["lg_key"]),
-            value=json.loads(record.text),
-            created=float(meta["lg_created"]),
-            ttl=float(ttl) if ttl is not None else None,
-            fields=tuple(json.loads(fields)) if fields else None,
-        )
+        try:
+            fields, ttl = meta.get("lg_fields"), meta.get("lg_ttl")
+            namespace, value = json.loads(meta["lg_ns"]), json.loads(record.text)
+            if not isinstance(value, dict) or not isinstance(namespace, list):
+                return None
+            return cls(
+                record=record,
+                namespace=tuple(str(label) for label in namespace),
+                key=str(meta["lg_key"]),
+                value=value,
+                created=float(meta["lg_created"]),
+                ttl=float(ttl) if ttl is not None else None,
+                fields=tuple(json.loads(fields)) if fields else None,
+            )
+        except (KeyError, TypeError, ValueError):  # json.JSONDecodeError is a ValueError
+            return None
 
     def expired(self, now: float) -> bool:
         return self.record.expire_at is not None and self.record.expire_at <= now
@@ -201,10 +208,14 @@ def _check_json(value: Any, path: str, depth: int = 0) -> None:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise InvalidMetadataError(f"{path}: key {k!r} is a {type(k).__name__}; JSON keys must be strings")
+            if has_lone_surrogate(k):
+                raise InvalidMetadataError(f"{path}: a key is not valid Unicode (a lone surrogate)")
             _check_json(v, f"{path}.{k}", depth + 1)
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             _check_json(v, f"{path}[{i}]", depth + 1)
+    elif isinstance(value, str) and has_lone_surrogate(value):
+        raise InvalidMetadataError(f"{path}: the text is not valid Unicode (a lone surrogate)")
     elif isinstance(value, float) and not math.isfinite(value):
         raise InvalidMetadataError(f"{path}: {value!r} is not valid JSON")
     elif value is not None and not isinstance(value, str | int | float | bool):
@@ -288,16 +299,25 @@ def check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
 
 
 # --- InMemoryStore's filter and namespace semantics ------------------------------------------------
-def check_filter(filter: Mapping[str, Any] | None) -> None:
-    """Reject unknown ``$`` operators before anything runs (``InMemoryStore`` raises ``ValueError`` too)."""
-    for value in (filter or {}).values():
+def check_filter(filter: Mapping[str, Any] | None, depth: int = 0) -> None:
+    """Reject unknown ``$`` operators before anything runs (``InMemoryStore`` raises ``ValueError`` too),
+    a condition mixing operators with other keys, and nesting past the values' own depth bound."""
+    if depth > _MAX_DEPTH:
+        raise InvalidInputError(f"filter: nested deeper than {_MAX_DEPTH} levels")
+    if filter is not None and not isinstance(filter, Mapping):
+        raise InvalidInputError(f"filter: expected a dict, got {type(filter).__name__}")
+    for field_name, value in (filter or {}).items():
         if isinstance(value, Mapping):
-            for op in value:
-                if op.startswith("$") and op not in _OPERATORS:
+            keys = [str(k) for k in value]
+            operators = [k for k in keys if k.startswith("$")]
+            for op in operators:
+                if op not in _OPERATORS:
                     raise InvalidInputError(f"filter: unsupported operator {op!r}; supported: {', '.join(_OPERATORS)}")
-            if any(op.startswith("$") for op in value):
-                continue
-            check_filter(value)
+            if operators and len(operators) != len(keys):
+                raise InvalidInputError(f"filter: the condition on {field_name!r} mixes operators {operators} with "
+                                        f"other keys {[k for k in keys if not k.startswith('$')]}")
+            if not operators:
+                check_filter(value, depth + 1)
 
 
 def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:

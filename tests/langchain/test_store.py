@@ -605,3 +605,29 @@ def test_a_core_on_the_stores_collection_neither_recalls_nor_maintains_its_items
     assert store.get(("secrets", "alice"), "otp") is not None and store.get(("secrets", "alice"), "pin") is not None
     core.close()
     store.close()
+
+
+def test_malformed_filters_stray_marker_records_and_bad_unicode_get_named_errors(
+        make_store: StoreFactory) -> None:
+    from memory_vec.errors import InvalidMetadataError
+    from memory_vec.records import MemoryRecord
+
+    store = make_store()
+    store.put(ALICE, "diet", {"text": "vegetarian", "n": 3})
+    for bad in ({"n": {"$gt": 1, "x": 2}}, {"missing": {"$eq": None, "oops": 2}}):
+        with pytest.raises(InvalidInputError, match="mixes operators"):
+            store.search(ALICE, filter=bad)
+    deep: dict[str, Any] = {"v": 1}
+    for _ in range(3000):
+        deep = {"a": deep}
+    with pytest.raises(InvalidInputError, match="nested deeper"):
+        store.search(ALICE, filter=deep)
+    # A record that carries the marker but is no item (a core's remember(metadata=...)) is skipped.
+    stray = MemoryRecord(id="stray", text="not json", role="user", user_id="alice", session_id="x",
+                         timestamp=time.time(), metadata={"lg_store": 1})
+    store.backend.upsert([stray], np.ones((1, store.embedder.dimension), dtype=np.float32))
+    assert [h.key for h in store.search(ALICE)] == ["diet"] and store.list_namespaces(prefix=ALICE) == [ALICE]
+    # A lone surrogate in a value is refused by name before anything of the batch is written.
+    with pytest.raises(InvalidMetadataError, match=r"'bad' value\.t: the text is not valid Unicode"):
+        store.batch([PutOp(ALICE, "good", {"t": "fine"}), PutOp(ALICE, "bad", {"t": "x\ud800y"})])
+    assert store.get(ALICE, "good") is None
