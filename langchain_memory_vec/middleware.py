@@ -7,6 +7,8 @@ This is the path forward: ``BaseChatMemory`` (and so
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -204,8 +206,13 @@ class VectorSummaryMiddleware(AgentMiddleware):
         if start is None or not messages:
             return None
         final = messages[-1]
+        structured = state.get("structured_response")
+        if structured is not None and not (isinstance(final, AIMessage) and final.text.strip()):
+            # response_format=...: the structured response is the turn's answer (kept by the id of
+            # the message that ended the turn, so a re-run does not store it twice)
+            final = AIMessage(content=_as_text(structured), id=final.id)
         if not isinstance(final, AIMessage) or final.tool_calls or not final.text.strip():
-            return None  # no final answer (interrupted, or structured output only)
+            return None  # no final answer (interrupted)
         users = self._turn_users(messages, start)
         if not users:
             return None
@@ -234,3 +241,13 @@ class VectorSummaryMiddleware(AgentMiddleware):
         if turn:
             await self.core.aadd_messages(turn, user_id=user, session_id=session)
         return None
+
+
+def _as_text(structured: Any) -> str:
+    """A structured response as the JSON text memory-vec stores for it."""
+    dump = getattr(structured, "model_dump_json", None)
+    if callable(dump):
+        return str(dump())
+    if dataclasses.is_dataclass(structured) and not isinstance(structured, type):
+        structured = dataclasses.asdict(structured)
+    return json.dumps(structured, ensure_ascii=False, default=str)

@@ -112,3 +112,31 @@ def test_a_rerun_without_a_new_message_sends_and_stores_the_turn_once(core_facto
     assert seen.count("Thanks.") == 1 and seen.count("Hello.") == 1
     stored = [m.content for m in core.working_state(user_id="alice", session_id="t1").messages]
     assert stored.count("Thanks.") == 1
+
+
+def test_a_structured_response_is_stored_as_the_turns_answer(core_factory: Any) -> None:
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    class Contact(BaseModel):
+        name: str
+        phone: str
+
+    def extract(messages: list[BaseMessage]) -> AIMessage:
+        phone = "555-0101" if "555" in messages[-1].text else "unknown"
+        return AIMessage(content="", tool_calls=[{"name": "Contact", "args": {"name": "Bob", "phone": phone},
+                                                   "id": f"s{len(messages)}", "type": "tool_call"}])
+
+    core = core_factory()
+    model = ScriptedChatModel(respond=extract)
+    agent = create_agent(model, tools=[], response_format=ToolStrategy(Contact),
+                         middleware=[VectorSummaryMiddleware(core=core)], checkpointer=InMemorySaver())
+    ask(agent, "Extract the contact: Bob, phone 555-0101.")
+    ask(agent, "What was Bob's phone number?")
+    ask(agent, None)  # a re-run stores nothing twice
+    stored = [(m.role, m.content) for m in core.working_state(user_id="alice", session_id="t1").messages]
+    assert stored[:3] == [("user", "Extract the contact: Bob, phone 555-0101."),
+                          ("assistant", '{"name":"Bob","phone":"555-0101"}'),
+                          ("user", "What was Bob's phone number?")]
+    assert [role for role, _ in stored].count("user") == 2
+    assert '{"name":"Bob","phone":"555-0101"}' in texts(model.calls[1])
