@@ -230,7 +230,7 @@ def _import(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"import: no such file {args.file!r}") from exc
     except (OSError, ValueError) as exc:
         raise InvalidInputError(f"import: {args.file!r} is not a readable JSON export: {exc}") from exc
-    count = _core(_config(args)).import_memories(data)
+    count = _core(_config(args)).import_memories(data, allow_shared=args.allow_shared)
     user = data.get("user_id")
     _emit(args, {"user_id": user, "imported": count, "file": args.file},
           f"imported {count} records of {user!r} from {args.file}")
@@ -333,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_export)
     p = sub.add_parser("import", parents=[store], help="restore a JSON export")
     p.add_argument("file")
+    p.add_argument("--allow-shared", action="store_true",
+                   help="also restore records shared with other users (global / agent visibility)")
     p.set_defaults(func=_import)
     p = sub.add_parser("reembed", parents=[store], help="rebuild every vector with another embedding model")
     p.add_argument("--model", required=True)

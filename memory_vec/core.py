@@ -298,10 +298,10 @@ class MemoryCore:
         history, working state of every session)."""
         return self._transfer.export_memories(self._engine.scope(user_id).user_id)
 
-    def import_memories(self, data: dict[str, Any]) -> int:
-        """Restore an export exactly (same ids, texts, times, validity, working
-        state). All or nothing: a bad record refuses the whole import."""
-        return self._transfer.import_memories(data)
+    def import_memories(self, data: dict[str, Any], *, allow_shared: bool = False) -> int:
+        """Restore an export exactly (ids, texts, times, validity, working state), all or
+        nothing; a shared record (global / agent visibility) only with ``allow_shared``."""
+        return self._transfer.import_memories(data, allow_shared=allow_shared)
 
     def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
         """Forget this session: its working state and all its stored records.
@@ -419,8 +419,8 @@ class MemoryCore:
     async def aexport_memories(self, **kwargs: Any) -> dict[str, Any]:
         return await run_in_thread(self.export_memories, **kwargs)
 
-    async def aimport_memories(self, data: dict[str, Any]) -> int:
-        return await run_in_thread(self.import_memories, data)
+    async def aimport_memories(self, data: dict[str, Any], *, allow_shared: bool = False) -> int:
+        return await run_in_thread(self.import_memories, data, allow_shared=allow_shared)
 
     async def aclear(self, **kwargs: Any) -> int:
         return await run_in_thread(self.clear, **kwargs)

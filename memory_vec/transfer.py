@@ -45,9 +45,11 @@ class Transfer:
             "sessions": {s: _state_to_dict(st) for s, st in sessions.items()},
         }
 
-    def import_memories(self, data: Any) -> int:
+    def import_memories(self, data: Any, *, allow_shared: bool = False) -> int:
         """All or nothing: every record and session is checked (format, the
-        validation hook, ownership of existing ids) before anything is written."""
+        validation hook, ownership of existing ids) before anything is written.
+        A shared record (visibility ``global`` or ``agent``) reaches other users:
+        only with ``allow_shared`` (an operator's restore), never from a user's file."""
         e = self.e
         if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
             raise InvalidInputError(f"not a memory-vec export (expected format {EXPORT_FORMAT!r})")
@@ -63,6 +65,12 @@ class Transfer:
                 record = _record_from_dict(item)
                 if record.user_id != user:
                     raise InvalidInputError(f"belongs to {record.user_id!r}, not {user!r}")
+                if record.visibility != "private" and not allow_shared:
+                    raise InvalidInputError(f"visibility {record.visibility!r} reaches other users; an operator's "
+                                            "restore passes allow_shared=True (CLI: --allow-shared)")
+                if isinstance(record.text, str) and len(record.text.encode("utf-8", "surrogatepass")) \
+                        > e.config.max_content_bytes:
+                    raise InvalidInputError(f"text over max_content_bytes ({e.config.max_content_bytes})")
                 e.store.validate([record])
                 records.append(record)
             except (MemoryVecError, TypeError, ValueError) as exc:
@@ -93,6 +101,12 @@ class Transfer:
                       for s, d in raw_sessions.items()]
         except (MemoryVecError, KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"import refused, nothing written: malformed session: {exc}") from exc
+        # An older export into a session that went on: its seqs go on past every stored message.
+        for state in states:
+            seqs = [r.seq for r in records if r.kind == "message" and r.session_id == state.session_id]
+            floor = max(e.first_seq(Scope(user, state.session_id), WorkingState(user, state.session_id)),
+                        max(seqs, default=0) + 1)
+            state.next_seq = max(state.next_seq, floor)
         if records:
             vectors = e.record_vectors(records)
             for i in range(0, len(records), BULK_BATCH):
@@ -211,8 +225,9 @@ def _state_from_dict(user: str, session: str, d: Any, *, max_content_bytes: int,
 
 
 def _count(value: Any, name: str, *, low: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidInputError(f"{name} must be an integer of at least {low}, got {value!r}")
+    # Bounded like a record's seq: a state store refuses more (after the records were written).
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= v.INT_MAX:
+        raise InvalidInputError(f"{name} must be an integer from {low} to {v.INT_MAX}, got {value!r}")
     return value
 
 
