@@ -168,7 +168,13 @@ def backfill_dates(core: MemoryCore, *, user_id: str | None = None, dry_run: boo
             changed.append(record.copy(metadata={**record.metadata, "event_date": span.iso()}))
     if changed and not dry_run:
         for start in range(0, len(changed), 256):
-            core.writer.update(changed[start:start + 256])
+            # Merged into each row as it is stored now, not into the scanned copy: a
+            # supersede or update made since the scan would be written over otherwise.
+            dates = {r.id: r.metadata["event_date"] for r in changed[start:start + 256]}
+            current = [r.copy(metadata={**r.metadata, "event_date": dates[r.id]})
+                       for r in core.writer.get(list(dates)) if "event_date" not in r.metadata]
+            if current:
+                core.writer.update(current)
         core.flush()
     return BackfillResult(checked=len(records), dated=len(changed), dry_run=dry_run)
 

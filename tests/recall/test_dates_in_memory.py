@@ -190,6 +190,38 @@ def test_backfill_dates_an_older_store_once(tmp_path: Path) -> None:
     reopened.close()
 
 
+def test_backfill_never_writes_over_a_supersede_made_since_its_scan(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_vec.dates
+
+    def open_core(**overrides: object) -> MemoryCore:
+        settings: dict[str, object] = {"session_id": "s1", **overrides}
+        cfg = MemoryConfig(backend="sqlite", persist_dir=str(tmp_path), user_id="u1", score_threshold=0.0,
+                           **settings)  # type: ignore[arg-type]
+        return MemoryCore(cfg, embedder=DeterministicHashEmbedder())
+
+    old = open_core(resolve_dates=False)
+    msg = old.add_message("user", "Since yesterday my budget is 5000.", timestamp=ts(2023, 5, 7))
+    old.close()
+    admin, worker = open_core(), open_core(session_id="s9")
+    real = memory_vec.dates.event_span
+
+    def span_while_a_worker_updates(text: str, written: object) -> object:
+        if msg.id and worker.get(msg.id).valid_to is None:
+            worker.update(msg.id, "My budget is 8000 now.")  # between backfill's scan and its write
+            worker.flush()
+        return real(text, written)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory_vec.dates, "event_span", span_while_a_worker_updates)
+    assert backfill_dates(admin, user_id="u1").dated == 1
+    monkeypatch.setattr(memory_vec.dates, "event_span", real)
+    row = admin.backend.get([msg.id])[0]
+    assert row.valid_to is not None and row.superseded_by  # still superseded
+    assert row.metadata["event_date"] == "2023-05-06"  # and dated
+    admin.close()
+    worker.close()
+
+
 def test_chinese_that_day_and_around_questions(make_core) -> None:  # type: ignore[no-untyped-def]
     """"我搬家那天…" asks about the move's own day, "搬家前后…" about the days either side."""
     plain = make_core(neighbor_window=0, date_window_boost=0.0)
