@@ -15,17 +15,23 @@ the new embedder and policy (and refuses the old ones).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
+import json
+import os
 import zoneinfo
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .backends.base import RecordFilter
 from .embed_text import EmbedTextPolicy
 from .errors import BackendError, EmbeddingModelMismatchError, InvalidInputError
+from .records import MemoryRecord
+from .store import StoreKey
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
@@ -62,8 +68,11 @@ def reembed(
 
     All new vectors are computed before anything is deleted, so a failing
     embedder leaves the collection untouched. The rewrite itself (reset,
-    then batched upserts) is not atomic: stop writers first, and keep a
-    backup of an embedded store if a crash mid-rewrite would hurt.
+    then batched upserts) is not atomic, so the records and their new
+    vectors are written to a journal under ``persist_dir`` first: if the
+    rewrite fails part-way, running ``reembed`` again (same model) finishes
+    it from the journal, whatever the collection still holds. Stop writers
+    first: readers see a partly rewritten collection meanwhile.
 
     Example:
         >>> from memory_vec.maintenance import reembed                 # doctest: +SKIP
@@ -102,7 +111,10 @@ def reembed(
         config = core.config
     backend = store.backend
     reset = getattr(backend, "reset", None)
-    if reset is None:
+    engine: Any = backend
+    while getattr(engine, "inner", None) is not None:  # the wrappers forward reset; the engine must have one
+        engine = engine.inner
+    if reset is None or not callable(getattr(engine, "reset", None)):
         raise BackendError(
             f"reembed: the {backend.name!r} backend has no reset(dimension=, model_id=) method, "
             "which reembed needs to re-create the collection for the new model"
@@ -114,17 +126,58 @@ def reembed(
     with contextlib.suppress(EmbeddingModelMismatchError):
         backend.open(dimension=dimension, model_id=space)
 
-    records = backend.scan(_EVERYTHING)
-    # The same policy as every other write path (contextual vectors).
-    plan = policy.plan_records(records)
-    vectors = plan.vectors(_embed_all(new_embedder, plan.texts, batch_size, progress))
+    journal = _Journal(config)
+    resumed = journal.load(space)
+    if resumed is not None:  # a rewrite that failed part-way: finish it, the collection may be half empty
+        records, vectors = resumed
+    else:
+        records = backend.scan(_EVERYTHING)
+        # The same policy as every other write path (contextual vectors).
+        plan = policy.plan_records(records)
+        vectors = plan.vectors(_embed_all(new_embedder, plan.texts, batch_size, progress))
+        journal.save(space, records, vectors)
     reset(dimension=dimension, model_id=space)
     for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):
         backend.upsert(records[start:start + batch_size], vectors[start:start + batch_size])
+    journal.done()
     store.vectors_changed()
     if core is not None:
         core.embedder = new_embedder  # also drops vectors of the old model cached by the core
     return ReembedResult(records=len(records), model_id=model_id, dimension=dimension, policy=policy.tag)
+
+
+class _Journal:
+    """The records and new vectors of a reembed, kept on disk until its rewrite is done."""
+
+    def __init__(self, config: MemoryConfig) -> None:
+        key = hashlib.sha256(repr(StoreKey.of(config)).encode("utf-8")).hexdigest()[:16]
+        # In-process records live and die with the process: nothing to journal.
+        name = f"reembed-{key}.journal.npz"
+        self.path = "" if config.backend == "memory" else os.path.join(config.persist_dir, name)
+
+    def load(self, space: str) -> tuple[list[MemoryRecord], np.ndarray] | None:
+        if not self.path or not os.path.exists(self.path):
+            return None
+        with np.load(self.path, allow_pickle=False) as data:
+            head = json.loads(str(data["head"]))
+            if head["space"] != space:
+                raise InvalidInputError(
+                    f"reembed: a rewrite to {head['space']!r} did not finish (journal {self.path}); run reembed "
+                    "with that model to finish it first")
+            return [MemoryRecord(**r) for r in head["records"]], np.asarray(data["vectors"], dtype=np.float32)
+
+    def save(self, space: str, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        if not self.path:
+            return
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        head = json.dumps({"space": space, "records": [dataclasses.asdict(r) for r in records]}, ensure_ascii=False)
+        tmp = self.path + ".tmp.npz"
+        np.savez(tmp, head=np.array(head), vectors=np.asarray(vectors, dtype=np.float32))
+        os.replace(tmp, self.path)  # whole or absent: a crash while writing leaves no half journal
+
+    def done(self) -> None:
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            os.remove(self.path)
 
 
 @dataclass(frozen=True)

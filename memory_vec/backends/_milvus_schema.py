@@ -112,14 +112,20 @@ def verify(info: dict[str, Any], *, collection: str, uri: str, dimension: int, m
             f"version {SCHEMA_VERSION} (found version {props.get(_PROP_SCHEMA)!r}, missing fields "
             f"{missing}). Use another collection name (MemoryConfig.collection) or drop this one."
         )
-    stored_dim = int(fields["vector"].get("params", {}).get("dim", props.get(_PROP_DIM, 0)))
-    stored_model = props.get(_PROP_MODEL)
+    stored_dim, stored_model = stored_space(info)
     if (stored_model, stored_dim) != (model_id, dimension):
         raise EmbeddingModelMismatchError(
             f"Milvus collection {collection!r} holds vectors of {stored_model!r} (dimension "
             f"{stored_dim}); it was opened with {model_id!r} (dimension {dimension}). Use the same "
             "embedding model, another collection name, or re-embed the collection."
         )
+
+
+def stored_space(info: dict[str, Any]) -> tuple[int, str]:
+    """(dimension, model id) of the vectors a memory-vec collection holds ("" when unnamed)."""
+    props = info.get("properties") or {}
+    vector: dict[str, Any] = next((f for f in info.get("fields", []) if f["name"] == "vector"), {})
+    return int(vector.get("params", {}).get("dim", props.get(_PROP_DIM, 0))), str(props.get(_PROP_MODEL) or "")
 
 
 _NO_INDEX_YET = ("index not found", "no vector index", "create index first")

@@ -40,11 +40,23 @@ class MilvusWrites:
     _batch: int
     _timeout: float
 
+    _own_window: float
+
     if TYPE_CHECKING:
+        def drop(self) -> None: ...
+        def open(self, *, dimension: int, model_id: str) -> None: ...
         def _ready(self) -> Any: ...
         def _reader(self, client: Any) -> RowReader: ...
         def _read_one(self, client: Any, level: str) -> None: ...
         def _translate(self, action: str) -> Translate: ...
+
+    def reset(self, *, dimension: int, model_id: str) -> None:
+        """Delete every record and re-create the collection for another embedder (``reembed``)."""
+        with self._mutex:
+            self.drop()
+            if self._own is not None:  # this process's recent writes were to the dropped collection
+                self._own = OwnWrites(self._own_window)
+            self.open(dimension=dimension, model_id=model_id)
 
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
         self._upsert(records, vectors, new=False)

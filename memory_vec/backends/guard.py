@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from ..errors import BackendTimeoutError, BackendUnavailableError
+from ..errors import BackendError, BackendTimeoutError, BackendUnavailableError
 from ..records import MemoryRecord
 from .base import (
     Backend,
@@ -150,7 +150,8 @@ class GuardedBackend(BaseBackend):
         """Forward ``reset`` (used by ``reembed``) without a timeout: it may rewrite a large store."""
         inner = self.inner
         if not isinstance(inner, _Resettable):
-            raise AttributeError(f"{type(inner).__name__!r} object has no attribute 'reset'")
+            raise BackendError(f"the {type(inner).__name__} backend has no reset(dimension=, model_id=), which "
+                               "reembed needs to re-create the collection for the new model")
         inner.reset(dimension=dimension, model_id=model_id)
 
     def purge(self) -> PurgeReport:

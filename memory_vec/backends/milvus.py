@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError, InvalidInputError
+from ..errors import ConfigError, EmbeddingModelMismatchError, InvalidInputError
 from ..records import MemoryRecord
 from . import _milvus_client, _milvus_schema, _names
 from . import _milvus_consistency as consistency
@@ -195,14 +195,9 @@ class MilvusBackend(MilvusWrites, BaseBackend):
 
     # --- lifecycle -----------------------------------------------------------------
     def open(self, *, dimension: int, model_id: str) -> None:
-        """Create the collection on first use, or verify the one that exists.
-
-        Raises:
-            EmbeddingModelMismatchError: The collection holds another model's vectors.
-            SchemaMismatchError: The collection was not made by this version.
-            StoreLockedError: Another process holds this Milvus Lite path.
-            BackendUnavailableError: The server cannot be reached or rejected the credentials.
-        """
+        """Create the collection on first use, or verify the one that exists: EmbeddingModelMismatchError
+        (another model's vectors: still opened for reading them, as reembed does), SchemaMismatchError,
+        StoreLockedError (another process holds this Milvus Lite path), BackendUnavailableError."""
         with self._mutex:
             client = self._connect()
             if not self.is_server:
@@ -220,19 +215,24 @@ class MilvusBackend(MilvusWrites, BaseBackend):
                             num_partitions=self._num_partitions, index_type=self._index_type,
                             index_params=self._index_params, timeout=self._timeout,
                             scope_index=("Trie" if before_2_4 else "INVERTED") if self.is_server else None)
-                    except Exception:
-                        # Another process may have created it first; verify that one.
+                    except Exception:  # another process may have created it first: verify that one
                         if not client.has_collection(self.collection, timeout=self._timeout):
                             raise
                 info = client.describe_collection(self.collection, timeout=self._timeout)
-            _milvus_schema.verify(info, collection=self.collection, uri=self.uri, dimension=dimension,
-                                  model_id=model_id)
+            mismatch = None
+            try:
+                _milvus_schema.verify(info, collection=self.collection, uri=self.uri, dimension=dimension,
+                                      model_id=model_id)
+            except EmbeddingModelMismatchError as exc:  # open for reading what it holds (reembed), then raise
+                mismatch, (dimension, model_id) = exc, _milvus_schema.stored_space(info)
             self._pk_enabled = any(f.get("is_partition_key") for f in info.get("fields", []))
             _milvus_schema.load(client, self.collection, index_type=self._index_type, index_params=self._index_params,
                                 timeout=self._timeout, translate=self._translate)
             self._barrier_after_delete = consistency.barrier_after_delete(self._consistency, before_2_4=before_2_4)
             self._read_one(client, "Strong")  # rows acknowledged before this open are visible to Session reads
             self._dimension, self._model_id = dimension, model_id
+            if mismatch is not None:
+                raise mismatch
 
     def _read_one(self, client: Any, level: str) -> None:
         consistency.read_barrier(client, self.collection, level, timeout=self._timeout, translate=self._translate)

@@ -96,3 +96,45 @@ def test_reembed_rejects_bad_input() -> None:
         reembed(MemoryConfig(backend="chroma"), DeterministicHashEmbedder(8), batch_size=0)
     with pytest.raises(InvalidInputError, match="pass the MemoryCore"):
         reembed(MemoryConfig(), DeterministicHashEmbedder(8))
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite", "chroma", "milvus"])
+def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
+        backend_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_vec import release_stores
+
+    old, new = DeterministicHashEmbedder(32), DeterministicHashEmbedder(48)
+    config = MemoryConfig(backend=backend_name, persist_dir=str(tmp_path), user_id="u1", score_threshold=0.0)
+    core = MemoryCore(config, embedder=old)
+    for i in range(30):
+        core.add_message("user", f"note {i}: the budget line {i} is {1000 + i} euros")
+    core.close()
+    release_stores()
+    total = len(MemoryCore(config, embedder=old).export_memories()["records"])
+    release_stores()
+
+    from memory_vec.store import open_store
+
+    store = open_store(config)  # a config path, as `memory-vec reembed --model ...` runs it
+    real_upsert, calls = store.backend.upsert, []
+
+    def fails_on_the_second_batch(records: object, vectors: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ConnectionError("backend gone during the rewrite")
+        real_upsert(records, vectors)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store.backend, "upsert", fails_on_the_second_batch)
+    with pytest.raises(ConnectionError):
+        reembed(config, new, batch_size=8, progress=False)
+    monkeypatch.setattr(store.backend, "upsert", real_upsert)
+    assert store.backend.count() < total  # half rewritten
+    with pytest.raises(InvalidInputError, match="did not finish"):
+        reembed(config, DeterministicHashEmbedder(40), progress=False)  # another model must wait
+    assert reembed(config, new, batch_size=8, progress=False).records == total  # finished from the journal
+    release_stores()
+    after = MemoryCore(config, embedder=new)
+    assert len(after.export_memories()["records"]) == total
+    assert [h.text for h in after.recall("budget line 7", k=1)] == ["note 7: the budget line 7 is 1007 euros"]
+    assert not list(tmp_path.glob("reembed-*.journal*"))
+    after.close()
