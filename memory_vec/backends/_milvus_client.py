@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from typing import Any
 
 from ._milvus_errors import require_pymilvus
@@ -31,7 +32,15 @@ def connect(uri: str, *, timeout: float, token: str | None, db_name: str | None,
         kwargs["db_name"] = db_name
     if dedicated:
         kwargs["dedicated"] = True
-    return pymilvus.MilvusClient(**kwargs)
+    try:
+        return pymilvus.MilvusClient(**kwargs)
+    except Exception as exc:
+        # A server that just sent a connection GOAWAY for keepalive pings (seen once for a
+        # forked child's new channel under load) takes the next channel: try once more.
+        if "too many pings" not in str(exc).lower():
+            raise
+        time.sleep(0.2)
+        return pymilvus.MilvusClient(**kwargs)
 
 
 def abandon(client: Any) -> None:
