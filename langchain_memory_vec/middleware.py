@@ -164,8 +164,9 @@ class VectorSummaryMiddleware(AgentMiddleware):
                        ) -> list[AnyMessage]:
         """The core's budgeted view of the thread's earlier turns, plus what the thread
         has that the core cannot give: turns after the newest one the core stored
-        (a direct tool result, a failed model call) and, while the core has folded
-        nothing, turns older than its oldest (a thread that predates the middleware).
+        (a direct tool result, a failed model call) and, when the view starts at the
+        session's first stored message (seq 1: nothing folded, nothing cut for the
+        budget), turns older than it (a thread that predates the middleware).
         The current turn is the thread's own (a re-run sends it once)."""
         now = {m.id for m in current if m.id is not None}
         view = [m for m in ctx.history_messages() if m.metadata.get("lc_id") not in now]
@@ -174,7 +175,7 @@ class VectorSummaryMiddleware(AgentMiddleware):
         core_view: list[AnyMessage] = [to_langchain(m) for m in view]
         if not at:  # the thread names none of them (ids not kept): the core's view as it is
             return core_view
-        older = earlier[:at[0]] if not ctx.summary else []
+        older = earlier[:at[0]] if view and view[0].seq == 1 and not ctx.summary else []
         return [*older, *core_view, *earlier[at[-1] + 1:]]
 
     def wrap_model_call(

@@ -140,3 +140,25 @@ def test_a_structured_response_is_stored_as_the_turns_answer(core_factory: Any) 
                           ("user", "What was Bob's phone number?")]
     assert [role for role, _ in stored].count("user") == 2
     assert '{"name":"Bob","phone":"555-0101"}' in texts(model.calls[1])
+
+
+def test_turns_the_core_cut_for_its_budget_are_not_sent_from_the_thread() -> None:
+    # A view that starts after seq 1 left older turns out on purpose (the budget, a fold
+    # still running): the thread's copies of them must not come back.
+    from datetime import datetime, timezone
+
+    from memory_vec import MemoryContext
+    from memory_vec.records import ChatMessage
+
+    thread: list[Any] = [HumanMessage("old question", id="h1"), AIMessage("old answer", id="a1"),
+                         HumanMessage("newer question", id="h2"), AIMessage("newer answer", id="a2")]
+    now = datetime.now(timezone.utc)
+    shown = [ChatMessage("user", "newer question", now, 3, "m3", {"lc_id": "h2"}),
+             ChatMessage("assistant", "newer answer", now, 4, "m4", {"lc_id": "a2"})]
+    ctx = MemoryContext(summary="", recent=shown, relevant=[], tokens={})
+    sent = VectorSummaryMiddleware._earlier_turns(thread, [], ctx)
+    assert [m.text for m in sent] == ["newer question", "newer answer"]
+    first = [ChatMessage("user", "old question", now, 1, "m1", {"lc_id": "h1"}), *shown]
+    predates = [HumanMessage("before the middleware", id="h0"), AIMessage("ok", id="a0"), *thread]
+    sent = VectorSummaryMiddleware._earlier_turns(predates, [], MemoryContext("", first, [], {}))
+    assert [m.text for m in sent][:2] == ["before the middleware", "ok"]
