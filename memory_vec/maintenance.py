@@ -130,6 +130,13 @@ def reembed(
     resumed = journal.load(space)
     if resumed is not None:  # a rewrite that failed part-way: finish it, the collection may be half empty
         records, vectors = resumed
+        known = {r.id for r in records}
+        written_since = [r for r in backend.scan(_EVERYTHING) if r.id not in known]  # writers were not stopped
+        if written_since:
+            plan = policy.plan_records(written_since)
+            records = [*records, *written_since]
+            vectors = np.concatenate([vectors, plan.vectors(_embed_all(new_embedder, plan.texts, batch_size,
+                                                                       progress))])
     else:
         records = backend.scan(_EVERYTHING)
         # The same policy as every other write path (contextual vectors).

@@ -131,10 +131,14 @@ def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
     assert store.backend.count() < total  # half rewritten
     with pytest.raises(InvalidInputError, match="did not finish"):
         reembed(config, DeterministicHashEmbedder(40), progress=False)  # another model must wait
-    assert reembed(config, new, batch_size=8, progress=False).records == total  # finished from the journal
+    late = MemoryRecord(id="late", text="written while the rewrite was broken", role="user", user_id="u1",
+                        session_id="s9", timestamp=1.8e9, seq=1)
+    store.backend.open(dimension=new.dimension, model_id=POLICY.space_id(new.model_id))  # a writer on the new
+    store.backend.upsert([late], new.embed_documents([late.text]))  # model that was not stopped
+    assert reembed(config, new, batch_size=8, progress=False).records == total + 1  # finished from the journal
     release_stores()
     after = MemoryCore(config, embedder=new)
-    assert len(after.export_memories()["records"]) == total
+    assert len(after.export_memories()["records"]) == total + 1
     assert [h.text for h in after.recall("budget line 7", k=1)] == ["note 7: the budget line 7 is 1007 euros"]
     assert not list(tmp_path.glob("reembed-*.journal*"))
     after.close()
