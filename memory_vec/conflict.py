@@ -177,7 +177,7 @@ class ConflictResolver:
 
 def _short_values(new_text: str, old_text: str) -> bool:
     """Both set a short value ("my boss is called Henry" / "my boss is Anna"),
-    not a description ("my boss is very demanding and …")."""
+    not a description ("my boss is strict with deadlines and …")."""
     new, old = subject_value(new_text), subject_value(old_text)
     return bool(new and old) and all(len(v) <= 12 if is_chinese(v) else len(v.split()) <= 4
                                      for v in (new or "", old or ""))
@@ -185,7 +185,7 @@ def _short_values(new_text: str, old_text: str) -> bool:
 
 def _new_value_text(new_text: str, old_text: str) -> bool:
     """Short values that differ ("green tea" / "black coffee"); long ones
-    ("my boss is very demanding and ...") describe, they do not set a value."""
+    ("my boss is strict with deadlines and ...") describe, they do not set a value."""
     new, old = subject_value(new_text), subject_value(old_text)
     if not new or not old or new == old:
         return False
