@@ -7,13 +7,14 @@ servers are real.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec.store import release_stores
 from memory_vec.testing import DeterministicHashEmbedder
 
 BACKENDS = ["memory", "sqlite", "chroma", "chroma-server", "milvus-lite", "milvus-lite-server", "milvus-server"]
@@ -21,6 +22,14 @@ SERVER_BACKENDS = ["chroma-server", "milvus-lite-server", "milvus-server"]
 EMBEDDER = DeterministicHashEmbedder(dimension=64)
 
 ConfigFactory = Callable[..., MemoryConfig]
+
+
+@pytest.fixture
+def fresh_stores() -> Iterator[None]:
+    """The process's cached stores closed after the test (``pytest.mark.usefixtures``):
+    the next test, or the test's own "next process", opens them anew."""
+    yield
+    release_stores()
 
 
 def _config_factory(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> ConfigFactory:

@@ -19,18 +19,11 @@ from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.errors import BackendUnavailableError
 from memory_vec.state.base import NewMessage
 from memory_vec.state.sqlite import SQLiteStateStore, sqlite_state_path
-from memory_vec.store import release_stores
 
 from .conftest import EMBEDDER
 from .test_concurrency_durability import kill_after, spawn
 
-pytestmark = [pytest.mark.integration]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_stores() -> Any:
-    yield
-    release_stores()
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("fresh_stores")]
 
 
 def _unflushed_file(config: MemoryConfig) -> Path:

@@ -5,7 +5,7 @@ back, in this core or the next process's."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,13 +16,7 @@ from memory_vec.store import release_stores
 
 from .conftest import EMBEDDER, _config_factory
 
-pytestmark = [pytest.mark.integration]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_stores() -> Iterator[None]:
-    yield
-    release_stores()
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("fresh_stores")]
 
 
 @pytest.fixture(params=["sqlite", "chroma"])

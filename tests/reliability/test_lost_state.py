@@ -5,7 +5,6 @@ seqs again (neighbour windows and exports order a session by seq)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,7 @@ from memory_vec.store import release_stores
 
 from .conftest import EMBEDDER, _config_factory
 
-pytestmark = [pytest.mark.integration]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_stores() -> Iterator[None]:
-    yield
-    release_stores()
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("fresh_stores")]
 
 
 def _message_seqs(core: MemoryCore, session_id: str) -> list[tuple[int, str]]:

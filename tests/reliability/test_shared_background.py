@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +18,11 @@ import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.backends import create_backend
-from memory_vec.store import release_stores
 
 from .conftest import EMBEDDER
 from .test_concurrency_durability import kill_after, spawn
 
-pytestmark = [pytest.mark.integration]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_stores() -> Iterator[None]:
-    yield
-    release_stores()
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("fresh_stores")]
 
 
 @pytest.fixture(params=["redis", "sqlite"])
