@@ -116,8 +116,11 @@ class Engine:
         windows never see two messages with one seq. One scan, on a session's
         first turn only (an empty one for a new session). With the backend
         down the turn goes on (its writes wait for it) from seq 1."""
-        if state.next_seq > 1 or state.messages:
-            return 1
+        return 1 if state.next_seq > 1 or state.messages else self.next_stored_seq(scope)
+
+    def next_stored_seq(self, scope: Scope) -> int:
+        """One past the highest seq of the session's stored messages (1 when none;
+        1 too, with a warning, when the backend cannot be read)."""
         try:
             stored = self.writer.scan(RecordFilter(scope.user_id, scope.session_id, kinds=("message",),
                                                    include_superseded=True, include_archived=True))

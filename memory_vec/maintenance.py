@@ -126,6 +126,10 @@ def reembed(
     with contextlib.suppress(EmbeddingModelMismatchError):
         backend.open(dimension=dimension, model_id=space)
 
+    def embedded(found: list[MemoryRecord]) -> np.ndarray:  # the policy of every other write path
+        plan = policy.plan_records(found)
+        return plan.vectors(_embed_all(new_embedder, plan.texts, batch_size, progress))
+
     journal = _Journal(config)
     resumed = journal.load(space)
     if resumed is not None:  # a rewrite that failed part-way: finish it, the collection may be half empty
@@ -133,15 +137,10 @@ def reembed(
         known = {r.id for r in records}
         written_since = [r for r in backend.scan(_EVERYTHING) if r.id not in known]  # writers were not stopped
         if written_since:
-            plan = policy.plan_records(written_since)
-            records = [*records, *written_since]
-            vectors = np.concatenate([vectors, plan.vectors(_embed_all(new_embedder, plan.texts, batch_size,
-                                                                       progress))])
+            records, vectors = [*records, *written_since], np.concatenate([vectors, embedded(written_since)])
     else:
         records = backend.scan(_EVERYTHING)
-        # The same policy as every other write path (contextual vectors).
-        plan = policy.plan_records(records)
-        vectors = plan.vectors(_embed_all(new_embedder, plan.texts, batch_size, progress))
+        vectors = embedded(records)
         journal.save(space, records, vectors)
     reset(dimension=dimension, model_id=space)
     for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):

@@ -104,8 +104,7 @@ class Transfer:
         # An older export into a session that went on: its seqs go on past every stored message.
         for state in states:
             seqs = [r.seq for r in records if r.kind == "message" and r.session_id == state.session_id]
-            floor = max(e.first_seq(Scope(user, state.session_id), WorkingState(user, state.session_id)),
-                        max(seqs, default=0) + 1)
+            floor = max(e.next_stored_seq(Scope(user, state.session_id)), max(seqs, default=0) + 1)
             state.next_seq = max(state.next_seq, floor)
         if records:
             vectors = e.record_vectors(records)

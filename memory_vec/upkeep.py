@@ -91,8 +91,7 @@ class Upkeep:
         records = [r for r in self.e.backend.scan(where) if r.user_id == user]
         current = [r for r in records if r.valid_to is None]
         policy = self._lifecycle_policy()
-        plan = plan_lifecycle(records if lifecycle else [], now=now, policy=policy)
-        plan.evict = [i for i in plan.evict if any(r.id == i and r.valid_to is None for r in current)]
+        plan = plan_lifecycle(records if lifecycle else [], now=now, policy=policy)  # evicts current ones only
         doomed = plan.deletions
         by_id = {r.id: r for r in records}
         if doomed:

@@ -111,7 +111,8 @@ class InMemoryStateStore:
             state = self._states.get((user_id, session_id))
             if state is None:
                 return 0
-            kept = [m for m in state.messages if m.id not in set(ids)]
+            dropped_ids = set(ids)
+            kept = [m for m in state.messages if m.id not in dropped_ids]
             dropped, state.messages = len(state.messages) - len(kept), kept
             return dropped
 
