@@ -75,10 +75,10 @@ import numpy as np  # noqa: E402
 from benchmarks.backends import start_server  # noqa: E402
 from benchmarks.overhead import live_turns, pct, sessions_of  # noqa: E402
 from memory_vec import MemoryConfig, MemoryCore, release_stores  # noqa: E402
+from memory_vec._core import RECALL_KINDS  # noqa: E402
+from memory_vec._model.records import MemoryRecord  # noqa: E402
 from memory_vec.backends import RecordFilter  # noqa: E402
-from memory_vec.core import RECALL_KINDS  # noqa: E402
 from memory_vec.embeddings import get_embedder  # noqa: E402
-from memory_vec.records import MemoryRecord  # noqa: E402
 from tests.fixtures_redis import start_redis  # noqa: E402
 
 # --set FIELD=JSON: MemoryConfig fields of every core of the run (store settings included).
@@ -88,9 +88,23 @@ SERVER_STATE: dict[str, dict[str, Any]] = {}
 
 # MemoryConfig fields a Store reads when it opens (writer settings, where and how it stores):
 # a twin on the same store cannot change them.
-STORE_SETTINGS = {"background_writes", "write_batch_size", "flush_interval", "backend", "url", "persist_dir",
-                  "collection", "backend_options", "state", "redis_url", "backend_timeout", "backend_retries",
-                  "keyword_cache_users", "keyword_cache_docs", "replica_docs"}
+STORE_SETTINGS = {
+    "background_writes",
+    "write_batch_size",
+    "flush_interval",
+    "backend",
+    "url",
+    "persist_dir",
+    "collection",
+    "backend_options",
+    "state",
+    "redis_url",
+    "backend_timeout",
+    "backend_retries",
+    "keyword_cache_users",
+    "keyword_cache_docs",
+    "replica_docs",
+}
 
 BACKENDS = ("memory", "sqlite", "chroma", "chroma-server", "milvus-lite", "milvus-server")
 USER = "bench-user"
@@ -170,19 +184,31 @@ class Store:
     misses: int = 0
 
 
-def make_core(backend: str, size: int, urls: dict[str, str], embedder: DictEmbedder, user: str = USER,
-              persist: str | None = None) -> Store:
+def make_core(
+    backend: str, size: int, urls: dict[str, str], embedder: DictEmbedder, user: str = USER, persist: str | None = None
+) -> Store:
     """A core of ``user`` on a fresh store (or on the store already at ``persist``)."""
     persist = persist or tempfile.mkdtemp(prefix=f"turns-{backend}-{size}-")
     kind = {"chroma-server": "chroma", "milvus-lite": "milvus", "milvus-server": "milvus"}.get(backend, backend)
-    config = MemoryConfig(**{"user_id": user, "session_id": "warmup", "backend": kind, "url": urls.get(backend),
-                             "persist_dir": persist, "collection": f"turns_{size}", "backend_timeout": 120.0,
-                             **SERVER_STATE.get(backend, {}), **CONFIG_SET})
+    config = MemoryConfig(
+        **{
+            "user_id": user,
+            "session_id": "warmup",
+            "backend": kind,
+            "url": urls.get(backend),
+            "persist_dir": persist,
+            "collection": f"turns_{size}",
+            "backend_timeout": 120.0,
+            **SERVER_STATE.get(backend, {}),
+            **CONFIG_SET,
+        }
+    )
     return Store(backend, size, MemoryCore(config, embedder=embedder), persist, user)  # type: ignore[arg-type]
 
 
-def fill_data(size: int, own: int, per_user: int, pool: Sequence[str], pool_vectors: np.ndarray,
-              seed: int = 0, twins: int = 0) -> tuple[list[MemoryRecord], np.ndarray]:
+def fill_data(
+    size: int, own: int, per_user: int, pool: Sequence[str], pool_vectors: np.ndarray, seed: int = 0, twins: int = 0
+) -> tuple[list[MemoryRecord], np.ndarray]:
     """``size`` message records: ``own`` of the measured user, the rest ``per_user`` per other user;
     plus ``twins`` more measured users (``bench-user-1``...) with copies of the measured user's rows."""
     rng = np.random.default_rng(seed)
@@ -192,9 +218,18 @@ def fill_data(size: int, own: int, per_user: int, pool: Sequence[str], pool_vect
         mine = i < own
         n = i if mine else (i - own) // max(1, (size - own) // per_user)
         user = USER if mine else f"u{(i - own) % max(1, (size - own) // per_user):06d}"
-        records.append(MemoryRecord(
-            id=f"f{size}-{i:07d}", text=pool[i % len(pool)], role="user" if n % 2 == 0 else "assistant",
-            user_id=user, session_id=f"fill-{n // 20}", timestamp=base + i, kind="message", seq=n % 20 + 1))
+        records.append(
+            MemoryRecord(
+                id=f"f{size}-{i:07d}",
+                text=pool[i % len(pool)],
+                role="user" if n % 2 == 0 else "assistant",
+                user_id=user,
+                session_id=f"fill-{n // 20}",
+                timestamp=base + i,
+                kind="message",
+                seq=n % 20 + 1,
+            )
+        )
     vectors = pool_vectors[np.arange(size) % len(pool)] + rng.normal(0, 0.02, (size, pool_vectors.shape[1]))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     for t in range(1, twins + 1):
@@ -206,7 +241,7 @@ def fill_data(size: int, own: int, per_user: int, pool: Sequence[str], pool_vect
 def fill(store: Store, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
     t0 = time.perf_counter()
     for start in range(0, len(records), 1000):
-        store.core.backend.upsert(records[start:start + 1000], vectors[start:start + 1000])
+        store.core.backend.upsert(records[start : start + 1000], vectors[start : start + 1000])
     store.fill_s = time.perf_counter() - t0
 
 
@@ -225,8 +260,9 @@ def run_turn(store: Store, embedder: DictEmbedder, turn: tuple[str, str, str, st
     read = core.last_trace
     config = core.config
     fetch = max(config.candidate_pool, config.recall_k * config.candidate_multiplier)
-    where = RecordFilter(user_id=store.user, agent_id=config.agent_id, include_shared=config.include_shared,
-                         kinds=RECALL_KINDS)
+    where = RecordFilter(
+        user_id=store.user, agent_id=config.agent_id, include_shared=config.include_shared, kinds=RECALL_KINDS
+    )
     vector = embedder.embed_query(next_msg)
     t1 = time.perf_counter()
     core.backend.query(vector, k=fetch, where=where)
@@ -242,12 +278,20 @@ def run_turn(store: Store, embedder: DictEmbedder, turn: tuple[str, str, str, st
 
 
 def summary(store: Store) -> dict[str, Any]:
-    return {"backend": store.backend, "size": store.size, "turns": len(store.turn_ms), "misses": store.misses,
-            "fill_s": round(store.fill_s, 1),
-            "turn_median_ms": statistics.median(store.turn_ms), "turn_p95_ms": pct(store.turn_ms, 95),
-            "query_median_ms": statistics.median(store.query_ms), "query_p95_ms": pct(store.query_ms, 95),
-            "parts_median_ms": {k: round(statistics.median(v), 2) for k, v in sorted(store.parts.items())},
-            "turn_ms": [round(t, 2) for t in store.turn_ms], "query_ms": [round(t, 2) for t in store.query_ms]}
+    return {
+        "backend": store.backend,
+        "size": store.size,
+        "turns": len(store.turn_ms),
+        "misses": store.misses,
+        "fill_s": round(store.fill_s, 1),
+        "turn_median_ms": statistics.median(store.turn_ms),
+        "turn_p95_ms": pct(store.turn_ms, 95),
+        "query_median_ms": statistics.median(store.query_ms),
+        "query_p95_ms": pct(store.query_ms, 95),
+        "parts_median_ms": {k: round(statistics.median(v), 2) for k, v in sorted(store.parts.items())},
+        "turn_ms": [round(t, 2) for t in store.turn_ms],
+        "query_ms": [round(t, 2) for t in store.query_ms],
+    }
 
 
 def _order(label: str) -> tuple[int, str]:
@@ -257,28 +301,39 @@ def _order(label: str) -> tuple[int, str]:
 
 def tables(rows: list[dict[str, Any]]) -> str:
     base = {r["size"]: r for r in rows if r["backend"] == "memory"}
-    out = [("| backend | stored | turns | turn median / p95 ms | turn ratio to in-process (medians) "
-            "| query median / p95 ms | query ratio | fill s | misses |"),
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        (
+            "| backend | stored | turns | turn median / p95 ms | turn ratio to in-process (medians) "
+            "| query median / p95 ms | query ratio | fill s | misses |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in sorted(rows, key=lambda r: (r["size"], _order(r["backend"]))):
         b = base.get(r["size"])
         ratio = f"{r['turn_median_ms'] / b['turn_median_ms']:.2f}" if b else "–"
         qratio = f"{r['query_median_ms'] / b['query_median_ms']:.1f}" if b else "–"
-        out.append(f"| {r['backend']} | {r['size']:,} | {r['turns']} | {r['turn_median_ms']:.1f} / "
-                   f"{r['turn_p95_ms']:.1f} | {ratio} | {r['query_median_ms']:.2f} / {r['query_p95_ms']:.2f} | "
-                   f"{qratio} | {r['fill_s']:.0f} | {r['misses']} |")
+        out.append(
+            f"| {r['backend']} | {r['size']:,} | {r['turns']} | {r['turn_median_ms']:.1f} / "
+            f"{r['turn_p95_ms']:.1f} | {ratio} | {r['query_median_ms']:.2f} / {r['query_p95_ms']:.2f} | "
+            f"{qratio} | {r['fill_s']:.0f} | {r['misses']} |"
+        )
     sizes = sorted({r["size"] for r in rows})
     if len(sizes) > 1:
         lo, hi = sizes[0], sizes[-1]
         by = {(r["backend"], r["size"]): r for r in rows}
-        out += ["", f"| backend | turn median {lo:,} -> {hi:,} ms | turn ratio | query median ms | query ratio |",
-                "|---|---:|---:|---:|---:|"]
+        out += [
+            "",
+            f"| backend | turn median {lo:,} -> {hi:,} ms | turn ratio | query median ms | query ratio |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for b in sorted({r["backend"] for r in rows}, key=_order):
             if (b, lo) in by and (b, hi) in by:
                 a, z = by[(b, lo)], by[(b, hi)]
-                out.append(f"| {b} | {a['turn_median_ms']:.1f} -> {z['turn_median_ms']:.1f} | "
-                           f"{z['turn_median_ms'] / a['turn_median_ms']:.2f} | {a['query_median_ms']:.2f} -> "
-                           f"{z['query_median_ms']:.2f} | {z['query_median_ms'] / a['query_median_ms']:.2f} |")
+                out.append(
+                    f"| {b} | {a['turn_median_ms']:.1f} -> {z['turn_median_ms']:.1f} | "
+                    f"{z['turn_median_ms'] / a['turn_median_ms']:.2f} | {a['query_median_ms']:.2f} -> "
+                    f"{z['query_median_ms']:.2f} | {z['query_median_ms'] / a['query_median_ms']:.2f} |"
+                )
     return "\n".join(out)
 
 
@@ -288,30 +343,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--conversation", default=None, help="sample_id replayed live (default: the longest)")
     p.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     p.add_argument("--sizes", nargs="+", type=int, default=[10_000])
-    p.add_argument("--size-backends", action="append", default=[], metavar="SIZE=B1,B2",
-                   help="only these backends at this size (repeatable)")
+    p.add_argument(
+        "--size-backends",
+        action="append",
+        default=[],
+        metavar="SIZE=B1,B2",
+        help="only these backends at this size (repeatable)",
+    )
     p.add_argument("--own", type=int, default=300, help="the measured user's pre-filled memories")
     p.add_argument("--per-user", type=int, default=10, help="pre-filled memories per other user")
     p.add_argument("--turns", type=int, default=120)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--vectors-cache", default=None, help=".npy of the cached vectors (+ .keys.json next to it)")
-    p.add_argument("--variant", action="append", default=[], metavar="BACKEND+NAME=JSON",
-                   help="also run BACKEND with these attributes set on its backend object, labelled "
-                   "BACKEND+NAME, e.g. chroma+exact='{\"exact_limit\": 2000}' (repeatable; \"outer.NAME\" "
-                   "sets it on the guard around the backend, e.g. outer.persistent): on the same "
-                   "store, as a second measured user with the same rows (before/after on identical data); "
-                   "a \"config\" key sets MemoryConfig fields of that user's core instead, e.g. "
-                   "memory+dates='{\"config\": {\"date_window_boost\": 0.03}}'")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", dest="config_set",
-                   help="a MemoryConfig field for every core of the run, e.g. background_writes=true "
-                   "(compare runs by their ratios to the in-process store)")
-    p.add_argument("--milvus-config", action="append", default=[], metavar="KEY=VALUE",
-                   help="a setting of the C++ Milvus server's config (repeatable), e.g. "
-                   "queryNode.segcore.interimIndex.enableIndex=false")
-    p.add_argument("--server-state", choices=("sqlite", "redis"), default="sqlite",
-                   help="the Chroma and Milvus servers' working state: sqlite (the default of one process) or "
-                   "redis (a Redis server started for the run, as worker processes share it; the in-process "
-                   "and embedded stores keep theirs)")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="BACKEND+NAME=JSON",
+        help="also run BACKEND with these attributes set on its backend object, labelled "
+        'BACKEND+NAME, e.g. chroma+exact=\'{"exact_limit": 2000}\' (repeatable; "outer.NAME" '
+        "sets it on the guard around the backend, e.g. outer.persistent): on the same "
+        "store, as a second measured user with the same rows (before/after on identical data); "
+        'a "config" key sets MemoryConfig fields of that user\'s core instead, e.g. '
+        'memory+dates=\'{"config": {"date_window_boost": 0.03}}\'',
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        dest="config_set",
+        help="a MemoryConfig field for every core of the run, e.g. background_writes=true "
+        "(compare runs by their ratios to the in-process store)",
+    )
+    p.add_argument(
+        "--milvus-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of the C++ Milvus server's config (repeatable), e.g. "
+        "queryNode.segcore.interimIndex.enableIndex=false",
+    )
+    p.add_argument(
+        "--server-state",
+        choices=("sqlite", "redis"),
+        default="sqlite",
+        help="the Chroma and Milvus servers' working state: sqlite (the default of one process) or "
+        "redis (a Redis server started for the run, as worker processes share it; the in-process "
+        "and embedded stores keep theirs)",
+    )
     p.add_argument("--out", default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
     for item in args.config_set:
@@ -321,8 +401,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = {int(s): v.split(",") for s, v in (o.split("=", 1) for o in args.size_backends)}
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
-    live = max(data, key=lambda c: sum(len(s) for s in sessions_of(c))) if args.conversation is None \
+    live = (
+        max(data, key=lambda c: sum(len(s) for s in sessions_of(c)))
+        if args.conversation is None
         else next(c for c in data if c["sample_id"] == args.conversation)
+    )
     turns = live_turns(sessions_of(live))[: args.warmup + args.turns]
     pool = [t for c in data if c is not live for s in sessions_of(c) for t in s]
     embedder = DictEmbedder(Path(args.vectors_cache) if args.vectors_cache else None)
@@ -351,8 +434,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if kind in wanted:
                 t0 = time.perf_counter()
                 services[kind] = start_server(kind, args.milvus_config if kind == "milvus-server" else ())
-                print(f"{kind} up on {services[kind].url} in {time.perf_counter() - t0:.1f}s "
-                      f"(pgid {services[kind].proc.pid})", file=sys.stderr, flush=True)
+                print(
+                    f"{kind} up on {services[kind].url} in {time.perf_counter() - t0:.1f}s "
+                    f"(pgid {services[kind].proc.pid})",
+                    file=sys.stderr,
+                    flush=True,
+                )
         urls = {k: s.url for k, s in services.items()}
         for size in args.sizes:
             for backend in wanted:
@@ -363,9 +450,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 records, vectors = fill_data(size, args.own, args.per_user, pool, pool_vectors, twins=len(twins))
                 store = make_core(backend, size, urls, embedder)
                 inner = getattr(store.core.backend, "inner", store.core.backend)
-                store.attrs = {name: getattr(store.core.backend if name.startswith("outer.") else inner,
-                                             name.removeprefix("outer."))
-                               for _, opts in twins for name in opts if name != "config"}
+                store.attrs = {
+                    name: getattr(
+                        store.core.backend if name.startswith("outer.") else inner, name.removeprefix("outer.")
+                    )
+                    for _, opts in twins
+                    for name in opts
+                    if name != "config"
+                }
                 fill(store, records, vectors)
                 stores.append(store)
                 print(f"{backend} {size:,}: filled in {store.fill_s:.1f}s", file=sys.stderr, flush=True)
@@ -374,8 +466,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     twin.backend, twin.attrs = label, {k: v for k, v in opts.items() if k != "config"}
                     shared = sorted(set(opts.get("config", {})) & STORE_SETTINGS)
                     if shared:  # read when the store opened, and the twin shares its store: it would be a no-op
-                        raise SystemExit(f"--variant {label}: {', '.join(shared)} is a setting of the store, which "
-                                         "the twin shares; measure it as a backend of its own run instead")
+                        raise SystemExit(
+                            f"--variant {label}: {', '.join(shared)} is a setting of the store, which "
+                            "the twin shares; measure it as a backend of its own run instead"
+                        )
                     for name, value in opts.get("config", {}).items():  # library settings of this twin only
                         setattr(twin.core.config, name, value)
                     stores.append(twin)
@@ -386,8 +480,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for store in stores[shift:] + stores[:shift]:
                 run_turn(store, embedder, turn, record=n >= args.warmup)
         load_after = os.getloadavg()
-        print(f"{len(turns)} turns x {len(stores)} stores in {time.perf_counter() - t0:.0f}s; "
-              f"load {load} -> {load_after}", file=sys.stderr)
+        print(
+            f"{len(turns)} turns x {len(stores)} stores in {time.perf_counter() - t0:.0f}s; "
+            f"load {load} -> {load_after}",
+            file=sys.stderr,
+        )
         rows = [summary(s) for s in stores]
     finally:
         release_stores()
@@ -396,13 +493,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for service in services.values():
             service.stop()
             shutil.rmtree(service.data_dir, ignore_errors=True)
-    print(f"live conversation {live['sample_id']}: {args.warmup} warm-up + {len(turns) - args.warmup} measured "
-          f"turns; measured user {args.own} memories, other users {args.per_user} each; load average "
-          f"{load[0]:.2f} before, {load_after[0]:.2f} after the turns\n")
+    print(
+        f"live conversation {live['sample_id']}: {args.warmup} warm-up + {len(turns) - args.warmup} measured "
+        f"turns; measured user {args.own} memories, other users {args.per_user} each; load average "
+        f"{load[0]:.2f} before, {load_after[0]:.2f} after the turns\n"
+    )
     print(tables(rows))
     if args.out:
-        Path(args.out).write_text(json.dumps({"rows": rows, "args": vars(args), "load": [load, load_after]},
-                                             indent=1))
+        Path(args.out).write_text(json.dumps({"rows": rows, "args": vars(args), "load": [load, load_after]}, indent=1))
     return 0
 
 

@@ -72,8 +72,28 @@ BACKENDS = ("memory", "chroma", "chroma-server", "milvus-lite", "milvus-lite-ser
 DIM = 384
 BATCH = 1000
 SESSIONS_PER_USER = 10
-WORDS = ("budget", "meeting", "travel", "flight", "hotel", "dinner", "project", "deadline", "doctor", "gym",
-         "birthday", "concert", "book", "movie", "garden", "car", "rent", "salary", "coffee", "weekend")
+WORDS = (
+    "budget",
+    "meeting",
+    "travel",
+    "flight",
+    "hotel",
+    "dinner",
+    "project",
+    "deadline",
+    "doctor",
+    "gym",
+    "birthday",
+    "concert",
+    "book",
+    "movie",
+    "garden",
+    "car",
+    "rent",
+    "salary",
+    "coffee",
+    "weekend",
+)
 
 
 RSS_CHECKPOINTS = (20, 100, 250, 500, 1000, 1500, 2000, 3000)  # users recalled so far
@@ -129,7 +149,8 @@ def start_server(kind: str, milvus_config: Sequence[str] = ()) -> Any:
         return start_service(
             "chroma",
             lambda port, d: [binary, "run", "--path", f"{d}/data", "--host", "127.0.0.1", "--port", str(port)],
-            ready=_heartbeat_ok, timeout=60,
+            ready=_heartbeat_ok,
+            timeout=60,
         )
     from tests.fixtures_milvus import _MILVUS_PORT_OPTIONS, DEFAULT_MILVUS_SERVER, _client_ready
 
@@ -137,9 +158,18 @@ def start_server(kind: str, milvus_config: Sequence[str] = ()) -> Any:
         binary = find_binary("milvus-lite")
         return start_service(
             "milvus-lite",
-            lambda port, d: [binary, "server", "--data-dir", os.path.join(d, "db"), "--host", "127.0.0.1",
-                             "--port", str(port)],
-            ready=_client_ready, timeout=60,
+            lambda port, d: [
+                binary,
+                "server",
+                "--data-dir",
+                os.path.join(d, "db"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            ready=_client_ready,
+            timeout=60,
         )
     if kind == "milvus-server":
         binary = os.environ.get("MILVUS_SERVER_BIN") or DEFAULT_MILVUS_SERVER
@@ -166,23 +196,37 @@ def make_config(kind: str, url: str | None, persist: str, user: str, milvus_ef: 
 
     backend = {"memory": "memory", "chroma": "chroma", "chroma-server": "chroma"}.get(kind, "milvus")
     options = {"search_params": {"ef": milvus_ef}} if milvus_ef and backend == "milvus" else {}
-    return MemoryConfig(backend=backend, url=url, persist_dir=persist, user_id=user, session_id="bench",
-                        backend_timeout=120.0, backend_options=options)
+    return MemoryConfig(
+        backend=backend,
+        url=url,
+        persist_dir=persist,
+        user_id=user,
+        session_id="bench",
+        backend_timeout=120.0,
+        backend_options=options,
+    )
 
 
 def synthetic_records(start: int, stop: int, users: int, t0: float) -> list[Any]:
-    from memory_vec.records import MemoryRecord
+    from memory_vec._model.records import MemoryRecord
 
     out = []
     for i in range(start, stop):
         u = i % users
         n = i // users  # this user's n-th memory
         w1, w2 = WORDS[i % len(WORDS)], WORDS[(i * 7 + 3) % len(WORDS)]
-        out.append(MemoryRecord(
-            id=f"r{i:08d}", text=f"note {n} of user {u}: the {w1} and the {w2} ({i})",
-            role="user" if i % 2 == 0 else "assistant", user_id=f"u{u:05d}",
-            session_id=f"s{n % SESSIONS_PER_USER}", timestamp=t0 + i, kind="message", seq=n,
-        ))
+        out.append(
+            MemoryRecord(
+                id=f"r{i:08d}",
+                text=f"note {n} of user {u}: the {w1} and the {w2} ({i})",
+                role="user" if i % 2 == 0 else "assistant",
+                user_id=f"u{u:05d}",
+                session_id=f"s{n % SESSIONS_PER_USER}",
+                timestamp=t0 + i,
+                kind="message",
+                seq=n,
+            )
+        )
     return out
 
 
@@ -193,8 +237,8 @@ def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def child(args: argparse.Namespace) -> dict[str, Any]:
+    from memory_vec._core import RECALL_KINDS
     from memory_vec.backends import RecordFilter, create_backend
-    from memory_vec.core import RECALL_KINDS
 
     persist = tempfile.mkdtemp(prefix=f"memvec-bench-{args.child}-")
     result: dict[str, Any] = {"backend": args.child, "size": args.size, "users": args.users}
@@ -279,9 +323,12 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             t = time.perf_counter()
             for j in range(pairs):
                 core.add_messages(
-                    [("user", f"Remind me about the {WORDS[j % len(WORDS)]} on day {j}, it matters."),
-                     ("assistant", f"Noted: the {WORDS[(j + 5) % len(WORDS)]} on day {j}.")],
-                    user_id=f"u{j % args.users:05d}", session_id="bench-ingest",
+                    [
+                        ("user", f"Remind me about the {WORDS[j % len(WORDS)]} on day {j}, it matters."),
+                        ("assistant", f"Noted: the {WORDS[(j + 5) % len(WORDS)]} on day {j}."),
+                    ],
+                    user_id=f"u{j % args.users:05d}",
+                    session_id="bench-ingest",
                 )
             core.flush()
             result["add_messages_per_s"] = 2 * pairs / (time.perf_counter() - t)
@@ -307,10 +354,26 @@ def run_one(kind: str, size: int, users: int, args: argparse.Namespace) -> dict[
             print(f"  {kind} up on {url} in {time.perf_counter() - t:.1f}s (pid {service.proc.pid})", flush=True)
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
             out = tmp.name
-        cmd = [sys.executable, __file__, "--child", kind, "--size", str(size), "--users", str(users),
-               "--queries", str(args.queries), "--warmup", str(args.warmup),
-               "--recall-queries", str(args.recall_queries), "--ingest-messages", str(args.ingest_messages),
-               "--child-out", out]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            kind,
+            "--size",
+            str(size),
+            "--users",
+            str(users),
+            "--queries",
+            str(args.queries),
+            "--warmup",
+            str(args.warmup),
+            "--recall-queries",
+            str(args.recall_queries),
+            "--ingest-messages",
+            str(args.ingest_messages),
+            "--child-out",
+            out,
+        ]
         if args.milvus_ef:
             cmd += ["--milvus-ef", str(args.milvus_ef)]
         if args.settle:
@@ -350,18 +413,22 @@ def report(paths: list[str]) -> str:
                 name = r["backend"] + (f" (ef={r['milvus_ef']})" if r.get("milvus_ef") else "")
                 rows[(name, r["size"])] = r
     order = {b: i for i, b in enumerate(BACKENDS)}
-    out = [("| backend | stored / users | upsert rec/s (synthetic) | query p50 / p95 ms | hits | "
+    out = [
+        (
+            "| backend | stored / users | upsert rec/s (synthetic) | query p50 / p95 ms | hits | "
             "recall p50 / p95 ms (first of a user) | add_messages msg/s (real embedder) | RSS MB: bench process | "
-            "RSS MB: server |"),
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "RSS MB: server |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for (b, size), r in sorted(rows.items(), key=lambda kv: (order.get(kv[0][0].split()[0], 99), kv[0][0], kv[0][1])):
         if "error" in r:
             out.append(f"| {b} | {size:,} / {r['users']:,} | {r['error']} | | | | | | |")
             continue
-        recall = (f"{r['recall_p50_ms']:.1f} / {r['recall_p95_ms']:.1f}" if "recall_p50_ms" in r else "not run")
+        recall = f"{r['recall_p50_ms']:.1f} / {r['recall_p95_ms']:.1f}" if "recall_p50_ms" in r else "not run"
         if "recall_cold_p50_ms" in r:
             recall += f" ({r['recall_cold_p50_ms']:.1f} / {r['recall_cold_p95_ms']:.1f})"
-        ingest = (f"{r['add_messages_per_s']:.1f}" if "add_messages_per_s" in r else "not run")
+        ingest = f"{r['add_messages_per_s']:.1f}" if "add_messages_per_s" in r else "not run"
         out.append(
             f"| {b} | {size:,} / {r['users']:,} | {r['upsert_records_per_s']:,.0f} | "
             f"{r['query_p50_ms']:.1f} / {r['query_p95_ms']:.1f} | {r['query_mean_hits']:.1f} | {recall} | {ingest} | "
@@ -380,10 +447,17 @@ def main() -> None:
     p.add_argument("--recall-queries", type=int, default=20)
     p.add_argument("--ingest-messages", type=int, default=100)
     p.add_argument("--timeout", type=float, default=900, help="seconds per backend and size")
-    p.add_argument("--milvus-ef", type=int, default=None,
-                   help="Milvus HNSW search ef (backend_options search_params); default: the backend's (128)")
-    p.add_argument("--settle", action="store_true",
-                   help="Milvus: after the fill, flush and wait until every index reads Finished before timing")
+    p.add_argument(
+        "--milvus-ef",
+        type=int,
+        default=None,
+        help="Milvus HNSW search ef (backend_options search_params); default: the backend's (128)",
+    )
+    p.add_argument(
+        "--settle",
+        action="store_true",
+        help="Milvus: after the fill, flush and wait until every index reads Finished before timing",
+    )
     p.add_argument("--out", default=None, help="append results (JSON lines) here")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--size", type=int, default=0, help=argparse.SUPPRESS)

@@ -34,24 +34,48 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from memory_vec._model.records import MemoryRecord  # noqa: E402
 from memory_vec.backends._chroma_rows import encode  # noqa: E402
-from memory_vec.records import MemoryRecord  # noqa: E402
 
 
 def _record(i: int) -> MemoryRecord:
     return MemoryRecord(
-        id=f"r{i}", text=f"message number {i} about the lemon tart and the chess club", role="user",
-        user_id=f"u{i % 1000}", session_id=f"s{i % 7}", timestamp=1.7e9 + i, seq=i,
-        metadata={"speaker": "Priya", "dia_id": f"D{i % 30}:{i % 17}", "session_date": "2023-05-08",
-                  "dates": ["2023-05-07"], "lang": "en", "turn": i % 40},
+        id=f"r{i}",
+        text=f"message number {i} about the lemon tart and the chess club",
+        role="user",
+        user_id=f"u{i % 1000}",
+        session_id=f"s{i % 7}",
+        timestamp=1.7e9 + i,
+        seq=i,
+        metadata={
+            "speaker": "Priya",
+            "dia_id": f"D{i % 30}:{i % 17}",
+            "session_date": "2023-05-08",
+            "dates": ["2023-05-07"],
+            "lang": "en",
+            "turn": i % 40,
+        },
     )
 
 
 def _first_layout(record: MemoryRecord) -> dict[str, Any]:
     """A row of the first layout (``_chroma_rows.encode`` at 54a5f26): every field a key, metadata flattened."""
-    meta: dict[str, Any] = {name: getattr(record, name) for name in (
-        "role", "user_id", "session_id", "timestamp", "kind", "seq", "importance", "visibility", "pinned",
-        "archived", "recall_count")}
+    meta: dict[str, Any] = {
+        name: getattr(record, name)
+        for name in (
+            "role",
+            "user_id",
+            "session_id",
+            "timestamp",
+            "kind",
+            "seq",
+            "importance",
+            "visibility",
+            "pinned",
+            "archived",
+            "recall_count",
+        )
+    }
     for name in ("agent_id", "superseded_by", "subject", "valid_to", "expire_at", "last_recalled_at"):
         value = getattr(record, name)
         meta[name], meta[f"{name}_is_null"] = ("" if value is None else value), value is None
@@ -98,13 +122,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--keys", type=int, nargs="*", default=[3, 10, 20, 32])
-    parser.add_argument("--updates", action="store_true",
-                        help="also time ChromaBackend.update of one record (text kept / changed)")
+    parser.add_argument(
+        "--updates", action="store_true", help="also time ChromaBackend.update of one record (text kept / changed)"
+    )
     args = parser.parse_args()
     if args.updates:
         medians = time_updates(args.rows, args.reps)
-        print(f"ChromaBackend.update of one record at {args.rows} rows, median of {args.reps}: "
-              + ", ".join(f"{name} {ms:.1f} ms" for name, ms in medians.items()), flush=True)
+        print(
+            f"ChromaBackend.update of one record at {args.rows} rows, median of {args.reps}: "
+            + ", ".join(f"{name} {ms:.1f} ms" for name, ms in medians.items()),
+            flush=True,
+        )
 
     import chromadb
 
@@ -119,10 +147,14 @@ def main() -> None:
         for n, (name, layout) in enumerate(layouts):
             col = client.create_collection(f"layout{n}", metadata={"hnsw:space": "cosine"}, embedding_function=None)
             for start in range(0, args.rows, 2000):
-                chunk = records[start:start + 2000]
+                chunk = records[start : start + 2000]
                 metas = [layout(r) for r in chunk]
-                col.add(ids=[r.id for r in chunk], embeddings=vectors[start:start + 2000],
-                        documents=[r.text for r in chunk], metadatas=metas)
+                col.add(
+                    ids=[r.id for r in chunk],
+                    embeddings=vectors[start : start + 2000],
+                    documents=[r.text for r in chunk],
+                    metadatas=metas,
+                )
             keys = len(layout(records[0]))
             collections.append((name, keys, col))
             print(f"built {name}: {keys} keys per row", flush=True)

@@ -35,8 +35,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 
+from memory_vec._rules.bm25 import BM25Index, IndexedDoc
 from memory_vec.embeddings import get_embedder
-from memory_vec.recall.bm25 import BM25Index, IndexedDoc
 
 MODELS = {"e5": "multilingual-e5-small", "minilm": "all-MiniLM-L6-v2"}
 
@@ -45,8 +45,12 @@ def pairs_by_user(path: Path) -> dict[str, list[tuple[str, str]]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     out: dict[str, list[tuple[str, str]]] = {}
     for user, item in data.items():
-        rows = [(t["query"], t["response"]) for day in item["history"].values() for t in day
-                if t.get("query", "").strip() and t.get("response", "").strip()]
+        rows = [
+            (t["query"], t["response"])
+            for day in item["history"].values()
+            for t in day
+            if t.get("query", "").strip() and t.get("response", "").strip()
+        ]
         out[user] = rows
     return out
 
@@ -56,8 +60,11 @@ def ranks_dense(name: str, users: dict[str, list[tuple[str, str]]]) -> tuple[lis
     ranks: list[int] = []
     t0 = time.perf_counter()
     for rows in users.values():
-        q = np.stack([emb.embed_query(a) for a, _ in rows]) if not emb.symmetric else \
-            emb.embed_documents([a for a, _ in rows])
+        q = (
+            np.stack([emb.embed_query(a) for a, _ in rows])
+            if not emb.symmetric
+            else emb.embed_documents([a for a, _ in rows])
+        )
         d = emb.embed_documents([b for _, b in rows])
         sims = q @ d.T
         for i in range(len(rows)):
@@ -99,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
             ranks, seconds = ranks_dense(name, users)
             m = metrics(ranks)
             results[f"{lang}/{name}"] = {**m, "seconds": seconds}
-            print(f"| {lang} | {name} | {m['r@1']:.3f} | {m['r@5']:.3f} | {m['mrr']:.3f} | {m['n']} | {seconds:.1f} |",
-                  flush=True)
+            print(
+                f"| {lang} | {name} | {m['r@1']:.3f} | {m['r@5']:.3f} | {m['mrr']:.3f} | {m['n']} | {seconds:.1f} |",
+                flush=True,
+            )
         m = metrics(ranks_bm25(users))
         results[f"{lang}/bm25"] = m
         print(f"| {lang} | bm25 | {m['r@1']:.3f} | {m['r@5']:.3f} | {m['mrr']:.3f} | {m['n']} | - |", flush=True)

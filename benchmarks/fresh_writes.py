@@ -28,9 +28,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.backends import start_server
+from memory_vec._model.records import MemoryRecord
 from memory_vec.backends.chroma import ChromaBackend
 from memory_vec.backends.milvus import MilvusBackend
-from memory_vec.records import MemoryRecord
 
 BACKENDS = ("chroma", "chroma-server", "milvus-lite", "milvus-server")
 DIM = 384
@@ -51,8 +51,16 @@ def open_backend(kind: str, urls: dict[str, str]) -> Any:
 
 
 def record(i: int, user: str, text: str) -> MemoryRecord:
-    return MemoryRecord(id=f"r{i}", text=text, role="user" if i % 2 == 0 else "assistant", user_id=user,
-                        session_id=f"s{i // 20}", timestamp=1.7e9 + i, seq=i % 20 + 1, metadata={"speaker": "A"})
+    return MemoryRecord(
+        id=f"r{i}",
+        text=text,
+        role="user" if i % 2 == 0 else "assistant",
+        user_id=user,
+        session_id=f"s{i // 20}",
+        timestamp=1.7e9 + i,
+        seq=i % 20 + 1,
+        metadata={"speaker": "A"},
+    )
 
 
 def measure(backend: Any, size: int, reps: int, rng: np.random.Generator) -> tuple[float, float]:

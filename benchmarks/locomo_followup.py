@@ -50,15 +50,32 @@ import locomo_recall as L
 import numpy as np
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._rules.bm25 import BM25Index, IndexedDoc, tokenize
+from memory_vec._rules.ranking import dedupe_key
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.embeddings.base import BaseEmbedder
 from memory_vec.embeddings.models import E5SmallEmbedder
-from memory_vec.recall.bm25 import BM25Index, IndexedDoc, tokenize
-from memory_vec.recall.ranking import dedupe_key
 from memory_vec.state import InMemoryStateStore
 
-QSTOP = frozenset(["kind", "type", "likely", "think", "might", "many", "much", "long", "ever", "recently", "describe",
-                   "according", "something", "things", "thing"])
+QSTOP = frozenset(
+    [
+        "kind",
+        "type",
+        "likely",
+        "think",
+        "might",
+        "many",
+        "much",
+        "long",
+        "ever",
+        "recently",
+        "describe",
+        "according",
+        "something",
+        "things",
+        "thing",
+    ]
+)
 
 
 class CachedE5(BaseEmbedder):
@@ -154,8 +171,17 @@ def finish(recs: dict, scored: list[tuple[float, str, int]], k: int = 50) -> lis
 Variant = Callable[..., list[str]]
 
 
-def fused(w: float = 0.5, thr: float = 0.0, bm: str = "idf", sat: float = 4.0, c0: float | None = None,
-          wp: float = 0.0, rrf: int | None = None, stop: frozenset = frozenset(), pool: int = 200) -> Variant:
+def fused(
+    w: float = 0.5,
+    thr: float = 0.0,
+    bm: str = "idf",
+    sat: float = 4.0,
+    c0: float | None = None,
+    wp: float = 0.0,
+    rrf: int | None = None,
+    stop: frozenset = frozenset(),
+    pool: int = 200,
+) -> Variant:
     def fn(recs, idx, pidx, terms, cos, dense_order):
         t = [x for x in terms if x not in stop]
         raw, idf_total = bm25_raw(idx, t) if t else ({}, 0.0)
@@ -185,12 +211,15 @@ def fused(w: float = 0.5, thr: float = 0.0, bm: str = "idf", sat: float = 4.0, c
             if s >= thr:
                 scored.append((s, d, pos))
         return finish(recs, scored)
+
     return fn
 
 
-def shifted(w: float = 0.5, wp: float = 0.5, wn: float = 0.0, c0: float | None = None, thr: float = 0.0,
-            pool: int = 200) -> Variant:
+def shifted(
+    w: float = 0.5, wp: float = 0.5, wn: float = 0.0, c0: float | None = None, thr: float = 0.0, pool: int = 200
+) -> Variant:
     """BM25 + wp * BM25(previous turn) + wn * BM25(next turn), same index, / (1 + wp + wn)."""
+
     def fn(recs, idx, pidx, terms, cos, dense_order):
         raw, idf_total = bm25_raw(idx, terms) if terms else ({}, 0.0)
         tot = dict(raw)
@@ -213,6 +242,7 @@ def shifted(w: float = 0.5, wp: float = 0.5, wn: float = 0.0, c0: float | None =
             if s >= thr:
                 scored.append((s, d, pos))
         return finish(recs, scored)
+
     return fn
 
 
@@ -248,8 +278,12 @@ def run_store(store: str, data: list[dict[str, Any]], cache: dict) -> dict[str, 
     ctx, prev_of = contexts(data)
     emb = CachedE5(cache, "p" if store == "passage" else "q", ctx if store == "ctx" else None)
     backend = InMemoryBackend()
-    core = MemoryCore(MemoryConfig(user_id="bench", session_id="bench", contextual_embedding=False),
-                      embedder=emb, backend=backend, state_store=InMemoryStateStore())
+    core = MemoryCore(
+        MemoryConfig(user_id="bench", session_id="bench", contextual_embedding=False),
+        embedder=emb,
+        backend=backend,
+        state_store=InMemoryStateStore(),
+    )
     questions = []
     for conv in data:
         valid = L.ingest(core, conv)
@@ -260,15 +294,24 @@ def run_store(store: str, data: list[dict[str, Any]], cache: dict) -> dict[str, 
         recs = backend.scan(RecordFilter(user_id=conv["sample_id"], kinds=("message", "fact")))
         idx, pidx = BM25Index(), BM25Index()
         idx.add(IndexedDoc.from_record(r) for r in recs)
-        pidx.add(IndexedDoc(r.id, prev_of.get(r.metadata.get("dia_id"), "") if r.kind == "message" else "",
-                            r.session_id, r.seq, positional=False) for r in recs)
+        pidx.add(
+            IndexedDoc(
+                r.id,
+                prev_of.get(r.metadata.get("dia_id"), "") if r.kind == "message" else "",
+                r.session_id,
+                r.seq,
+                positional=False,
+            )
+            for r in recs
+        )
         users[conv["sample_id"]] = ({r.id: r for r in recs}, idx, pidx)
     vs = variants(store)
     rows: dict[str, list] = defaultdict(list)
     for user, qa, evidence in questions:
         recs, idx, pidx = users[user]
-        hits = backend.query(emb.vec("q", qa["question"]), k=len(recs),
-                             where=RecordFilter(user_id=user, kinds=("message", "fact")))
+        hits = backend.query(
+            emb.vec("q", qa["question"]), k=len(recs), where=RecordFilter(user_id=user, kinds=("message", "fact"))
+        )
         cos = {h.record.id: h.similarity for h in hits}
         order = [h.record.id for h in hits]
         terms = tokenize(qa["question"])
@@ -297,8 +340,12 @@ def main(argv: list[str] | None = None) -> int:
         for name, s in out[store].items():
             per = s["per_category"]
             cells = [f"{per[c]['r@10']:.3f}" if c in per else "-" for c in L.CATEGORIES.values()]
-            print(f"| {name} | {s['r@5']:.3f} | {s['r@10']:.3f} | {s['r@25']:.3f} | {s['r@50']:.3f} | "
-                  + " | ".join(cells) + " |", flush=True)
+            print(
+                f"| {name} | {s['r@5']:.3f} | {s['r@10']:.3f} | {s['r@25']:.3f} | {s['r@50']:.3f} | "
+                + " | ".join(cells)
+                + " |",
+                flush=True,
+            )
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1), encoding="utf-8")
     return 0

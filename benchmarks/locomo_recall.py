@@ -48,10 +48,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._core import MessageInput
+from memory_vec._rules.bm25 import tokenize
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.core import MessageInput
 from memory_vec.embeddings import E5SmallEmbedder, Embedder, get_embedder
-from memory_vec.recall.bm25 import tokenize
 from memory_vec.state import InMemoryStateStore
 
 KS = (5, 10, 25, 50)
@@ -109,7 +109,9 @@ def ingest(core: MemoryCore, conv: dict[str, Any]) -> set[str]:
         start = session_date(c[f"session_{n}_date_time"]).timestamp()
         batch = [
             MessageInput(
-                roles.get(t["speaker"], "user"), turn_text(t), start + 30 * i,
+                roles.get(t["speaker"], "user"),
+                turn_text(t),
+                start + 30 * i,
                 {"dia_id": t["dia_id"], "speaker": t["speaker"]},
             )
             for i, t in enumerate(c[f"session_{n}"])
@@ -151,8 +153,14 @@ def pct(values: list[float], q: float) -> float:
 # --------------------------------------------------------------------------- configurations
 def configurations(base: dict[str, Any], threshold: float) -> dict[str, dict[str, Any]]:
     """Named overrides of the recall settings, all evaluated in one run."""
-    off = {"hybrid": False, "speaker_boost": 0.0, "score_threshold": 0.0, "neighbor_window": 0,
-           "decay_half_life_days": None, "importance_weight": 0.0}
+    off = {
+        "hybrid": False,
+        "speaker_boost": 0.0,
+        "score_threshold": 0.0,
+        "neighbor_window": 0,
+        "decay_half_life_days": None,
+        "importance_weight": 0.0,
+    }
     cfgs: dict[str, dict[str, Any]] = {
         "ours (default)": dict(base),
         "ours -hybrid": {**base, "hybrid": False},
@@ -169,13 +177,16 @@ def configurations(base: dict[str, Any], threshold: float) -> dict[str, dict[str
     return cfgs
 
 
-def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None,
-                 settings: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_embedder(
+    name: str, data: list[dict[str, Any]], limit: int | None, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
     embedder: Embedder = E5PassageEmbedder() if name == "e5-passage" else get_embedder(EMBEDDERS[name])
     backend = InMemoryBackend()
     core = MemoryCore(
         MemoryConfig(user_id="bench", session_id="bench", **(settings or {})),
-        embedder=embedder, backend=backend, state_store=InMemoryStateStore(),
+        embedder=embedder,
+        backend=backend,
+        state_store=InMemoryStateStore(),
     )
     t0 = time.perf_counter()
     questions: list[tuple[str, dict[str, Any], list[str]]] = []
@@ -188,9 +199,21 @@ def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None,
     if limit:
         questions = questions[:limit]
     defaults = MemoryConfig(**(settings or {}))
-    base = {f: getattr(defaults, f) for f in (
-        "hybrid", "bm25_weight", "bm25_context_weight", "speaker_boost", "score_threshold", "neighbor_window",
-        "candidate_multiplier", "decay_half_life_days", "recency_weight", "importance_weight")}
+    base = {
+        f: getattr(defaults, f)
+        for f in (
+            "hybrid",
+            "bm25_weight",
+            "bm25_context_weight",
+            "speaker_boost",
+            "score_threshold",
+            "neighbor_window",
+            "candidate_multiplier",
+            "decay_half_life_days",
+            "recency_weight",
+            "importance_weight",
+        )
+    }
     cfgs = configurations(base, core.embedder.default_threshold)
 
     results: dict[str, list[tuple[int, list[str], list[str]]]] = defaultdict(list)
@@ -204,8 +227,10 @@ def run_embedder(name: str, data: list[dict[str, Any]], limit: int | None,
     ref: dict[str, tuple[Any, list[str]]] = {}
     for conv in data:
         recs = backend.scan(RecordFilter(user_id=conv["sample_id"], kinds=("message",)))
-        ref[conv["sample_id"]] = (BM25Okapi([tokenize(r.text) or ["_"] for r in recs]),
-                                  [r.metadata["dia_id"] for r in recs])
+        ref[conv["sample_id"]] = (
+            BM25Okapi([tokenize(r.text) or ["_"] for r in recs]),
+            [r.metadata["dia_id"] for r in recs],
+        )
 
     for qi, (user, qa, evidence) in enumerate(questions):
         q = qa["question"]
@@ -269,9 +294,11 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         f"### {result['embedder']} (`{result['model_id']}`, default_threshold {result['default_threshold']})",
         "",
-        (f"{result['turns']} turns, {result['questions']} questions; ingest {result['ingest_s']:.1f} s; "
-         f"query embedding p50 {result['query_embed_ms_p50']:.1f} ms; "
-         f"top-5 of k=5 equals top-5 of k=50 for {result['prefix_consistent_k5_vs_k50']} sampled queries."),
+        (
+            f"{result['turns']} turns, {result['questions']} questions; ingest {result['ingest_s']:.1f} s; "
+            f"query embedding p50 {result['query_embed_ms_p50']:.1f} ms; "
+            f"top-5 of k=5 equals top-5 of k=50 for {result['prefix_consistent_k5_vs_k50']} sampled queries."
+        ),
         "",
         "| configuration | R@5 | R@10 | R@25 | R@50 | hits | p50 ms | p95 ms |",
         "|---|---|---|---|---|---|---|---|",
@@ -281,11 +308,21 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {name} | {row['r@5']:.3f} | {row['r@10']:.3f} | {row['r@25']:.3f} | {row['r@50']:.3f} | "
             f"{row.get('mean_hits', 50):.1f} | {row['latency_ms_p50']:.2f} | {row['latency_ms_p95']:.2f} |"
         )
-    lines += ["", "Per category, recall@10 (n):", "",
-              "| configuration | " + " | ".join(CATEGORIES.values()) + " |",
-              "|---|" + "---|" * len(CATEGORIES)]
-    for name in ("dense", "bm25", "ours (default)", "ours -hybrid", "ours speaker_boost=0.05",
-                 "ours bm25_context_weight=0"):
+    lines += [
+        "",
+        "Per category, recall@10 (n):",
+        "",
+        "| configuration | " + " | ".join(CATEGORIES.values()) + " |",
+        "|---|" + "---|" * len(CATEGORIES),
+    ]
+    for name in (
+        "dense",
+        "bm25",
+        "ours (default)",
+        "ours -hybrid",
+        "ours speaker_boost=0.05",
+        "ours bm25_context_weight=0",
+    ):
         per = result["configs"][name]["per_category"]
         cells = [f"{per[c]['r@10']:.3f} ({per[c]['n']})" if c in per else "-" for c in CATEGORIES.values()]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -295,13 +332,18 @@ def markdown(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="../shared/data/locomo/locomo_dev.json")
-    parser.add_argument("--embedder", action="append", choices=sorted(EMBEDDERS),
-                        help="repeatable; default: e5 and minilm")
+    parser.add_argument(
+        "--embedder", action="append", choices=sorted(EMBEDDERS), help="repeatable; default: e5 and minilm"
+    )
     parser.add_argument("--out", default=None, help="directory for locomo_recall.json")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only (smoke runs)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="repeatable MemoryConfig override for the whole run (JSON value), "
-                        "e.g. --set contextual_embedding=false")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="repeatable MemoryConfig override for the whole run (JSON value), e.g. --set contextual_embedding=false",
+    )
     args = parser.parse_args(argv)
     settings = {f: json.loads(v) for f, v in (item.split("=", 1) for item in args.set)}
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))

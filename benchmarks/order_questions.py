@@ -32,8 +32,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.backend_turns import USER, DictEmbedder, fill, fill_data, make_core, release_stores, sessions_of
-from memory_vec.recall.order import event_order_parts
-from memory_vec.recall.temporal import parse_relation
+from memory_vec._rules.event_order import event_order_parts
+from memory_vec._rules.temporal import parse_relation
 
 TEMPLATES = ("Which came first, {a} or {b}?", "Did {a} happen before or after {b}?")
 # --kind relation: questions about the days around one event (``date_window_boost``, off vs default).
@@ -55,8 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--own", type=int, default=300)
     p.add_argument("--per-user", type=int, default=10)
     p.add_argument("--questions", type=int, default=60)
-    p.add_argument("--kind", choices=["order", "relation"], default="order",
-                   help="order: split_order_questions off vs on; relation: date_window_boost 0 vs the default")
+    p.add_argument(
+        "--kind",
+        choices=["order", "relation"],
+        default="order",
+        help="order: split_order_questions off vs on; relation: date_window_boost 0 vs the default",
+    )
     args = p.parse_args(argv)
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
@@ -65,8 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     pool_vectors = embedder.embed_documents(pool)
     own = [phrase(t) for t in pool[: args.own]]
     if args.kind == "order":
-        questions = [TEMPLATES[i % 2].format(a=own[(7 * i) % len(own)], b=own[(7 * i + 3) % len(own)])
-                     for i in range(args.questions)]
+        questions = [
+            TEMPLATES[i % 2].format(a=own[(7 * i) % len(own)], b=own[(7 * i + 3) % len(own)])
+            for i in range(args.questions)
+        ]
         questions = [q for q in questions if event_order_parts(q)]
     else:
         questions = [RELATION_TEMPLATES[i % 2].format(a=own[(7 * i) % len(own)]) for i in range(args.questions)]
@@ -110,16 +116,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(store.persist, ignore_errors=True)
     embedder.save()
     e = statistics.median(embed_ms)
-    print(f"{args.size:,} stored ({args.own} of the measured user); one query embedding on the real model: "
-          f"median {e:.1f} ms\n")
+    print(
+        f"{args.size:,} stored ({args.own} of the measured user); one query embedding on the real model: "
+        f"median {e:.1f} ms\n"
+    )
     if args.kind == "relation":
         print("| store | questions | date_window_boost 0, ms | default, ms | ratio (model excluded) |")
         print("|---|---:|---:|---:|---:|")
         for backend, n, a, b, r in rows:
             print(f"| {backend} | {n} | {a:.1f} | {b:.1f} | {r:.2f} |")
         return 0
-    print("| store | questions | split off, ms | split on, ms | ratio (model excluded) | "
-          "+ 2 query embeddings, ratio with the model |")
+    print(
+        "| store | questions | split off, ms | split on, ms | ratio (model excluded) | "
+        "+ 2 query embeddings, ratio with the model |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for backend, n, a, b, r in rows:
         print(f"| {backend} | {n} | {a:.1f} | {b:.1f} | {r:.2f} | {(b + 3 * e) / (a + e):.2f} |")

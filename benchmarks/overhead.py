@@ -32,7 +32,7 @@ default embedder):
   embedding caches before each turn's recall (the worst case of a server
   whose cache other users' turns have turned over).
 
-Part 2, prompt tokens: ``memory_vec.demo.run_demo`` (en and zh, 150 turns, and
+Part 2, prompt tokens: ``memory_vec._cli.demo.run_demo`` (en and zh, 150 turns, and
 300-turn runs) reports the prompt tokens summed over the conversation with the
 memory (summary + recent turns + relevant memories + the new message) and with
 the full history.
@@ -65,11 +65,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np
 
 from memory_vec import MemoryConfig, MemoryCore, release_stores
+from memory_vec._cli.demo import run_demo
+from memory_vec._core import RECALL_KINDS
+from memory_vec._model.records import MemoryRecord
 from memory_vec.backends import RecordFilter
-from memory_vec.core import RECALL_KINDS
-from memory_vec.demo import run_demo
 from memory_vec.embeddings import Embedder
-from memory_vec.records import MemoryRecord
 
 
 def turn_text(turn: dict[str, Any]) -> str:
@@ -90,8 +90,11 @@ def sessions_of(conv: dict[str, Any]) -> list[list[str]]:
 
 def live_turns(sessions: Sequence[Sequence[str]], one_session: bool = False) -> list[tuple[str, str, str, str]]:
     """(session id, user, assistant, next input) for every pair of the conversation."""
-    pairs = [("live" if one_session else f"session_{s + 1}", msgs[i], msgs[i + 1])
-             for s, msgs in enumerate(sessions) for i in range(0, len(msgs) - 1, 2)]
+    pairs = [
+        ("live" if one_session else f"session_{s + 1}", msgs[i], msgs[i + 1])
+        for s, msgs in enumerate(sessions)
+        for i in range(0, len(msgs) - 1, 2)
+    ]
     out = []
     for j, (session, user, assistant) in enumerate(pairs):
         nxt = pairs[j + 1][1] if j + 1 < len(pairs) else sessions[0][0]
@@ -137,8 +140,13 @@ def fill(core: MemoryCore, size: int, pool: Sequence[str], pool_vectors: np.ndar
         stop = min(size, start + 1000)
         rows = [
             MemoryRecord(
-                id=uuid.uuid4().hex, text=pool[i % len(pool)], role="user" if i % 2 == 0 else "assistant",
-                user_id=user, session_id=f"fill-{i // 20}", timestamp=base + i * 60, kind="message",
+                id=uuid.uuid4().hex,
+                text=pool[i % len(pool)],
+                role="user" if i % 2 == 0 else "assistant",
+                user_id=user,
+                session_id=f"fill-{i // 20}",
+                timestamp=base + i * 60,
+                kind="message",
                 seq=i % 20 + 1,
             )
             for i in range(start, stop)
@@ -160,20 +168,34 @@ class SlowScriptedLLM:
         return f"- the user and the assistant talked (fold {self.calls})"
 
 
-def measure(size: int, pool: Sequence[str], pool_vectors: np.ndarray, turns: Sequence[tuple[str, str, str, str]],
-            embedder: Embedder, warmup: int, settings: dict[str, Any], cold_cache: bool = False,
-            llm_delay: float | None = None) -> dict[str, Any]:
+def measure(
+    size: int,
+    pool: Sequence[str],
+    pool_vectors: np.ndarray,
+    turns: Sequence[tuple[str, str, str, str]],
+    embedder: Embedder,
+    warmup: int,
+    settings: dict[str, Any],
+    cold_cache: bool = False,
+    llm_delay: float | None = None,
+) -> dict[str, Any]:
     user = "bench-user"
-    config = MemoryConfig(user_id=user, session_id="warmup", backend="memory",
-                          persist_dir=tempfile.mkdtemp(prefix=f"overhead-{size}-"), **settings)
+    config = MemoryConfig(
+        user_id=user,
+        session_id="warmup",
+        backend="memory",
+        persist_dir=tempfile.mkdtemp(prefix=f"overhead-{size}-"),
+        **settings,
+    )
     counting = CountingEmbedder(embedder)
     llm = SlowScriptedLLM(llm_delay) if llm_delay is not None else None
     core = MemoryCore(config, embedder=counting, llm=llm)  # type: ignore[arg-type]
     fill_s = fill(core, size, pool, pool_vectors, user)
     assert core.backend.count(RecordFilter(user_id=user)) == size
     fetch = max(config.candidate_pool, config.recall_k * config.candidate_multiplier)
-    where = RecordFilter(user_id=user, agent_id=config.agent_id, include_shared=config.include_shared,
-                         kinds=RECALL_KINDS)
+    where = RecordFilter(
+        user_id=user, agent_id=config.agent_id, include_shared=config.include_shared, kinds=RECALL_KINDS
+    )
     for i in range(warmup):  # model load, keyword index build; texts of the fill pool
         core.add_messages([("user", pool[2 * i]), ("assistant", pool[2 * i + 1])], session_id="warmup")
         core.build_context(pool[2 * i + 2], session_id="warmup")
@@ -197,9 +219,13 @@ def measure(size: int, pool: Sequence[str], pool_vectors: np.ndarray, turns: Seq
             core._engine.query_cache.clear()
         core.build_context(next_msg, session_id=session)
         t2 = time.perf_counter()
-        written.update(add_ms=(t1 - t0) * 1000, context_ms=(t2 - t1) * 1000, folded=results[0].summarized,
-                       facts=sum(len(r.fact_ids) for r in results),
-                       write_timings={k: round(v * 1000, 2) for k, v in (write.timings if write else {}).items()})
+        written.update(
+            add_ms=(t1 - t0) * 1000,
+            context_ms=(t2 - t1) * 1000,
+            folded=results[0].summarized,
+            facts=sum(len(r.fact_ids) for r in results),
+            write_timings={k: round(v * 1000, 2) for k, v in (write.timings if write else {}).items()},
+        )
         return t2 - t0
 
     rows: list[dict[str, Any]] = []
@@ -213,9 +239,17 @@ def measure(size: int, pool: Sequence[str], pool_vectors: np.ndarray, turns: Seq
             t_turn = turn(session, user_msg, assistant_msg, next_msg)
             t_floor = floor(user_msg, assistant_msg, next_msg)
         read = core.last_trace
-        rows.append({"turn_ms": t_turn * 1000, "floor_ms": t_floor * 1000, "ratio": t_turn / t_floor,
-                     "texts": counting.texts - texts_before, "calls": counting.calls - calls_before,
-                     "session": session, **written})
+        rows.append(
+            {
+                "turn_ms": t_turn * 1000,
+                "floor_ms": t_floor * 1000,
+                "ratio": t_turn / t_floor,
+                "texts": counting.texts - texts_before,
+                "calls": counting.calls - calls_before,
+                "session": session,
+                **written,
+            }
+        )
         if read is not None:
             for name, seconds in read.timings.items():
                 parts.setdefault(f"build_context.{name}", []).append(seconds * 1000)
@@ -226,15 +260,25 @@ def measure(size: int, pool: Sequence[str], pool_vectors: np.ndarray, turns: Seq
     floor_ms = [r["floor_ms"] for r in rows]
     ratios = [r["ratio"] for r in rows]
     return {
-        "stored_before": size, "stored_after": stored, "turns": len(rows), "fill_seconds": round(fill_s, 2),
-        "turn_median_ms": statistics.median(turn_ms), "turn_p95_ms": pct(turn_ms, 95),
-        "floor_median_ms": statistics.median(floor_ms), "floor_p95_ms": pct(floor_ms, 95),
-        "ratio_median": statistics.median(ratios), "ratio_p95": pct(ratios, 95), "ratio_max": max(ratios),
+        "stored_before": size,
+        "stored_after": stored,
+        "turns": len(rows),
+        "fill_seconds": round(fill_s, 2),
+        "turn_median_ms": statistics.median(turn_ms),
+        "turn_p95_ms": pct(turn_ms, 95),
+        "floor_median_ms": statistics.median(floor_ms),
+        "floor_p95_ms": pct(floor_ms, 95),
+        "ratio_median": statistics.median(ratios),
+        "ratio_p95": pct(ratios, 95),
+        "ratio_max": max(ratios),
         "ratio_of_medians": statistics.median(turn_ms) / statistics.median(floor_ms),
         "texts_per_turn_mean": statistics.fmean(r["texts"] for r in rows),
         "calls_per_turn_mean": statistics.fmean(r["calls"] for r in rows),
-        "fetch_k": fetch, "settings": settings, "cold_cache": cold_cache,
-        "folds": sum(bool(r.get("folded")) for r in rows), "llm_delay": llm_delay,
+        "fetch_k": fetch,
+        "settings": settings,
+        "cold_cache": cold_cache,
+        "folds": sum(bool(r.get("folded")) for r in rows),
+        "llm_delay": llm_delay,
         "llm_calls": llm.calls if llm is not None else None,
         "read_parts_median_ms": {k: round(statistics.median(v), 2) for k, v in parts.items()},
         "per_turn": rows,
@@ -246,8 +290,14 @@ def demo_tokens(lang: str, turns: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     result = run_demo(lang=lang, backend="memory", turns=turns, out=sink, every=turns)
     memory, full = int(result["memory_tokens"]), int(result["full_tokens"])  # type: ignore[call-overload]
-    return {"lang": lang, "turns": turns, "memory_tokens": memory, "full_tokens": full,
-            "saved": 1 - memory / full, "seconds": round(time.perf_counter() - t0, 1)}
+    return {
+        "lang": lang,
+        "turns": turns,
+        "memory_tokens": memory,
+        "full_tokens": full,
+        "saved": 1 - memory / full,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -257,27 +307,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=[100, 1000, 10000])
     parser.add_argument("--turns", type=int, default=None, help="measured turns per size (default: all)")
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--one-session", action="store_true",
-                        help="replay the live conversation as one session (its working buffer folds) instead of "
-                        "one session per LoCoMo session")
-    parser.add_argument("--demo", nargs="*", default=["en:150", "zh:150", "en:300", "zh:300"],
-                        help="demo runs as lang:turns (--demo with no value: none)")
-    parser.add_argument("--cold-cache", action="store_true",
-                        help="empty the core's embedding caches between a turn's write and its next recall, as "
-                        "if many other users' turns had run in between")
+    parser.add_argument(
+        "--one-session",
+        action="store_true",
+        help="replay the live conversation as one session (its working buffer folds) instead of "
+        "one session per LoCoMo session",
+    )
+    parser.add_argument(
+        "--demo",
+        nargs="*",
+        default=["en:150", "zh:150", "en:300", "zh:300"],
+        help="demo runs as lang:turns (--demo with no value: none)",
+    )
+    parser.add_argument(
+        "--cold-cache",
+        action="store_true",
+        help="empty the core's embedding caches between a turn's write and its next recall, as "
+        "if many other users' turns had run in between",
+    )
     parser.add_argument("--vectors-cache", default=None, help="reuse the fill pool's vectors from this .npy file")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="repeatable MemoryConfig override (JSON value), e.g. --set contextual_embedding=false")
-    parser.add_argument("--llm-delay", type=float, default=None,
-                        help="summarize with a scripted LLM that answers after this many seconds (a remote LLM's "
-                        "latency; folds need --one-session or a small max_token_limit)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="repeatable MemoryConfig override (JSON value), e.g. --set contextual_embedding=false",
+    )
+    parser.add_argument(
+        "--llm-delay",
+        type=float,
+        default=None,
+        help="summarize with a scripted LLM that answers after this many seconds (a remote LLM's "
+        "latency; folds need --one-session or a small max_token_limit)",
+    )
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
     settings = {f: json.loads(v) for f, v in (item.split("=", 1) for item in args.set)}
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
-    live = max(data, key=lambda c: sum(len(s) for s in sessions_of(c))) if args.conversation is None \
+    live = (
+        max(data, key=lambda c: sum(len(s) for s in sessions_of(c)))
+        if args.conversation is None
         else next(c for c in data if c["sample_id"] == args.conversation)
+    )
     turns = live_turns(sessions_of(live), args.one_session)[: args.turns]
     pool = [t for c in data if c is not live for s in sessions_of(c) for t in s]
     probe = MemoryCore(MemoryConfig(user_id="probe", backend="memory", persist_dir=tempfile.mkdtemp()))
@@ -293,14 +365,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         pool_vectors = np.zeros((0, embedder.dimension), dtype=np.float32)
     if args.sizes:
-        print(f"embedder {embedder.model_id}: {len(pool)} fill vectors ready in {time.perf_counter() - t0:.1f}s; "
-              f"live conversation {live['sample_id']}: {len(turns)} turns", file=sys.stderr)
+        print(
+            f"embedder {embedder.model_id}: {len(pool)} fill vectors ready in {time.perf_counter() - t0:.1f}s; "
+            f"live conversation {live['sample_id']}: {len(turns)} turns",
+            file=sys.stderr,
+        )
     release_stores()
 
     rows = []
     for size in args.sizes:
-        row = measure(size, pool, pool_vectors, turns, embedder, args.warmup, settings, args.cold_cache,
-                      args.llm_delay)
+        row = measure(size, pool, pool_vectors, turns, embedder, args.warmup, settings, args.cold_cache, args.llm_delay)
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "per_turn"}), file=sys.stderr)
 
@@ -310,25 +384,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         demos.append(demo_tokens(lang, int(n)))
         print(json.dumps(demos[-1]), file=sys.stderr)
 
-    print(f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-          f"embedder {embedder.model_id}; settings {settings or 'defaults'}\n")
+    print(
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+        f"embedder {embedder.model_id}; settings {settings or 'defaults'}\n"
+    )
     if rows:
-        print("| stored memories | turns | turn median ms | floor median ms | per-turn ratio median "
-              "| per-turn ratio p95 | ratio of medians | texts embedded / turn |")
+        print(
+            "| stored memories | turns | turn median ms | floor median ms | per-turn ratio median "
+            "| per-turn ratio p95 | ratio of medians | texts embedded / turn |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['stored_before']:,} | {r['turns']} | {r['turn_median_ms']:.1f} | {r['floor_median_ms']:.1f} | "
-              f"{r['ratio_median']:.2f} | {r['ratio_p95']:.2f} | {r['ratio_of_medians']:.2f} | "
-              f"{r['texts_per_turn_mean']:.2f} |")
+        print(
+            f"| {r['stored_before']:,} | {r['turns']} | {r['turn_median_ms']:.1f} | {r['floor_median_ms']:.1f} | "
+            f"{r['ratio_median']:.2f} | {r['ratio_p95']:.2f} | {r['ratio_of_medians']:.2f} | "
+            f"{r['texts_per_turn_mean']:.2f} |"
+        )
     if demos:
         print("\n| demo | turns | memory prompt tokens | full-history prompt tokens | saved |")
         print("|---|---:|---:|---:|---:|")
     for d in demos:
         print(f"| {d['lang']} | {d['turns']} | {d['memory_tokens']:,} | {d['full_tokens']:,} | {d['saved']:.1%} |")
     if args.out:
-        Path(args.out).write_text(json.dumps({"overhead": rows, "demo": demos, "pool": len(pool),
-                                              "live": live["sample_id"], "embedder": embedder.model_id},
-                                             indent=2))
+        Path(args.out).write_text(
+            json.dumps(
+                {
+                    "overhead": rows,
+                    "demo": demos,
+                    "pool": len(pool),
+                    "live": live["sample_id"],
+                    "embedder": embedder.model_id,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -26,8 +26,14 @@ from pathlib import Path
 from typing import Any
 
 ORDER = ["memory", "sqlite", "chroma", "chroma-server", "milvus-lite", "milvus-server"]
-LABELS = {"memory": "in-process", "sqlite": "SQLite", "chroma": "Chroma embedded", "chroma-server": "Chroma server",
-          "milvus-lite": "Milvus Lite", "milvus-server": "Milvus server"}
+LABELS = {
+    "memory": "in-process",
+    "sqlite": "SQLite",
+    "chroma": "Chroma embedded",
+    "chroma-server": "Chroma server",
+    "milvus-lite": "Milvus Lite",
+    "milvus-server": "Milvus server",
+}
 
 
 def load(paths: list[Path]) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[tuple[int, float]]]]:
@@ -46,11 +52,18 @@ def load(paths: list[Path]) -> tuple[dict[str, list[dict[str, Any]]], dict[str, 
             turns[r["backend"]][r["size"]].append(r)
             if r["size"] in base:
                 per_file[r["backend"]][r["size"]].append(r["turn_median_ms"] / base[r["size"]])
-    by_label = {label: [{**found[0], "size": size,
-                         "turn_median_ms": statistics.median(r["turn_median_ms"] for r in found),
-                         "turn_p95_ms": statistics.median(r["turn_p95_ms"] for r in found)}
-                        for size, found in sizes.items()]
-                for label, sizes in turns.items()}
+    by_label = {
+        label: [
+            {
+                **found[0],
+                "size": size,
+                "turn_median_ms": statistics.median(r["turn_median_ms"] for r in found),
+                "turn_p95_ms": statistics.median(r["turn_p95_ms"] for r in found),
+            }
+            for size, found in sizes.items()
+        ]
+        for label, sizes in turns.items()
+    }
     ratios = {label: [(size, statistics.median(q)) for size, q in sizes.items()] for label, sizes in per_file.items()}
     return by_label, ratios
 
@@ -74,24 +87,41 @@ def plot(paths: list[Path], out: Path) -> Path:
         rows = sorted(by_label[label], key=lambda r: r["size"])
         base, _, variant = label.partition("+")
         name = LABELS.get(base, base) + (f" +{variant}" if variant else "")
-        style = {"color": colors(ORDER.index(base) if base in ORDER else i), "marker": "o",
-                 "linestyle": "--" if variant else "-"}
+        style = {
+            "color": colors(ORDER.index(base) if base in ORDER else i),
+            "marker": "o",
+            "linestyle": "--" if variant else "-",
+        }
         sizes = [r["size"] for r in rows]
         ax.plot(sizes, [r["turn_median_ms"] for r in rows], label=name, **style)
         if not variant:
-            ax.fill_between(sizes, [r["turn_median_ms"] for r in rows], [r["turn_p95_ms"] for r in rows],
-                            color=style["color"], alpha=0.12)
+            ax.fill_between(
+                sizes,
+                [r["turn_median_ms"] for r in rows],
+                [r["turn_p95_ms"] for r in rows],
+                color=style["color"],
+                alpha=0.12,
+            )
         points = sorted(ratios.get(label, []))
         if points and base != "memory":
             ax_ratio.plot([s for s, _ in points], [q for _, q in points], label=name, **style)
-    ax.set(xscale="log", yscale="log", xlabel="stored memories (10x: other users' data grows)",
-           ylabel="turn, ms (median; band to p95; model time excluded)",
-           title="Per-turn cost by backend and store size")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="stored memories (10x: other users' data grows)",
+        ylabel="turn, ms (median; band to p95; model time excluded)",
+        title="Per-turn cost by backend and store size",
+    )
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="upper left")
     ax_ratio.axhline(2.0, color="black", linewidth=1, linestyle=":", label="target: 2x in-process")
-    ax_ratio.set(xscale="log", yscale="log", xlabel="stored memories", ylabel="turn median / in-process (same run)",
-                 title="Ratio to the in-process store")
+    ax_ratio.set(
+        xscale="log",
+        yscale="log",
+        xlabel="stored memories",
+        ylabel="turn median / in-process (same run)",
+        title="Ratio to the in-process store",
+    )
     ax_ratio.grid(alpha=0.3, which="both")
     for axis in (ax.yaxis, ax_ratio.yaxis):  # plain numbers, not 4x10^1, on the log axes
         axis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))

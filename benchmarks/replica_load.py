@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
+from memory_vec._model.records import MemoryRecord
+from memory_vec._storage.replica import COPIED_KINDS
 from memory_vec.backends import RecordFilter
 from memory_vec.backends.chroma import ChromaBackend
-from memory_vec.records import MemoryRecord
-from memory_vec.replica import COPIED_KINDS
 
 
 def load_ms(rows: int, own: int, reps: int) -> tuple[int, float]:
@@ -30,14 +30,25 @@ def load_ms(rows: int, own: int, reps: int) -> tuple[int, float]:
     backend.open(dimension=384, model_id="probe")
     rng = np.random.default_rng(0)
     every = max(1, rows // own)
-    records = [MemoryRecord(id=f"r{i}", text=f"text {i} about something", role="user",
-                            user_id="me" if i % every == 0 else f"u{i % 997}", session_id=f"s{i % 7}",
-                            timestamp=1.7e9 + i, seq=i, metadata={"speaker": "A"}) for i in range(rows)]
+    records = [
+        MemoryRecord(
+            id=f"r{i}",
+            text=f"text {i} about something",
+            role="user",
+            user_id="me" if i % every == 0 else f"u{i % 997}",
+            session_id=f"s{i % 7}",
+            timestamp=1.7e9 + i,
+            seq=i,
+            metadata={"speaker": "A"},
+        )
+        for i in range(rows)
+    ]
     for start in range(0, rows, 2000):
-        batch = records[start:start + 2000]
+        batch = records[start : start + 2000]
         backend.upsert(batch, rng.standard_normal((len(batch), 384)).astype(np.float32))
-    scope = RecordFilter(user_id="me", include_shared=True, kinds=COPIED_KINDS, include_superseded=True,
-                         include_archived=True)
+    scope = RecordFilter(
+        user_id="me", include_shared=True, kinds=COPIED_KINDS, include_superseded=True, include_archived=True
+    )
     times, loaded = [], 0
     for _ in range(reps):
         t0 = time.perf_counter()

@@ -69,8 +69,8 @@ import numpy as np  # noqa: E402
 from benchmarks.backend_turns import DictEmbedder  # noqa: E402
 from benchmarks.overhead import live_turns, pct, sessions_of  # noqa: E402
 from memory_vec import MemoryConfig, MemoryCore, release_stores  # noqa: E402
-from memory_vec.records import MemoryRecord  # noqa: E402
-from memory_vec.transfer import EXPORT_FORMAT  # noqa: E402
+from memory_vec._model.records import MemoryRecord  # noqa: E402
+from memory_vec._pipelines.transfer import EXPORT_FORMAT  # noqa: E402
 
 USER = "import-user"
 BULK_BACKENDS = ("chroma", "milvus-lite")
@@ -94,21 +94,51 @@ def import_records(messages: Sequence[tuple[str, str, str]], rows: int) -> list[
         session, role, text = messages[i % len(messages)]
         session = f"{session}-r{i // len(messages)}"
         seqs[session] = seqs.get(session, 0) + 1
-        out.append(MemoryRecord(id=f"imp-{i:07d}", text=text, role=role, user_id=USER, session_id=session,
-                                timestamp=base + 60 * i, kind="message", seq=seqs[session]))
+        out.append(
+            MemoryRecord(
+                id=f"imp-{i:07d}",
+                text=text,
+                role=role,
+                user_id=USER,
+                session_id=session,
+                timestamp=base + 60 * i,
+                kind="message",
+                seq=seqs[session],
+            )
+        )
     return out
 
 
 def export_of(records: Sequence[MemoryRecord]) -> dict[str, Any]:
-    return {"format": EXPORT_FORMAT, "user_id": USER, "embedding_model": "", "records": [asdict(r) for r in records],
-            "sessions": {}}
+    return {
+        "format": EXPORT_FORMAT,
+        "user_id": USER,
+        "embedding_model": "",
+        "records": [asdict(r) for r in records],
+        "sessions": {},
+    }
 
 
-def core_on(backend: str, persist: str, embedder: Any, user: str = USER, url: str | None = None,
-            collection: str = "throughput", options: dict[str, Any] | None = None) -> MemoryCore:
+def core_on(
+    backend: str,
+    persist: str,
+    embedder: Any,
+    user: str = USER,
+    url: str | None = None,
+    collection: str = "throughput",
+    options: dict[str, Any] | None = None,
+) -> MemoryCore:
     kind = {"milvus-lite": "milvus", "milvus-server": "milvus"}.get(backend, backend)
-    config = MemoryConfig(user_id=user, session_id="bulk", backend=kind, url=url, persist_dir=persist,
-                          collection=collection, backend_timeout=300.0, backend_options=options or {})
+    config = MemoryConfig(
+        user_id=user,
+        session_id="bulk",
+        backend=kind,
+        url=url,
+        persist_dir=persist,
+        collection=collection,
+        backend_timeout=300.0,
+        backend_options=options or {},
+    )
     return MemoryCore(config, embedder=embedder)
 
 
@@ -124,8 +154,12 @@ def raw_write(backend: str, core: MemoryCore, records: Sequence[MemoryRecord], v
         step = inner._max_batch
         t0 = time.perf_counter()
         for i in range(0, len(records), step):
-            collection.add(ids=ids[i:i + step], embeddings=vectors[i:i + step], metadatas=metas[i:i + step],
-                           documents=docs[i:i + step])
+            collection.add(
+                ids=ids[i : i + step],
+                embeddings=vectors[i : i + step],
+                metadatas=metas[i : i + step],
+                documents=docs[i : i + step],
+            )
         collection.count()  # the first read
         return time.perf_counter() - t0
     from memory_vec.backends._milvus_rows import request_batches, to_row
@@ -150,12 +184,22 @@ def add_by_session(core: MemoryCore, records: Sequence[MemoryRecord], batch: int
         by_session.setdefault(f"long-{i // session_size}" if session_size else r.session_id, []).append(r)
     for session, rs in by_session.items():
         for i in range(0, len(rs), batch):
-            core.add_messages([{"role": r.role, "content": r.text, "timestamp": r.timestamp}
-                               for r in rs[i:i + batch]], session_id=session)
+            core.add_messages(
+                [{"role": r.role, "content": r.text, "timestamp": r.timestamp} for r in rs[i : i + batch]],
+                session_id=session,
+            )
 
 
-def bulk_once(mode: str, backend: str, records: Sequence[MemoryRecord], vectors: np.ndarray,
-              embedder: DictEmbedder, batch: int, add_rows: int, session_size: int = 0) -> dict[str, Any]:
+def bulk_once(
+    mode: str,
+    backend: str,
+    records: Sequence[MemoryRecord],
+    vectors: np.ndarray,
+    embedder: DictEmbedder,
+    batch: int,
+    add_rows: int,
+    session_size: int = 0,
+) -> dict[str, Any]:
     persist = tempfile.mkdtemp(prefix=f"throughput-{backend}-{mode}-")
     try:
         core = core_on(backend, persist, embedder)
@@ -176,8 +220,15 @@ def bulk_once(mode: str, backend: str, records: Sequence[MemoryRecord], vectors:
             seconds = time.perf_counter() - t0 - embedder.model_s
         stored = core.backend.count()
         core.close()
-        return {"backend": backend, "mode": mode, "rows": len(records), "stored": stored, "seconds": seconds,
-                "rows_per_s": len(records) / seconds, "misses": embedder.misses - misses}
+        return {
+            "backend": backend,
+            "mode": mode,
+            "rows": len(records),
+            "stored": stored,
+            "seconds": seconds,
+            "rows_per_s": len(records) / seconds,
+            "misses": embedder.misses - misses,
+        }
     finally:
         release_stores()
         shutil.rmtree(persist, ignore_errors=True)
@@ -197,26 +248,36 @@ def bulk(args: argparse.Namespace, records: list[MemoryRecord], embedder: DictEm
     out = []
     for rep in range(args.reps):
         for backend in args.bulk_backends:
-            order = modes[rep % 3:] + modes[: rep % 3]
+            order = modes[rep % 3 :] + modes[: rep % 3]
             for mode in order:
-                row = bulk_once(mode, backend, records, vectors, embedder, args.batch, args.add_rows,
-                                args.session_size)
+                row = bulk_once(mode, backend, records, vectors, embedder, args.batch, args.add_rows, args.session_size)
                 row["rep"] = rep
                 out.append(row)
-                print(f"  bulk rep {rep} {backend:12s} {mode:13s} {row['rows_per_s']:8.0f} rows/s "
-                      f"({row['seconds']:.2f}s, stored {row['stored']}, misses {row['misses']})",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  bulk rep {rep} {backend:12s} {mode:13s} {row['rows_per_s']:8.0f} rows/s "
+                    f"({row['seconds']:.2f}s, stored {row['stored']}, misses {row['misses']})",
+                    file=sys.stderr,
+                    flush=True,
+                )
     embedder.save()
     return out
 
 
 # --------------------------------------------------------------------------- 2. concurrent writers
-def _client(i: int, url: str, cache: str, turns: list[tuple[str, str, str, str]], start: Any,
-            results: Any, level: str) -> None:
+def _client(
+    i: int, url: str, cache: str, turns: list[tuple[str, str, str, str]], start: Any, results: Any, level: str
+) -> None:
     embedder = DictEmbedder(Path(cache))
     persist = tempfile.mkdtemp(prefix=f"throughput-client-{i}-")
-    core = core_on("milvus-server", persist, embedder, user=f"client-{i}", url=url, collection=f"writers_{level}",
-                   options={"consistency_level": level})
+    core = core_on(
+        "milvus-server",
+        persist,
+        embedder,
+        user=f"client-{i}",
+        url=url,
+        collection=f"writers_{level}",
+        options={"consistency_level": level},
+    )
     core.add_messages([("user", "hello"), ("assistant", "hi")], session_id="warmup")  # connect, open
     start.wait()
     began = time.time()
@@ -232,20 +293,43 @@ def _client(i: int, url: str, cache: str, turns: list[tuple[str, str, str, str]]
     ended = time.time()
     stored = core.backend.count()
     core.close()
-    results.put({"client": i, "began": began, "ended": ended, "model_s": model_s, "calls_ms": calls,
-                 "parts": parts, "messages": 2 * len(turns), "misses": embedder.misses, "stored": stored})
+    results.put(
+        {
+            "client": i,
+            "began": began,
+            "ended": ended,
+            "model_s": model_s,
+            "calls_ms": calls,
+            "parts": parts,
+            "messages": 2 * len(turns),
+            "misses": embedder.misses,
+            "stored": stored,
+        }
+    )
     shutil.rmtree(persist, ignore_errors=True)
 
 
-def writers(args: argparse.Namespace, all_turns: list[tuple[str, str, str, str]], service: Any,
-            level: str) -> dict[str, Any]:
+def writers(
+    args: argparse.Namespace, all_turns: list[tuple[str, str, str, str]], service: Any, level: str
+) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     start, results = ctx.Barrier(args.clients + 1), ctx.Queue()
     per = args.client_turns
-    procs = [ctx.Process(target=_client, args=(i, service.url, args.vectors_cache,
-                                               all_turns[(i * per) % len(all_turns):][:per], start, results,
-                                               level))
-             for i in range(args.clients)]
+    procs = [
+        ctx.Process(
+            target=_client,
+            args=(
+                i,
+                service.url,
+                args.vectors_cache,
+                all_turns[(i * per) % len(all_turns) :][:per],
+                start,
+                results,
+                level,
+            ),
+        )
+        for i in range(args.clients)
+    ]
     for p in procs:
         p.start()
     start.wait(timeout=600)
@@ -260,11 +344,19 @@ def writers(args: argparse.Namespace, all_turns: list[tuple[str, str, str, str]]
     for r in rows:
         for name, values in r["parts"].items():
             parts.setdefault(name, []).extend(values)
-    return {"level": level, "clients": args.clients, "turns_per_client": per, "messages": messages, "wall_s": wall,
-            "messages_per_s": messages / max(1e-9, wall - model), "call_p50_ms": statistics.median(calls),
-            "call_p95_ms": pct(calls, 95), "misses": sum(r["misses"] for r in rows),
-            "parts_median_ms": {k: round(statistics.median(v), 1) for k, v in sorted(parts.items())},
-            "stored": [r["stored"] for r in rows]}
+    return {
+        "level": level,
+        "clients": args.clients,
+        "turns_per_client": per,
+        "messages": messages,
+        "wall_s": wall,
+        "messages_per_s": messages / max(1e-9, wall - model),
+        "call_p50_ms": statistics.median(calls),
+        "call_p95_ms": pct(calls, 95),
+        "misses": sum(r["misses"] for r in rows),
+        "parts_median_ms": {k: round(statistics.median(v), 1) for k, v in sorted(parts.items())},
+        "stored": [r["stored"] for r in rows],
+    }
 
 
 def prime_turns(embedder: DictEmbedder, turns: Sequence[tuple[str, str, str, str]]) -> None:
@@ -290,7 +382,7 @@ def with_model(args: argparse.Namespace, records: list[MemoryRecord]) -> dict[st
     embedder.embed_documents(texts[:8])  # load
     t0 = time.perf_counter()
     for i in range(0, len(texts), 64):
-        embedder.embed_documents(texts[i:i + 64])
+        embedder.embed_documents(texts[i : i + 64])
     floor = time.perf_counter() - t0
     persist = tempfile.mkdtemp(prefix="throughput-model-")
     try:
@@ -302,35 +394,51 @@ def with_model(args: argparse.Namespace, records: list[MemoryRecord]) -> dict[st
     finally:
         release_stores()
         shutil.rmtree(persist, ignore_errors=True)
-    return {"rows": len(sample), "embed_rows_per_s": len(sample) / floor, "import_rows_per_s": len(sample) / seconds,
-            "ratio": seconds / floor}
+    return {
+        "rows": len(sample),
+        "embed_rows_per_s": len(sample) / floor,
+        "import_rows_per_s": len(sample) / seconds,
+        "ratio": seconds / floor,
+    }
 
 
 # --------------------------------------------------------------------------- report
 def tables(result: dict[str, Any]) -> str:
     lines = []
     if result.get("bulk"):
-        lines += ["| backend | mode | rows/s (median of reps) | ratio to raw, per rep | stored rows |",
-                  "|---|---|---:|---|---:|"]
+        lines += [
+            "| backend | mode | rows/s (median of reps) | ratio to raw, per rep | stored rows |",
+            "|---|---|---:|---|---:|",
+        ]
         rows = result["bulk"]
         for backend in dict.fromkeys(r["backend"] for r in rows):
             raw = {r["rep"]: r["rows_per_s"] for r in rows if r["backend"] == backend and r["mode"] == "raw"}
             for mode in ("raw", "import", "add_messages"):
                 mine = [r for r in rows if r["backend"] == backend and r["mode"] == mode]
                 ratios = " / ".join(f"{r['rows_per_s'] / raw[r['rep']]:.2f}" for r in mine)
-                lines.append(f"| {backend} | {mode} | {statistics.median(r['rows_per_s'] for r in mine):,.0f} "
-                             f"| {ratios} | {mine[-1]['stored']} |")
+                lines.append(
+                    f"| {backend} | {mode} | {statistics.median(r['rows_per_s'] for r in mine):,.0f} "
+                    f"| {ratios} | {mine[-1]['stored']} |"
+                )
     for w in result.get("writers", []):
-        lines += ["", f"Milvus server, reads {w['level']}, {w['clients']} writer processes × "
-                  f"{w['turns_per_client']} add_messages pairs: **{w['messages_per_s']:.0f} messages/s** "
-                  f"(wall {w['wall_s']:.1f} s), per call p50 {w['call_p50_ms']:.0f} ms / "
-                  f"p95 {w['call_p95_ms']:.0f} ms; "
-                  "parts (median ms): " + ", ".join(f"{k} {v}" for k, v in w["parts_median_ms"].items())]
+        lines += [
+            "",
+            f"Milvus server, reads {w['level']}, {w['clients']} writer processes × "
+            f"{w['turns_per_client']} add_messages pairs: **{w['messages_per_s']:.0f} messages/s** "
+            f"(wall {w['wall_s']:.1f} s), per call p50 {w['call_p50_ms']:.0f} ms / "
+            f"p95 {w['call_p95_ms']:.0f} ms; "
+            "parts (median ms): " + ", ".join(f"{k} {v}" for k, v in w["parts_median_ms"].items()),
+        ]
     if result.get("model"):
         m = result["model"]
-        lines += ["", (f"With the model ({m['rows']} rows into embedded Chroma): embedder alone "
-                  f"{m['embed_rows_per_s']:.0f} rows/s, import_memories {m['import_rows_per_s']:.0f} rows/s: "
-                  f"**{m['ratio']:.2f}×** the embedder's time")]
+        lines += [
+            "",
+            (
+                f"With the model ({m['rows']} rows into embedded Chroma): embedder alone "
+                f"{m['embed_rows_per_s']:.0f} rows/s, import_memories {m['import_rows_per_s']:.0f} rows/s: "
+                f"**{m['ratio']:.2f}×** the embedder's time"
+            ),
+        ]
     return "\n".join(lines)
 
 
@@ -341,19 +449,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=5000)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--batch", type=int, default=64, help="messages per add_messages call in the bulk run")
-    p.add_argument("--session-size", type=int, default=0,
-                   help="bulk add_messages: sessions of this many consecutive messages (0: the dev sessions)")
-    p.add_argument("--add-rows", type=int, default=1000,
-                   help="the first N rows go through add_messages (it is slow on Milvus Lite; rows/s compare)")
+    p.add_argument(
+        "--session-size",
+        type=int,
+        default=0,
+        help="bulk add_messages: sessions of this many consecutive messages (0: the dev sessions)",
+    )
+    p.add_argument(
+        "--add-rows",
+        type=int,
+        default=1000,
+        help="the first N rows go through add_messages (it is slow on Milvus Lite; rows/s compare)",
+    )
     p.add_argument("--bulk-backends", nargs="*", default=list(BULK_BACKENDS), choices=BULK_BACKENDS)
     p.add_argument("--clients", type=int, default=8, help="writer processes on the Milvus server (0: skip)")
     p.add_argument("--client-turns", type=int, default=40)
-    p.add_argument("--levels", nargs="+", default=["Bounded", "Session"],
-                   help="the writers' Milvus read consistency levels, one run each (Bounded: the default)")
+    p.add_argument(
+        "--levels",
+        nargs="+",
+        default=["Bounded", "Session"],
+        help="the writers' Milvus read consistency levels, one run each (Bounded: the default)",
+    )
     p.add_argument("--model-rows", type=int, default=0, help="rows of the with-model import (0: skip)")
-    p.add_argument("--milvus-config", action="append", default=[], metavar="KEY=VALUE",
-                   help="a setting of the C++ Milvus server's config (repeatable), e.g. "
-                   "queryNode.segcore.interimIndex.enableIndex=false")
+    p.add_argument(
+        "--milvus-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of the C++ Milvus server's config (repeatable), e.g. "
+        "queryNode.segcore.interimIndex.enableIndex=false",
+    )
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
 

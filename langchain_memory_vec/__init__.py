@@ -13,11 +13,11 @@ Install with ``pip install 'memory-vec[langchain]'``.
 
 from __future__ import annotations
 
-from ._llm import INTERNAL_TAG, as_prompt_callable
-from .memory import CoreChatMessageHistory, VectorSummaryMemory
-from .middleware import VectorSummaryMiddleware
-from .prompts import CHAT_PROMPT, PROMPT, MissingPromptVariableError
-from .store import NamespaceScopeError, VectorSummaryStore
+from langchain_memory_vec._llm import INTERNAL_TAG, as_prompt_callable
+from langchain_memory_vec.memory import CoreChatMessageHistory, VectorSummaryMemory
+from langchain_memory_vec.middleware import VectorSummaryMiddleware
+from langchain_memory_vec.prompts import CHAT_PROMPT, PROMPT, MissingPromptVariableError
+from langchain_memory_vec.store import NamespaceScopeError, VectorSummaryStore
 
 __all__ = [
     "CHAT_PROMPT",

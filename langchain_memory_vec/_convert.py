@@ -11,17 +11,23 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages import ChatMessage as LCChatMessage
 
 from memory_vec import ChatMessage, MemoryContext, MessageInput
-from memory_vec.errors import InvalidInputError, InvalidRoleError
+from memory_vec._model.errors import InvalidInputError, InvalidRoleError
+from memory_vec._rules.storable import metadata_fits, storable_text
 from memory_vec.state import StateMessage
-from memory_vec.storable import metadata_fits, storable_text
 
 log = logging.getLogger("langchain_memory_vec")
 
 __all__ = ["context_messages", "history_text", "text_of", "to_core", "to_langchain"]
 
 _ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-_CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant",
-               "system": "system", "tool": "tool"}
+_CHAT_ROLES = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+}
 
 
 def text_of(value: Any) -> str:
@@ -64,8 +70,9 @@ def to_core(message: BaseMessage, max_bytes: int, max_metadata_bytes: int) -> Me
         metadata["tool_calls"] = json.loads(json.dumps(calls, ensure_ascii=False, default=str))
         if not text.strip():
             metadata["tool_calls_only"] = True
-            text = "\n".join(f"[tool call {c['name']}({json.dumps(c['args'], ensure_ascii=False, default=str)})]"
-                             for c in calls)
+            text = "\n".join(
+                f"[tool call {c['name']}({json.dumps(c['args'], ensure_ascii=False, default=str)})]" for c in calls
+            )
     if isinstance(message, ToolMessage):
         metadata["tool_call_id"] = message.tool_call_id
     if message.id:
@@ -86,8 +93,11 @@ def _tool_calls(metadata: dict[str, Any]) -> list[ToolCall]:
     calls = metadata.get("tool_calls")
     if not isinstance(calls, list):
         return []
-    return [ToolCall(name=c["name"], args=c["args"], id=c.get("id")) for c in calls
-            if isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("args"), dict)]
+    return [
+        ToolCall(name=c["name"], args=c["args"], id=c.get("id"))
+        for c in calls
+        if isinstance(c, dict) and isinstance(c.get("name"), str) and isinstance(c.get("args"), dict)
+    ]
 
 
 def to_langchain(message: ChatMessage | StateMessage) -> AIMessage | HumanMessage | SystemMessage | ToolMessage:

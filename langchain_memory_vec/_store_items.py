@@ -31,16 +31,16 @@ from typing import Any, cast
 from langgraph.store.base import InvalidNamespaceError, Item, MatchCondition, SearchItem, TTLConfig
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from memory_vec._validate import has_lone_surrogate
-from memory_vec.backends.base import BackendLimits
-from memory_vec.errors import (
+from memory_vec._model.errors import (
     ConfigError,
     ContentTooLargeError,
     InvalidIdError,
     InvalidInputError,
     InvalidMetadataError,
 )
-from memory_vec.records import MemoryRecord, to_datetime
+from memory_vec._model.records import MemoryRecord, to_datetime
+from memory_vec._model.validate import has_lone_surrogate
+from memory_vec.backends.base import BackendLimits
 
 __all__ = [
     "MARKER",
@@ -170,8 +170,13 @@ class StoredItem:
         return (self.created, self.namespace, self.key)
 
     def to_item(self) -> Item:
-        return Item(value=self.value, key=self.key, namespace=self.namespace,
-                    created_at=to_datetime(self.created), updated_at=self._updated())
+        return Item(
+            value=self.value,
+            key=self.key,
+            namespace=self.namespace,
+            created_at=to_datetime(self.created),
+            updated_at=self._updated(),
+        )
 
     def to_search_item(self, score: float | None) -> SearchItem:
         return SearchItem(self.namespace, self.key, self.value, to_datetime(self.created), self._updated(), score)
@@ -225,15 +230,25 @@ def _check_json(value: Any, path: str, depth: int = 0) -> None:
 def _check_user(user_id: str, where: str, limits: BackendLimits) -> None:
     cap = min(_MAX_ID_CHARS * 4, limits.max_id_bytes or _MAX_ID_CHARS * 4)
     if len(user_id) > _MAX_ID_CHARS or len(user_id.encode("utf-8", "surrogatepass")) > cap:
-        raise InvalidIdError(f"{where}: the user id (namespace element) {user_id[:40]!r}... is longer than "
-                             f"memory-vec ids may be ({_MAX_ID_CHARS} characters, {cap} UTF-8 bytes)")
+        raise InvalidIdError(
+            f"{where}: the user id (namespace element) {user_id[:40]!r}... is longer than "
+            f"memory-vec ids may be ({_MAX_ID_CHARS} characters, {cap} UTF-8 bytes)"
+        )
     if _CONTROL.search(user_id):
         raise InvalidIdError(f"{where}: the user id (namespace element) {user_id!r} contains control characters")
 
 
 def build_record(
-    namespace: tuple[str, ...], key: str, value: Mapping[str, Any], *, user_id: str,
-    fields: tuple[str, ...] | None, ttl: float | None, created: float, now: float, limits: BackendLimits,
+    namespace: tuple[str, ...],
+    key: str,
+    value: Mapping[str, Any],
+    *,
+    user_id: str,
+    fields: tuple[str, ...] | None,
+    ttl: float | None,
+    created: float,
+    now: float,
+    limits: BackendLimits,
 ) -> tuple[MemoryRecord, str]:
     """The record of an item and the text to embed ("" when the item is not indexed).
 
@@ -249,8 +264,9 @@ def build_record(
         raise InvalidInputError(f"{where}: value must be a dict, got {type(value).__name__}")
     value = dict(value)
     _check_json(value, f"{where} value")
-    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0
-                            or not math.isfinite(ttl)):
+    if ttl is not None and (
+        isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0 or not math.isfinite(ttl)
+    ):
         raise InvalidInputError(f"{where}: ttl must be a positive number of minutes or None, got {ttl!r}")
     _check_user(user_id, where, limits)
     text = json.dumps(value, ensure_ascii=False)
@@ -260,19 +276,31 @@ def build_record(
             f"{limits.max_text_bytes}. Store large documents elsewhere and keep a reference here."
         )
     embed_text = index_text(value, fields) if fields else ""
-    metadata: dict[str, Any] = {MARKER: _FORMAT, "lg_ns": json.dumps(list(namespace), ensure_ascii=False),
-                                "lg_key": key, "lg_created": created}
+    metadata: dict[str, Any] = {
+        MARKER: _FORMAT,
+        "lg_ns": json.dumps(list(namespace), ensure_ascii=False),
+        "lg_key": key,
+        "lg_created": created,
+    }
     if embed_text and fields:
         metadata["lg_fields"] = json.dumps(list(fields), ensure_ascii=False)
     if ttl is not None:
         metadata["lg_ttl"] = float(ttl)
     meta_bytes = len(json.dumps(metadata, ensure_ascii=False).encode("utf-8"))
     if limits.max_metadata_bytes is not None and meta_bytes > limits.max_metadata_bytes:
-        raise InvalidMetadataError(f"{where}: namespace and key take {meta_bytes} bytes of record metadata; "
-                                   f"this backend allows {limits.max_metadata_bytes}")
+        raise InvalidMetadataError(
+            f"{where}: namespace and key take {meta_bytes} bytes of record metadata; "
+            f"this backend allows {limits.max_metadata_bytes}"
+        )
     record = MemoryRecord(
-        id=record_id(namespace, key), text=text, role="user", user_id=user_id,
-        session_id=_session_of(namespace, limits), timestamp=now, kind="item", metadata=metadata,
+        id=record_id(namespace, key),
+        text=text,
+        role="user",
+        user_id=user_id,
+        session_id=_session_of(namespace, limits),
+        timestamp=now,
+        kind="item",
+        metadata=metadata,
         expire_at=now + float(ttl) * 60.0 if ttl is not None else None,
     )
     return record, embed_text
@@ -314,8 +342,10 @@ def check_filter(filter: Mapping[str, Any] | None, depth: int = 0) -> None:
                 if op not in _OPERATORS:
                     raise InvalidInputError(f"filter: unsupported operator {op!r}; supported: {', '.join(_OPERATORS)}")
             if operators and len(operators) != len(keys):
-                raise InvalidInputError(f"filter: the condition on {field_name!r} mixes operators {operators} with "
-                                        f"other keys {[k for k in keys if not k.startswith('$')]}")
+                raise InvalidInputError(
+                    f"filter: the condition on {field_name!r} mixes operators {operators} with "
+                    f"other keys {[k for k in keys if not k.startswith('$')]}"
+                )
             if not operators:
                 check_filter(value, depth + 1)
 
@@ -331,8 +361,11 @@ def _compare(actual: Any, wanted: Any) -> bool:
             return all(_operator(actual, op, operand) for op, operand in wanted.items())
         return isinstance(actual, Mapping) and all(_compare(actual.get(k), v) for k, v in wanted.items())
     if isinstance(wanted, list | tuple):
-        return (isinstance(actual, list | tuple) and len(actual) == len(wanted)
-                and all(_compare(a, w) for a, w in zip(actual, wanted)))
+        return (
+            isinstance(actual, list | tuple)
+            and len(actual) == len(wanted)
+            and all(_compare(a, w) for a, w in zip(actual, wanted))
+        )
     return bool(actual == wanted)
 
 

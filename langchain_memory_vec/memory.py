@@ -19,14 +19,13 @@ from langchain_core.messages import BaseMessage
 from langchain_core.prompts import BasePromptTemplate
 from pydantic import Field, model_validator
 
+from langchain_memory_vec._convert import context_messages, history_text, text_of, to_core, to_langchain
+from langchain_memory_vec._llm import as_prompt_callable
+from langchain_memory_vec.prompts import check_prompt_variables, prompt_variables
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore, MessageInput
+from memory_vec._model.errors import InvalidInputError
+from memory_vec._rules.storable import storable_text
 from memory_vec.embeddings.models import LangChainEmbedder
-from memory_vec.errors import InvalidInputError
-from memory_vec.storable import storable_text
-
-from ._convert import context_messages, history_text, text_of, to_core, to_langchain
-from ._llm import as_prompt_callable
-from .prompts import check_prompt_variables, prompt_variables
 
 __all__ = ["CoreChatMessageHistory", "VectorSummaryMemory"]
 
@@ -69,7 +68,9 @@ class CoreChatMessageHistory(BaseChatMessageHistory):
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await self.core.aadd_messages(
-            self._inputs(messages), session_id=self.session_id, user_id=self.user_id,
+            self._inputs(messages),
+            session_id=self.session_id,
+            user_id=self.user_id,
         )
 
     def clear(self) -> None:
@@ -190,9 +191,7 @@ class VectorSummaryMemory(BaseChatMemory):
                 )
         else:
             if embeddings is not None and not isinstance(embeddings, Embeddings):
-                raise InvalidInputError(
-                    f"embeddings must be a LangChain Embeddings, got {type(embeddings).__name__}"
-                )
+                raise InvalidInputError(f"embeddings must be a LangChain Embeddings, got {type(embeddings).__name__}")
             core = MemoryCore(
                 MemoryConfig.from_dict(config) if isinstance(config, dict) else config,
                 embedder=LangChainEmbedder(embeddings) if embeddings is not None else None,
@@ -265,9 +264,7 @@ class VectorSummaryMemory(BaseChatMemory):
     def _input_key(self, inputs: dict[str, Any]) -> str | None:
         if self.input_key is not None:
             if self.input_key not in inputs:
-                raise InvalidInputError(
-                    f"input_key {self.input_key!r} is not among the inputs {sorted(inputs)}"
-                )
+                raise InvalidInputError(f"input_key {self.input_key!r} is not among the inputs {sorted(inputs)}")
             return self.input_key
         candidates = sorted(set(inputs) - set(self.memory_variables) - {"stop"})
         if not candidates:
@@ -311,8 +308,9 @@ class VectorSummaryMemory(BaseChatMemory):
             raise InvalidInputError(f"save_context found no input to store in {sorted(inputs)}")
         user, answer = self._get_input_output({key: inputs[key]}, outputs)
         limit = self._core.config.max_content_bytes
-        pair = [(role, storable_text(text_of(value), limit)[0])
-                for role, value in (("user", user), ("assistant", answer))]
+        pair = [
+            (role, storable_text(text_of(value), limit)[0]) for role, value in (("user", user), ("assistant", answer))
+        ]
         return [(role, text) for role, text in pair if text.strip()] or pair  # an empty answer: the input still kept
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:

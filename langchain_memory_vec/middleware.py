@@ -20,12 +20,11 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from langchain_memory_vec._convert import to_core, to_langchain
+from langchain_memory_vec._llm import as_prompt_callable
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore, MessageInput
+from memory_vec._model.errors import InvalidInputError
 from memory_vec.embeddings.models import LangChainEmbedder
-from memory_vec.errors import InvalidInputError
-
-from ._convert import to_core, to_langchain
-from ._llm import as_prompt_callable
 
 __all__ = ["VectorSummaryMiddleware"]
 
@@ -93,9 +92,7 @@ class VectorSummaryMiddleware(AgentMiddleware):
     ) -> None:
         super().__init__()
         if core is not None and (config is not None or llm is not None or embeddings is not None):
-            raise InvalidInputError(
-                "VectorSummaryMiddleware: pass either core=... or config/llm/embeddings, not both"
-            )
+            raise InvalidInputError("VectorSummaryMiddleware: pass either core=... or config/llm/embeddings, not both")
         self.core = core or MemoryCore(
             config or MemoryConfig(),
             embedder=LangChainEmbedder(embeddings) if embeddings is not None else None,
@@ -160,8 +157,7 @@ class VectorSummaryMiddleware(AgentMiddleware):
         return request.override(system_message=system, messages=messages)
 
     @staticmethod
-    def _earlier_turns(earlier: list[AnyMessage], current: list[AnyMessage], ctx: MemoryContext
-                       ) -> list[AnyMessage]:
+    def _earlier_turns(earlier: list[AnyMessage], current: list[AnyMessage], ctx: MemoryContext) -> list[AnyMessage]:
         """The core's budgeted view of the thread's earlier turns, plus what the thread
         has that the core cannot give: turns after the newest one the core stored
         (a direct tool result, a failed model call) and, when the view starts at the
@@ -175,8 +171,8 @@ class VectorSummaryMiddleware(AgentMiddleware):
         core_view: list[AnyMessage] = [to_langchain(m) for m in view]
         if not at:  # the thread names none of them (ids not kept): the core's view as it is
             return core_view
-        older = earlier[:at[0]] if view and view[0].seq == 1 and not ctx.summary else []
-        return [*older, *core_view, *earlier[at[-1] + 1:]]
+        older = earlier[: at[0]] if view and view[0].seq == 1 and not ctx.summary else []
+        return [*older, *core_view, *earlier[at[-1] + 1 :]]
 
     def wrap_model_call(
         self,

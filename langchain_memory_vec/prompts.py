@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate, MessagesPlaceholder, PromptTemplate
 
-from memory_vec.errors import InvalidInputError
+from memory_vec._model.errors import InvalidInputError
 
 __all__ = ["CHAT_PROMPT", "PROMPT", "MissingPromptVariableError", "check_prompt_variables", "prompt_variables"]
 
@@ -61,8 +61,9 @@ def prompt_variables(prompt: BasePromptTemplate[Any]) -> set[str]:
     return set(prompt.input_variables) | set(prompt.optional_variables or [])
 
 
-def check_prompt_variables(prompt: BasePromptTemplate[Any], *, memory_key: str, relevant_memories_key: str | None
-                           ) -> None:
+def check_prompt_variables(
+    prompt: BasePromptTemplate[Any], *, memory_key: str, relevant_memories_key: str | None
+) -> None:
     """Raise :class:`MissingPromptVariableError` when ``prompt`` lacks a slot the memory fills."""
     variables = prompt_variables(prompt)
     if memory_key not in variables:

@@ -37,17 +37,7 @@ from langgraph.store.base import (
 )
 from typing_extensions import Self
 
-from memory_vec import MemoryConfig
-from memory_vec.backends import Backend, RecordFilter, create_backend
-from memory_vec.backends.base import BackendLimits
-from memory_vec.embeddings import Embedder, get_embedder
-from memory_vec.embeddings.models import LangChainEmbedder
-from memory_vec.errors import ConfigError, InvalidInputError
-from memory_vec.recall.bm25 import BM25Index, IndexedDoc
-from memory_vec.recall.ranking import Candidate, RankingPolicy, rank
-from memory_vec.records import MemoryRecord
-
-from ._store_items import (
+from langchain_memory_vec._store_items import (
     MARKER,
     NamespaceScopeError,
     StoredItem,
@@ -62,6 +52,15 @@ from ._store_items import (
     matches_namespace,
     record_id,
 )
+from memory_vec import MemoryConfig
+from memory_vec._model.errors import ConfigError, InvalidInputError
+from memory_vec._model.records import MemoryRecord
+from memory_vec._rules.bm25 import BM25Index, IndexedDoc
+from memory_vec._rules.ranking import Candidate, RankingPolicy, rank
+from memory_vec.backends import Backend, RecordFilter, create_backend
+from memory_vec.backends.base import BackendLimits
+from memory_vec.embeddings import Embedder, get_embedder
+from memory_vec.embeddings.models import LangChainEmbedder
 
 __all__ = ["NamespaceScopeError", "VectorSummaryStore"]
 
@@ -126,9 +125,16 @@ class VectorSummaryStore(BaseStore):
     supports_ttl = True
 
     def __init__(
-        self, config: MemoryConfig | None = None, *, backend: Backend | None = None,
-        embedder: Embedder | None = None, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
-        user_position: int = 1, allow_cross_user: bool = False, conflict_overwrite: bool = False,
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        backend: Backend | None = None,
+        embedder: Embedder | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        user_position: int = 1,
+        allow_cross_user: bool = False,
+        conflict_overwrite: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if conflict_overwrite:
@@ -144,11 +150,14 @@ class VectorSummaryStore(BaseStore):
         check_keys(options, _INDEX_KEYS, "index")
         self.embedder = self._resolve_embedder(embedder, options.get("embed"))
         if options.get("dims") is not None and options["dims"] != self.embedder.dimension:
-            raise ConfigError(f"VectorSummaryStore.index['dims']: got {options['dims']!r}; the embedder "
-                              f"{self.embedder.model_id!r} makes {self.embedder.dimension}-d vectors")
+            raise ConfigError(
+                f"VectorSummaryStore.index['dims']: got {options['dims']!r}; the embedder "
+                f"{self.embedder.model_id!r} makes {self.embedder.dimension}-d vectors"
+            )
         try:
-            self.index_fields = check_index_paths(options.get("fields") or ["$"],
-                                                  where="VectorSummaryStore.index['fields']")
+            self.index_fields = check_index_paths(
+                options.get("fields") or ["$"], where="VectorSummaryStore.index['fields']"
+            )
         except InvalidInputError as exc:
             raise ConfigError(str(exc)) from exc
         self.index_config = cast(IndexConfig, {"dims": self.embedder.dimension, "fields": list(self.index_fields)})
@@ -159,9 +168,12 @@ class VectorSummaryStore(BaseStore):
         self.limits: BackendLimits = getattr(self.backend, "limits", None) or BackendLimits()
         c = self.config
         self.policy = RankingPolicy(
-            half_life_days=c.decay_half_life_days, recency_weight=c.recency_weight,
-            importance_weight=c.importance_weight, bm25_weight=c.bm25_weight if c.hybrid else 0.0,
-            threshold=c.score_threshold or 0.0, collapse_duplicates=False,  # equal texts under two keys are two items
+            half_life_days=c.decay_half_life_days,
+            recency_weight=c.recency_weight,
+            importance_weight=c.importance_weight,
+            bm25_weight=c.bm25_weight if c.hybrid else 0.0,
+            threshold=c.score_threshold or 0.0,
+            collapse_duplicates=False,  # equal texts under two keys are two items
         )
         self._clock = clock
         self._last = 0.0
@@ -245,55 +257,67 @@ class VectorSummaryStore(BaseStore):
         if user not in loaded:
             where = RecordFilter(user_id=user, metadata={MARKER: 1}, include_superseded=True, include_archived=True)
             items = [StoredItem.decode(r) for r in self.backend.scan(where)]
-            loaded[user] = sorted((i for i in items if i is not None and not i.expired(now)),
-                                  key=StoredItem.sort_key)
+            loaded[user] = sorted((i for i in items if i is not None and not i.expired(now)), key=StoredItem.sort_key)
         return loaded[user]
 
-    def _search(self, op: SearchOp, now: float, loaded: dict[str | None, list[StoredItem]]
-                ) -> list[tuple[StoredItem, float | None]]:
+    def _search(
+        self, op: SearchOp, now: float, loaded: dict[str | None, list[StoredItem]]
+    ) -> list[tuple[StoredItem, float | None]]:
         prefix = tuple(op.namespace_prefix)
         user = self.scope.user_of_prefix(prefix, wildcards=False, action="search")
-        items = [i for i in self._load(user, now, loaded)
-                 if i.namespace[:len(prefix)] == prefix and matches_filter(i.value, op.filter)]
+        items = [
+            i
+            for i in self._load(user, now, loaded)
+            if i.namespace[: len(prefix)] == prefix and matches_filter(i.value, op.filter)
+        ]
         ranked: list[tuple[StoredItem, float | None]]
         if op.query:
-            ranked = [*self._rank(op.query, user, [i for i in items if i.fields], now),
-                      *((i, None) for i in items if not i.fields)]  # unindexed items follow, unscored
+            ranked = [
+                *self._rank(op.query, user, [i for i in items if i.fields], now),
+                *((i, None) for i in items if not i.fields),
+            ]  # unindexed items follow, unscored
         else:
             ranked = [(i, None) for i in items]
-        return ranked[op.offset:op.offset + op.limit]
+        return ranked[op.offset : op.offset + op.limit]
 
-    def _rank(self, query: str, user: str | None, items: list[StoredItem], now: float
-              ) -> list[tuple[StoredItem, float | None]]:
+    def _rank(
+        self, query: str, user: str | None, items: list[StoredItem], now: float
+    ) -> list[tuple[StoredItem, float | None]]:
         """memory-vec recall over the candidate items: cosine fused with BM25, then the policy."""
         if not items:
             return []
         by_id = {i.record.id: i for i in items}
         where = RecordFilter(user_id=user, ids=tuple(by_id), include_superseded=True, include_archived=True)
-        sims = {h.record.id: h.similarity
-                for h in self.backend.query(self.embedder.embed_query(query), k=len(by_id), where=where)}
+        sims = {
+            h.record.id: h.similarity
+            for h in self.backend.query(self.embedder.embed_query(query), k=len(by_id), where=where)
+        }
         keyword: dict[str, float] | None = None
         if self.policy.bm25_weight > 0:
             bm25 = BM25Index()
             bm25.add(IndexedDoc(i.record.id, index_text(i.value, i.fields or ()), positional=False) for i in items)
             keyword = dict(bm25.search(query, k=len(items)))
-        candidates = [Candidate(by_id[rid].record, sim, bm25=None if keyword is None else keyword.get(rid, 0.0))
-                      for rid, sim in sims.items()]
+        candidates = [
+            Candidate(by_id[rid].record, sim, bm25=None if keyword is None else keyword.get(rid, 0.0))
+            for rid, sim in sims.items()
+        ]
         ranked: list[tuple[StoredItem, float | None]] = [
-            (by_id[hit.id], hit.score) for hit in rank(candidates, policy=self.policy, now=now, k=len(items))]
+            (by_id[hit.id], hit.score) for hit in rank(candidates, policy=self.policy, now=now, k=len(items))
+        ]
         # A row the engine did not score (not yet visible to its index) is still listed, unscored.
         return ranked + [(i, None) for i in items if i.record.id not in sims]
 
-    def _list_namespaces(self, op: ListNamespacesOp, now: float, loaded: dict[str | None, list[StoredItem]]
-                         ) -> list[tuple[str, ...]]:
+    def _list_namespaces(
+        self, op: ListNamespacesOp, now: float, loaded: dict[str | None, list[StoredItem]]
+    ) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())
         prefixes = [c.path for c in conditions if c.match_type == "prefix"]
         user = self.scope.user_of_prefix(prefixes[0] if prefixes else (), wildcards=True, action="list_namespaces")
         found = {i.namespace for i in self._load(user, now, loaded)}
         found = {ns for ns in found if all(matches_namespace(c, ns) for c in conditions)}
         if op.max_depth is not None:
-            found = {ns[:op.max_depth] for ns in found}
-        return sorted(found)[op.offset:op.offset + op.limit]
+            found = {ns[: op.max_depth] for ns in found}
+        return sorted(found)[op.offset : op.offset + op.limit]
 
     # --- writes ---------------------------------------------------------------------------------
     def _prepare_writes(self, puts: list[PutOp]) -> tuple[list[MemoryRecord], np.ndarray, list[str]]:
@@ -308,11 +332,25 @@ class VectorSummaryStore(BaseStore):
                 continue
             if not op.namespace or op.namespace[0] == "langgraph":
                 raise InvalidNamespaceError(f'Namespace {op.namespace!r}: the root label cannot be "langgraph"')
-            fields = (self.index_fields if op.index is None else None if op.index is False
-                      else check_index_paths(op.index, where=f"put {op.namespace!r}/{op.key!r} index"))
+            fields = (
+                self.index_fields
+                if op.index is None
+                else None
+                if op.index is False
+                else check_index_paths(op.index, where=f"put {op.namespace!r}/{op.key!r} index")
+            )
             now = self._now()  # one instant per put: listing keeps the order of the puts
-            record, text = build_record(op.namespace, op.key, op.value, user_id=user, fields=fields, ttl=op.ttl,
-                                        created=now, now=now, limits=self.limits)
+            record, text = build_record(
+                op.namespace,
+                op.key,
+                op.value,
+                user_id=user,
+                fields=fields,
+                ttl=op.ttl,
+                created=now,
+                now=now,
+                limits=self.limits,
+            )
             records.append(record)
             texts.append(text)
         vectors = np.zeros((len(records), self.embedder.dimension), dtype=np.float32)
@@ -345,15 +383,21 @@ class VectorSummaryStore(BaseStore):
         rewritten once per 5 % of its TTL, not on every read, and a read right
         after another worker's put does not write at all."""
         now = self._now()
-        ids = list(dict.fromkeys(i.record.id for i in items if i.ttl is not None and i.record.id not in skip
-                                 and _due_for_refresh(i, now)))
+        ids = list(
+            dict.fromkeys(
+                i.record.id for i in items if i.ttl is not None and i.record.id not in skip and _due_for_refresh(i, now)
+            )
+        )
         if not ids:
             return
         with self._write_lock:
             now = self._now()
             fresh = [i for i in map(StoredItem.decode, self.backend.get(ids)) if i is not None and i.ttl is not None]
-            updated = [i.record.copy(expire_at=now + (i.ttl or 0.0) * 60.0, kind="item") for i in fresh
-                       if not i.expired(now) and _due_for_refresh(i, now)]
+            updated = [
+                i.record.copy(expire_at=now + (i.ttl or 0.0) * 60.0, kind="item")
+                for i in fresh
+                if not i.expired(now) and _due_for_refresh(i, now)
+            ]
             if updated:
                 self.backend.update(updated)
 
@@ -427,4 +471,3 @@ def _due_for_refresh(item: StoredItem, now: float) -> bool:
 async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
     ctx = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(None, functools.partial(ctx.run, fn, *args))
-

@@ -10,8 +10,8 @@ Install with ``pip install 'memory-vec[llamaindex]'``.
 
 from __future__ import annotations
 
-from ._llm import LlamaIndexPromptLLM
-from .block import VectorSummaryMemoryBlock
-from .memory import VectorSummaryMemory, build_core
+from llamaindex_memory_vec._llm import LlamaIndexPromptLLM
+from llamaindex_memory_vec.block import VectorSummaryMemoryBlock
+from llamaindex_memory_vec.memory import VectorSummaryMemory, build_core
 
 __all__ = ["LlamaIndexPromptLLM", "VectorSummaryMemory", "VectorSummaryMemoryBlock", "build_core"]

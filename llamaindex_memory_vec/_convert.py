@@ -23,9 +23,9 @@ from llama_index.core.base.llms.types import (
 
 from memory_vec import ChatMessage as CoreMessage
 from memory_vec import MemoryContext, MemoryCore, MemoryRecord, MessageInput
-from memory_vec.errors import InvalidInputError
-from memory_vec.render import BLOCK_TAGS, escape_tags
-from memory_vec.storable import callers_metadata, metadata_fits, storable_text
+from memory_vec._model.errors import InvalidInputError
+from memory_vec._model.render import BLOCK_TAGS, escape_tags
+from memory_vec._rules.storable import callers_metadata, metadata_fits, storable_text
 
 __all__ = [
     "Translated",
@@ -127,7 +127,7 @@ def to_core(messages: Iterable[ChatMessage], max_bytes: int, max_metadata_bytes:
     A message keeps its text (``additional_kwargs`` that are JSON values
     become its metadata); a message without any text is left out; text the
     core would refuse (a tool's control characters, a page over ``max_bytes``)
-    is made storable (:func:`memory_vec.storable.storable_text`). Each
+    is made storable (:func:`memory_vec._rules.storable.storable_text`). Each
     left-out block, kwarg or message, and each change, is named in ``skipped``.
     """
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
@@ -141,8 +141,9 @@ def to_core(messages: Iterable[ChatMessage], max_bytes: int, max_metadata_bytes:
         metadata, dropped_kwargs = _json_safe(dict(message.additional_kwargs))
         metadata, too_big = _within(metadata, max_metadata_bytes)
         if too_big:
-            out.skipped.append(f"message {index}: additional_kwargs {too_big} too large or deep for "
-                               "max_metadata_bytes, not stored")
+            out.skipped.append(
+                f"message {index}: additional_kwargs {too_big} too large or deep for max_metadata_bytes, not stored"
+            )
         where = f"message {index} ({role_name})"
         if dropped_kwargs:
             out.skipped.append(f"{where}: additional_kwargs {dropped_kwargs} are not JSON values, not stored")

@@ -10,7 +10,7 @@ __all__ = ["LlamaIndexPromptLLM"]
 class LlamaIndexPromptLLM:
     """Calls ``llm.complete(prompt)`` and returns the answer's text.
 
-    The core's :class:`~memory_vec.summary.LLMSummarizer` (and extraction)
+    The core's :class:`~memory_vec._rules.summary.LLMSummarizer` (and extraction)
     accept any ``prompt -> str`` callable; this is the LlamaIndex one.
     Chat-only models work too: LlamaIndex routes ``complete`` through chat.
 

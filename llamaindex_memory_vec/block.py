@@ -10,10 +10,9 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import LLM
 from llama_index.core.memory.memory import BaseMemoryBlock
 
+from llamaindex_memory_vec._convert import context_text, last_user_text, note_skipped, to_core
+from llamaindex_memory_vec.memory import build_core
 from memory_vec import MemoryConfig, MemoryCore
-
-from ._convert import context_text, last_user_text, note_skipped, to_core
-from .memory import build_core
 
 __all__ = ["VectorSummaryMemoryBlock"]
 

@@ -10,13 +10,20 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field, model_validator
 from llama_index.core.llms import LLM
 from llama_index.core.memory.types import BaseMemory
 
+from llamaindex_memory_vec._convert import (
+    Translated,
+    context_text,
+    from_core,
+    from_record,
+    message_text,
+    note_skipped,
+    to_core,
+)
+from llamaindex_memory_vec._llm import LlamaIndexPromptLLM
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore
+from memory_vec._rules.storable import check_inputs
 from memory_vec.embeddings import LlamaIndexEmbedder
 from memory_vec.state import WorkingState
-from memory_vec.storable import check_inputs
-
-from ._convert import Translated, context_text, from_core, from_record, message_text, note_skipped, to_core
-from ._llm import LlamaIndexPromptLLM
 
 __all__ = ["VectorSummaryMemory", "build_core"]
 

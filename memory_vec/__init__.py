@@ -12,9 +12,10 @@ framework-free core. Quick start::
 
 from __future__ import annotations
 
-from .config import MemoryConfig
-from .core import MemoryCore, MessageInput
-from .errors import (
+from memory_vec import _moved
+from memory_vec._core import MemoryCore, MessageInput
+from memory_vec._model.config import MemoryConfig
+from memory_vec._model.errors import (
     BackendError,
     BackendTimeoutError,
     BackendUnavailableError,
@@ -38,7 +39,7 @@ from .errors import (
     SummaryRejectedError,
     SupersededMemoryError,
 )
-from .records import (
+from memory_vec._model.records import (
     ChatMessage,
     ForgetReceipt,
     MemoryContext,
@@ -48,10 +49,12 @@ from .records import (
     WriteEvent,
     WriteResult,
 )
-from .scope import Scope
-from .store import Store, open_store, release_stores
-from .summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .tokens import CallableTokenCounter, TiktokenCounter, TokenCounter
+from memory_vec._model.scope import Scope
+from memory_vec._rules.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from memory_vec._rules.tokens import CallableTokenCounter, TiktokenCounter, TokenCounter
+from memory_vec._storage.store import Store, open_store, release_stores
+
+_moved.install()
 
 __version__ = "0.1.0"
 

@@ -1,3 +1,3 @@
-from .cli import main
+from memory_vec._cli.main import main
 
 raise SystemExit(main())

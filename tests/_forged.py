@@ -68,5 +68,4 @@ def assert_forged_is_data(text: str) -> None:
 def turn_roles(history: str) -> list[str]:
     """The roles of the turns of a flattened history (lines at column 0 like ``role: ...``)."""
     _, inside = split_blocks(history)
-    return [ln.split(":", 1)[0] for ln in history.splitlines()
-            if ln not in inside and re.match(r"^\w+: ", ln)]
+    return [ln.split(":", 1)[0] for ln in history.splitlines() if ln not in inside and re.match(r"^\w+: ", ln)]

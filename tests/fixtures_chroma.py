@@ -28,8 +28,16 @@ def chroma_server() -> Iterator[Service]:
     assert binary is not None
     service = start_service(
         "chroma",
-        lambda port, data_dir: [binary, "run", "--path", f"{data_dir}/data", "--host", "127.0.0.1",
-                                "--port", str(port)],
+        lambda port, data_dir: [
+            binary,
+            "run",
+            "--path",
+            f"{data_dir}/data",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
         ready=_heartbeat_ok,
         timeout=60,
     )

@@ -19,8 +19,16 @@ import pytest
 from tests._services import Service, find_binary, free_port, missing, port_open, start_service
 
 DEFAULT_MILVUS_SERVER = str(Path(__file__).resolve().parent.parent / ".venv-milvus" / "bin" / "milvus-server")
-_MILVUS_PORT_OPTIONS = ("root-coord", "proxy-internal", "query-coord", "query-node", "index-coord",
-                        "index-node", "data-coord", "data-node")
+_MILVUS_PORT_OPTIONS = (
+    "root-coord",
+    "proxy-internal",
+    "query-coord",
+    "query-node",
+    "index-coord",
+    "index-node",
+    "data-coord",
+    "data-node",
+)
 
 
 def _client_ready(service: Service) -> bool:
@@ -47,8 +55,16 @@ def milvus_lite_server() -> Iterator[Service]:
     assert binary is not None
     service = start_service(
         "milvus-lite",
-        lambda port, data: [binary, "server", "--data-dir", os.path.join(data, "db"), "--host", "127.0.0.1",
-                            "--port", str(port)],
+        lambda port, data: [
+            binary,
+            "server",
+            "--data-dir",
+            os.path.join(data, "db"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
         ready=_client_ready,
         timeout=60,
     )
@@ -68,8 +84,7 @@ def milvus_server() -> Iterator[Service]:
     extra = {name: free_port() for name in _MILVUS_PORT_OPTIONS}
 
     def argv(port: int, data: str) -> list[str]:
-        args = [binary, "--data", os.path.join(data, "milvus"), "--proxy-port", str(port),
-                "--etcd-port", "2379"]
+        args = [binary, "--data", os.path.join(data, "milvus"), "--proxy-port", str(port), "--etcd-port", "2379"]
         for name, value in extra.items():
             args += [f"--{name}-port", str(value)]
         return args

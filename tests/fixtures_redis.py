@@ -17,8 +17,21 @@ def start_redis() -> Service:
     assert binary is not None
     return start_service(
         "redis",
-        lambda port, data: [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                            "--appendonly", "yes", "--dir", data, "--daemonize", "no"],
+        lambda port, data: [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--dir",
+            data,
+            "--daemonize",
+            "no",
+        ],
         timeout=30,
     )
 

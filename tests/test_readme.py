@@ -57,7 +57,8 @@ def test_readme_markers_are_known() -> None:
         assert not unknown, f"README.md line {block.line}: unknown marker {sorted(unknown)}"
         for marker in block.needs & SERVERS.keys():
             assert SERVERS[marker][1] in block.code, (
-                f"README.md line {block.line} needs {marker} but does not use {SERVERS[marker][1]}")
+                f"README.md line {block.line} needs {marker} but does not use {SERVERS[marker][1]}"
+            )
 
 
 def test_readme_installs_from_the_repository() -> None:
@@ -92,12 +93,24 @@ def test_readme_blocks_run(request: pytest.FixtureRequest, tmp_path: Path) -> No
         runnable.append({"line": block.line, "section": block.section, "code": code, "path": str(ROOT / "README.md")})
     (tmp_path / "blocks.json").write_text(json.dumps(runnable), encoding="utf-8")
     (tmp_path / "run_readme.py").write_text(_RUNNER, encoding="utf-8")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
     work = tmp_path / "work"
     work.mkdir()
-    proc = subprocess.run([sys.executable, str(tmp_path / "run_readme.py"), str(tmp_path / "blocks.json")],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(tmp_path / "run_readme.py"), str(tmp_path / "blocks.json")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, f"a README block failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
     assert proc.stdout.count("--- README.md line") == len(runnable)
     if skipped:
@@ -105,7 +118,8 @@ def test_readme_blocks_run(request: pytest.FixtureRequest, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    "block", [b for b in BLOCKS if b.needs & NEVER_RUN.keys()], ids=lambda b: f"README.md:{b.line}")
+    "block", [b for b in BLOCKS if b.needs & NEVER_RUN.keys()], ids=lambda b: f"README.md:{b.line}"
+)
 def test_readme_block_needing_a_key(block: object) -> None:
     needs = sorted(block.needs & NEVER_RUN.keys())  # type: ignore[attr-defined]
     pytest.skip(f"README.md line {block.line} {NEVER_RUN[needs[0]]}")  # type: ignore[attr-defined]

@@ -76,14 +76,14 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 import suite as S  # noqa: E402
 
 from memory_vec import MemoryConfig, MemoryCore  # noqa: E402
+from memory_vec._core import MessageInput  # noqa: E402
+from memory_vec._rules.conflict import ConflictAction, ConflictDecision, ConflictResolver, RuleExtractor  # noqa: E402
+from memory_vec._rules.facts import split_sentences  # noqa: E402
+from memory_vec._rules.summary import ExtractiveSummarizer  # noqa: E402
+from memory_vec._rules.tokens import get_token_counter  # noqa: E402
 from memory_vec.backends import InMemoryBackend, RecordFilter  # noqa: E402
-from memory_vec.conflict import ConflictAction, ConflictDecision, ConflictResolver, RuleExtractor  # noqa: E402
-from memory_vec.core import MessageInput  # noqa: E402
 from memory_vec.embeddings import get_embedder  # noqa: E402
-from memory_vec.facts import split_sentences  # noqa: E402
 from memory_vec.state import InMemoryStateStore  # noqa: E402
-from memory_vec.summary import ExtractiveSummarizer  # noqa: E402
-from memory_vec.tokens import get_token_counter  # noqa: E402
 
 MODES = ("baseline", "messages", "rules", "rules+oracle-judge")
 MODE_LABELS = {
@@ -123,8 +123,11 @@ class CachedEmbedder:
                 self.cache[t] = v
             self.fresh += len(chunk)
             if (i // 64) % 5 == 4:
-                print(f"  [{label}] embedded {i + len(chunk)}/{len(missing)} in {time.perf_counter() - t0:.0f}s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  [{label}] embedded {i + len(chunk)}/{len(missing)} in {time.perf_counter() - t0:.0f}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         if missing:
             self.save()
 
@@ -176,8 +179,11 @@ class OracleJudge:
         new = self.truth.get(m.group(1).strip()) if m else None
         answer = "ADD"
         if new is not None and new[2] == "update":
-            hits = [i for i, text in listing
-                    if (old := self.truth.get(text.strip())) and old[0] == new[0] and old[1] < new[1]]
+            hits = [
+                i
+                for i, text in listing
+                if (old := self.truth.get(text.strip())) and old[0] == new[0] and old[1] < new[1]
+            ]
             if hits:
                 answer = "UPDATE " + " ".join(hits)
         self.verdicts[answer.split()[0]] += 1
@@ -197,13 +203,18 @@ def ground_truth(convs: Sequence[S.Conversation]) -> dict[str, tuple[str, int, s
 def make_core(mode: str, embedder: CachedEmbedder, judge: OracleJudge | None) -> MemoryCore:
     counter = get_token_counter("cl100k_base")
     cfg = MemoryConfig(
-        user_id="bench", session_id="bench",
+        user_id="bench",
+        session_id="bench",
         fact_extractor="none" if mode in ("baseline", "messages") else "rules",
         conflict_judge=mode == "rules+oracle-judge",
     )
     core = MemoryCore(
-        cfg, embedder=embedder, backend=InMemoryBackend(), state_store=InMemoryStateStore(),  # type: ignore[arg-type]
-        summarizer=ExtractiveSummarizer(counter=counter), token_counter=counter,
+        cfg,
+        embedder=embedder,
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),  # type: ignore[arg-type]
+        summarizer=ExtractiveSummarizer(counter=counter),
+        token_counter=counter,
         llm=judge if mode == "rules+oracle-judge" else None,
     )
     if mode == "baseline":
@@ -231,9 +242,12 @@ def ingest(core: MemoryCore, conv: S.Conversation) -> None:
     for i in range(0, len(turns), 2):
         pair = turns[i : i + 2]
         core.add_messages(
-            [MessageInput(t.role, t.text, t0 + 60 * (i + j), S.turn_metadata(conv, i + j, t))
-             for j, t in enumerate(pair)],
-            user_id=conv.id, session_id=f"s{i // 24}",
+            [
+                MessageInput(t.role, t.text, t0 + 60 * (i + j), S.turn_metadata(conv, i + j, t))
+                for j, t in enumerate(pair)
+            ],
+            user_id=conv.id,
+            session_id=f"s{i // 24}",
         )
 
 
@@ -262,8 +276,12 @@ def evaluate(core: MemoryCore, conv: S.Conversation) -> dict[str, Any]:
             old_records[r.metadata["slot"]].append(r)
     applied = 0
     for slot, recs in old_records.items():
-        ok = all(r.superseded_by and by_id.get(r.superseded_by) is not None
-                 and by_id[r.superseded_by].metadata.get("slot") == slot for r in recs)
+        ok = all(
+            r.superseded_by
+            and by_id.get(r.superseded_by) is not None
+            and by_id[r.superseded_by].metadata.get("slot") == slot
+            for r in recs
+        )
         applied += int(ok)
     damaged = {r.metadata["slot"] for r in records if r.metadata.get("suite_kind") == "control" and r.superseded_by}
     rows = []
@@ -271,18 +289,27 @@ def evaluate(core: MemoryCore, conv: S.Conversation) -> dict[str, Any]:
         hits = core.recall(q.text, k=5, user_id=conv.id)
         slots = [(h.metadata.get("slot"), h.metadata.get("stage"), h.metadata.get("suite_kind")) for h in hits]
         current_stage = 0 if q.control else 1
-        rows.append({
-            "control": q.control, "family": q.family,
-            "stale": (not q.control) and any(s == q.slot and st == 0 for s, st, _ in slots),
-            "current": any(s == q.slot and st == current_stage for s, st, _ in slots),
-            "stale_value": bool(q.stale_value) and any(q.stale_value in h.text for h in hits),
-            "has_stale_value": bool(q.stale_value),
-        })
+        rows.append(
+            {
+                "control": q.control,
+                "family": q.family,
+                "stale": (not q.control) and any(s == q.slot and st == 0 for s, st, _ in slots),
+                "current": any(s == q.slot and st == current_stage for s, st, _ in slots),
+                "stale_value": bool(q.stale_value) and any(q.stale_value in h.text for h in hits),
+                "has_stale_value": bool(q.stale_value),
+            }
+        )
     n_control = sum(1 for q in conv.questions if q.control)
     return {
-        "superseded_correct": correct, "false_by_source": dict(false_by_source), "examples": examples,
-        "updates": len(old_records), "applied": applied, "controls": n_control, "controls_damaged": len(damaged),
-        "records": len(records), "questions": rows,
+        "superseded_correct": correct,
+        "false_by_source": dict(false_by_source),
+        "examples": examples,
+        "updates": len(old_records),
+        "applied": applied,
+        "controls": n_control,
+        "controls_damaged": len(damaged),
+        "records": len(records),
+        "questions": rows,
     }
 
 
@@ -310,18 +337,24 @@ def run_suite(lang: str, convs: list[S.Conversation], embedder: CachedEmbedder, 
         by_family: dict[str, dict[str, float]] = {}
         for fam in sorted({r["family"] for r in upd}):
             rows = [r for r in upd if r["family"] == fam]
-            by_family[fam] = {"n": len(rows), "stale@5": statistics.fmean(r["stale"] for r in rows),
-                              "current@5": statistics.fmean(r["current"] for r in rows)}
+            by_family[fam] = {
+                "n": len(rows),
+                "stale@5": statistics.fmean(r["stale"] for r in rows),
+                "current@5": statistics.fmean(r["current"] for r in rows),
+            }
         sv = [r for r in upd if r["has_stale_value"]]
         out[mode] = {
             "label": MODE_LABELS[mode],
-            "updates": len(upd), "controls": len(ctl),
+            "updates": len(upd),
+            "controls": len(ctl),
             "stale@5": statistics.fmean(r["stale"] for r in upd),
             "stale-value@5": statistics.fmean(r["stale_value"] for r in sv) if sv else 0.0,
             "current@5": statistics.fmean(r["current"] for r in upd),
             "control@5": statistics.fmean(r["current"] for r in ctl) if ctl else 0.0,
             "applied": sum(c["applied"] for c in per_conv) / max(1, sum(c["updates"] for c in per_conv)),
-            "superseded_correct": n_correct, "false_overwrites": n_false, "false_by_source": dict(false_src),
+            "superseded_correct": n_correct,
+            "false_overwrites": n_false,
+            "false_by_source": dict(false_src),
             "false_overwrite_rate": n_false / max(1, n_false + n_correct),
             "controls_damaged": sum(c["controls_damaged"] for c in per_conv),
             "records": sum(c["records"] for c in per_conv),
@@ -331,8 +364,12 @@ def run_suite(lang: str, convs: list[S.Conversation], embedder: CachedEmbedder, 
             "false_examples": [e for c in per_conv for e in c["examples"]][:8],
             "seconds": elapsed,
         }
-        print(f"[{lang}] {mode}: stale@5 {out[mode]['stale@5']:.3f} current@5 {out[mode]['current@5']:.3f} "
-              f"false {n_false} ({elapsed:.0f}s)", file=sys.stderr, flush=True)
+        print(
+            f"[{lang}] {mode}: stale@5 {out[mode]['stale@5']:.3f} current@5 {out[mode]['current@5']:.3f} "
+            f"false {n_false} ({elapsed:.0f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
     return out
 
 
@@ -371,11 +408,19 @@ def run_locomo(path: str, embedder: CachedEmbedder, modes: Sequence[str]) -> dic
             found = [h.metadata.get("dia_id", "") for h in hits]
             r10.append(L.recall_at(found, evidence, 10))
             r5.append(L.recall_at(found, evidence, 5))
-        allrec = [r for conv in data for r in core.backend.scan(
-            RecordFilter(user_id=conv["sample_id"], include_superseded=True, include_archived=True))]
+        allrec = [
+            r
+            for conv in data
+            for r in core.backend.scan(
+                RecordFilter(user_id=conv["sample_id"], include_superseded=True, include_archived=True)
+            )
+        ]
         out[mode] = {
-            "label": MODE_LABELS[mode], "questions": len(questions), "r@5": statistics.fmean(r5),
-            "r@10": statistics.fmean(r10), "hit_kinds": dict(kinds),
+            "label": MODE_LABELS[mode],
+            "questions": len(questions),
+            "r@5": statistics.fmean(r5),
+            "r@10": statistics.fmean(r10),
+            "hit_kinds": dict(kinds),
             "facts": sum(r.kind == "fact" for r in allrec),
             "superseded_messages": sum(r.kind == "message" and bool(r.superseded_by) for r in allrec),
             "superseded_facts": sum(r.kind == "fact" and bool(r.superseded_by) for r in allrec),
@@ -390,33 +435,51 @@ def markdown(result: dict[str, Any]) -> str:
     lines: list[str] = []
     for lang, modes in result["suite"].items():
         first = next(iter(modes.values()))
-        lines += [(f"#### {lang} ({result['params'].get('suite', 'current')} suite): "
-                   f"{result['params']['conversations']} conversations, {first['updates']} updates, "
-                   f"{first['controls']} controls"), "",
-                  ("| mode | stale@5 ↓ | stale-value@5 ↓ | current@5 ↑ | applied ↑ | false overwrites ↓ (rate) "
-                   "| by source | controls damaged ↓ | control@5 ↑ | judge calls |"),
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            (
+                f"#### {lang} ({result['params'].get('suite', 'current')} suite): "
+                f"{result['params']['conversations']} conversations, {first['updates']} updates, "
+                f"{first['controls']} controls"
+            ),
+            "",
+            (
+                "| mode | stale@5 ↓ | stale-value@5 ↓ | current@5 ↑ | applied ↑ | false overwrites ↓ (rate) "
+                "| by source | controls damaged ↓ | control@5 ↑ | judge calls |"
+            ),
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for row in modes.values():
             src = ", ".join(f"{k} {v}" for k, v in sorted(row["false_by_source"].items())) or "-"
             lines.append(
                 f"| {row['label']} | {row['stale@5']:.3f} | {row['stale-value@5']:.3f} | {row['current@5']:.3f} | "
                 f"{row['applied']:.3f} | {row['false_overwrites']} ({row['false_overwrite_rate']:.3f}) | {src} | "
-                f"{row['controls_damaged']}/{row['controls']} | {row['control@5']:.3f} | {row['judge_calls']} |")
+                f"{row['controls_damaged']}/{row['controls']} | {row['control@5']:.3f} | {row['judge_calls']} |"
+            )
         fams = sorted(first["by_family"])
-        lines += ["", f"Per family ({lang}), stale@5 / current@5:", "",
-                  "| mode | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
+        lines += [
+            "",
+            f"Per family ({lang}), stale@5 / current@5:",
+            "",
+            "| mode | " + " | ".join(fams) + " |",
+            "|---|" + "---|" * len(fams),
+        ]
         for name, row in modes.items():
             cells = [f"{row['by_family'][f]['stale@5']:.2f} / {row['by_family'][f]['current@5']:.2f}" for f in fams]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
     if result.get("locomo"):
-        lines += ["#### LoCoMo dev: effect of fact extraction + overwrite on recall", "",
-                  "| mode | questions | R@5 | R@10 | facts stored | superseded msgs / facts | hit kinds (top 10) |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "#### LoCoMo dev: effect of fact extraction + overwrite on recall",
+            "",
+            "| mode | questions | R@5 | R@10 | facts stored | superseded msgs / facts | hit kinds (top 10) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for row in result["locomo"].values():
-            lines.append(f"| {row['label']} | {row['questions']} | {row['r@5']:.3f} | {row['r@10']:.3f} | "
-                         f"{row['facts']} | {row['superseded_messages']} / {row['superseded_facts']} | "
-                         f"{', '.join(f'{k} {v}' for k, v in sorted(row['hit_kinds'].items()))} |")
+            lines.append(
+                f"| {row['label']} | {row['questions']} | {row['r@5']:.3f} | {row['r@10']:.3f} | "
+                f"{row['facts']} | {row['superseded_messages']} / {row['superseded_facts']} | "
+                f"{', '.join(f'{k} {v}' for k, v in sorted(row['hit_kinds'].items()))} |"
+            )
     return "\n".join(lines)
 
 
@@ -430,10 +493,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--controls", type=int, default=6, help="control facts per conversation")
     parser.add_argument("--filler-pairs", type=int, default=30, help="MemoryBank query/response pairs per conversation")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--suite", choices=("current", "extended"), default="current",
-                        help="extended: also other people's attributes and negated preferences (owner_families.py)")
-    parser.add_argument("--owner-updates", type=int, default=10,
-                        help="with --suite extended: owner/negation slots per conversation (max 10)")
+    parser.add_argument(
+        "--suite",
+        choices=("current", "extended"),
+        default="current",
+        help="extended: also other people's attributes and negated preferences (owner_families.py)",
+    )
+    parser.add_argument(
+        "--owner-updates",
+        type=int,
+        default=10,
+        help="with --suite extended: owner/negation slots per conversation (max 10)",
+    )
     parser.add_argument("--locomo", default=None, help="locomo_dev.json: also measure LoCoMo recall@10 on vs off")
     parser.add_argument("--out", default=str(HERE.parent / "out"), help="directory for conflict.json and the cache")
     parser.add_argument("--embedder", default="multilingual-e5-small")
@@ -445,19 +516,29 @@ def main(argv: list[str] | None = None) -> int:
     embedder = CachedEmbedder(inner, out_dir / f"conflict_embcache_{safe}.npz")
     modes = args.mode or list(MODES)
     result: dict[str, Any] = {
-        "params": dict(vars(args)), "embedder": inner.model_id,
-        "conflict_threshold": getattr(inner, "conflict_threshold", None), "suite": {},
+        "params": dict(vars(args)),
+        "embedder": inner.model_id,
+        "conflict_threshold": getattr(inner, "conflict_threshold", None),
+        "suite": {},
     }
     for lang in args.lang or ["en", "cn"]:
-        convs = S.build_suite(Path(args.memorybank) / f"memory_bank_{lang}.json", lang,
-                              conversations=args.conversations, updates=args.updates, controls=args.controls,
-                              filler_pairs=args.filler_pairs, seed=args.seed, suite=args.suite,
-                              owner_updates=args.owner_updates)
+        convs = S.build_suite(
+            Path(args.memorybank) / f"memory_bank_{lang}.json",
+            lang,
+            conversations=args.conversations,
+            updates=args.updates,
+            controls=args.controls,
+            filler_pairs=args.filler_pairs,
+            seed=args.seed,
+            suite=args.suite,
+            owner_updates=args.owner_updates,
+        )
         embedder.warm(suite_texts(convs), lang)
         result["suite"][lang] = run_suite(lang, convs, embedder, modes)
     if args.locomo:
-        result["locomo"] = run_locomo(args.locomo, embedder,
-                                      [m for m in ("baseline", "messages", "rules") if m in modes])
+        result["locomo"] = run_locomo(
+            args.locomo, embedder, [m for m in ("baseline", "messages", "rules") if m in modes]
+        )
     result["fresh_embeddings"] = embedder.fresh
     name = "conflict.json" if args.suite == "current" else f"conflict_{args.suite}.json"
     (out_dir / name).write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")

@@ -36,8 +36,9 @@ def _binary(name: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.loadtest", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.loadtest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--users", type=int, default=32)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--workers", type=int, default=4, help="uvicorn worker processes")
@@ -46,14 +47,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--redis-url", help="a running Redis (default: start one)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     parser.add_argument("--skip-floor", action="store_true", help="no floor phase")
-    parser.add_argument("--sticky", action="store_true",
-                        help="one keep-alive connection per user, so a user stays on one worker "
-                             "(default: a new connection per request, spread over the workers)")
-    parser.add_argument("--memory-per", choices=["request", "session"], default="request",
-                        help="the service builds the memory per request (default) or keeps it per session")
-    parser.add_argument("--replica-docs", type=int, default=None,
-                        help="MemoryConfig.replica_docs of the service's stores (default: the config's; "
-                             "0 reads every recall from the Chroma server)")
+    parser.add_argument(
+        "--sticky",
+        action="store_true",
+        help="one keep-alive connection per user, so a user stays on one worker "
+        "(default: a new connection per request, spread over the workers)",
+    )
+    parser.add_argument(
+        "--memory-per",
+        choices=["request", "session"],
+        default="request",
+        help="the service builds the memory per request (default) or keeps it per session",
+    )
+    parser.add_argument(
+        "--replica-docs",
+        type=int,
+        default=None,
+        help="MemoryConfig.replica_docs of the service's stores (default: the config's; "
+        "0 reads every recall from the Chroma server)",
+    )
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -70,9 +82,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             redis, redis_url = start_redis(_binary("redis-server"), data, args.out)
             started.append(redis)
             pids["redis"] = redis.pid
-        settings = LoadSettings(chroma_url=chroma_url, redis_url=redis_url, users=args.users, turns=args.turns,
-                                workers=args.workers, timeout_s=args.timeout, skip_floor=args.skip_floor,
-                                sticky=args.sticky, memory_per=args.memory_per, replica_docs=args.replica_docs)
+        settings = LoadSettings(
+            chroma_url=chroma_url,
+            redis_url=redis_url,
+            users=args.users,
+            turns=args.turns,
+            workers=args.workers,
+            timeout_s=args.timeout,
+            skip_floor=args.skip_floor,
+            sticky=args.sticky,
+            memory_per=args.memory_per,
+            replica_docs=args.replica_docs,
+        )
         report = run_load(settings, args.out, server_pids=pids).report
     finally:
         release_stores()

@@ -50,13 +50,11 @@ class PhaseResult:
         return [r for r in self.records if r.ok]
 
 
-async def _run(users: Sequence[UserScript], base_url: str, timeout_s: float, sticky: bool, one: Any
-               ) -> PhaseResult:
+async def _run(users: Sequence[UserScript], base_url: str, timeout_s: float, sticky: bool, one: Any) -> PhaseResult:
     # sticky: one keep-alive connection per user, so a user stays on the worker
     # that accepted it (a sticky load balancer). Otherwise a new connection per
     # request, and the kernel hands each to whichever worker accepts first.
-    limits = httpx.Limits(max_connections=4 if sticky else len(users) + 4,
-                          max_keepalive_connections=1 if sticky else 0)
+    limits = httpx.Limits(max_connections=4 if sticky else len(users) + 4, max_keepalive_connections=1 if sticky else 0)
 
     async def user(i: int, script: UserScript) -> list[TurnRecord]:
         async with httpx.AsyncClient(base_url=base_url, timeout=timeout_s, limits=limits) as client:
@@ -80,8 +78,9 @@ async def _post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> t
         return None, (time.perf_counter() - started) * 1000, f"{type(exc).__name__}: {exc}"[:300]
 
 
-async def run_turns(users: Sequence[UserScript], base_url: str, *, timeout_s: float = 120.0,
-                    sticky: bool = False) -> PhaseResult:
+async def run_turns(
+    users: Sequence[UserScript], base_url: str, *, timeout_s: float = 120.0, sticky: bool = False
+) -> PhaseResult:
     """Every user's turns through ``POST /turn``; each reply checked for other users' canaries."""
 
     async def one(client: httpx.AsyncClient, u: int, script: UserScript) -> list[TurnRecord]:
@@ -93,19 +92,34 @@ async def run_turns(users: Sequence[UserScript], base_url: str, *, timeout_s: fl
                 records.append(TurnRecord(u, t, False, ms, error=error))
                 continue
             seen = set(CANARY.findall("\n".join([data["history"], data["relevant"], data["answer"]])))
-            records.append(TurnRecord(
-                u, t, True, ms, server_ms=float(data["server_ms"]), build_ms=float(data["build_ms"]),
-                pid=int(data["pid"]), answer=data["answer"],
-                embedded_texts=int(data["embedded_texts"]), leaked=sorted(seen - {script.canary}),
-                own_canary_seen=script.canary in seen,
-            ))
+            records.append(
+                TurnRecord(
+                    u,
+                    t,
+                    True,
+                    ms,
+                    server_ms=float(data["server_ms"]),
+                    build_ms=float(data["build_ms"]),
+                    pid=int(data["pid"]),
+                    answer=data["answer"],
+                    embedded_texts=int(data["embedded_texts"]),
+                    leaked=sorted(seen - {script.canary}),
+                    own_canary_seen=script.canary in seen,
+                )
+            )
         return records
 
     return await _run(users, base_url, timeout_s, sticky, one)
 
 
-async def run_floor(users: Sequence[UserScript], answers: dict[tuple[int, int], str], base_url: str, *,
-                    timeout_s: float = 120.0, sticky: bool = False) -> PhaseResult:
+async def run_floor(
+    users: Sequence[UserScript],
+    answers: dict[tuple[int, int], str],
+    base_url: str,
+    *,
+    timeout_s: float = 120.0,
+    sticky: bool = False,
+) -> PhaseResult:
     """The same users, concurrency and texts through ``POST /floor`` (embeddings only)."""
 
     async def one(client: httpx.AsyncClient, u: int, script: UserScript) -> list[TurnRecord]:

@@ -40,12 +40,25 @@ def heartbeat_ok(port: int) -> bool:
 class Proc:
     """A started process group with its log file."""
 
-    def __init__(self, name: str, argv: Sequence[str], log_path: Path, *, env: dict[str, str] | None = None,
-                 cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log_path: Path,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> None:
         self.name, self.log_path = name, log_path
         with open(log_path, "wb") as log:
-            self.popen = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                          env={**os.environ, **(env or {})}, cwd=cwd)
+            self.popen = subprocess.Popen(
+                list(argv),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+                cwd=cwd,
+            )
         pidfile = os.environ.get("MEMORY_VEC_SERVICE_PIDFILE")
         if pidfile:  # scripts/test.sh kills these groups even if the test run itself is killed
             with open(pidfile, "a", encoding="utf-8") as f:
@@ -89,15 +102,36 @@ class Proc:
 
 def start_chroma(binary: str, data_dir: Path, log_dir: Path) -> tuple[Proc, str]:
     port = free_port()
-    proc = Proc("chroma", [binary, "run", "--path", str(data_dir), "--host", "127.0.0.1", "--port", str(port)],
-                log_dir / "chroma.log", cwd=str(data_dir.parent))
+    proc = Proc(
+        "chroma",
+        [binary, "run", "--path", str(data_dir), "--host", "127.0.0.1", "--port", str(port)],
+        log_dir / "chroma.log",
+        cwd=str(data_dir.parent),
+    )
     proc.wait_ready(lambda: heartbeat_ok(port), 60)
     return proc, f"http://127.0.0.1:{port}"
 
 
 def start_redis(binary: str, data_dir: Path, log_dir: Path) -> tuple[Proc, str]:
     port = free_port()
-    proc = Proc("redis", [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                          "--dir", str(data_dir), "--daemonize", "no"], log_dir / "redis.log")
+    proc = Proc(
+        "redis",
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(data_dir),
+            "--daemonize",
+            "no",
+        ],
+        log_dir / "redis.log",
+    )
     proc.wait_ready(lambda: port_open(port), 30)
     return proc, f"redis://127.0.0.1:{port}/0"

@@ -89,16 +89,34 @@ def _start_service(settings: LoadSettings, collection: str, log_dir: Path) -> tu
     ready_dir = log_dir / f"ready-{port}"
     ready_dir.mkdir(parents=True)
     env = {
-        "LOADTEST_CHROMA_URL": settings.chroma_url, "LOADTEST_REDIS_URL": settings.redis_url,
-        "LOADTEST_COLLECTION": collection, "LOADTEST_READY_DIR": str(ready_dir),
+        "LOADTEST_CHROMA_URL": settings.chroma_url,
+        "LOADTEST_REDIS_URL": settings.redis_url,
+        "LOADTEST_COLLECTION": collection,
+        "LOADTEST_READY_DIR": str(ready_dir),
         "LOADTEST_MEMORY_PER": settings.memory_per,
         **({"LOADTEST_REPLICA_DOCS": str(settings.replica_docs)} if settings.replica_docs is not None else {}),
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
     }
-    argv = [sys.executable, "-m", "uvicorn", "benchmarks.loadtest.service:app", "--app-dir", str(REPO),
-            "--host", "127.0.0.1", "--port", str(port), "--workers", str(settings.workers),
-            "--log-level", "warning", "--no-access-log"]
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "benchmarks.loadtest.service:app",
+        "--app-dir",
+        str(REPO),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(settings.workers),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]
     proc = Proc("service", argv, log_dir / "service.log", env=env, cwd=str(REPO))
     proc.wait_ready(lambda: len(list(ready_dir.glob("*.json"))) >= settings.workers, settings.startup_timeout_s)
     workers = [json.loads(p.read_text()) for p in sorted(ready_dir.glob("*.json"))]
@@ -110,10 +128,15 @@ def _phase_stats(phase: PhaseResult) -> dict[str, Any]:
     client = [r.client_ms for r in ok]
     server = [r.server_ms for r in ok]
     return {
-        "requests": len(phase.records), "failed": len(phase.records) - len(ok), "wall_s": phase.wall_s,
+        "requests": len(phase.records),
+        "failed": len(phase.records) - len(ok),
+        "wall_s": phase.wall_s,
         "per_s": len(ok) / phase.wall_s if phase.wall_s else 0.0,
-        "p50_ms": pct(client, 50), "p95_ms": pct(client, 95), "max_ms": max(client, default=float("nan")),
-        "server_p50_ms": pct(server, 50), "server_p95_ms": pct(server, 95),
+        "p50_ms": pct(client, 50),
+        "p95_ms": pct(client, 95),
+        "max_ms": max(client, default=float("nan")),
+        "server_p50_ms": pct(server, 50),
+        "server_p95_ms": pct(server, 95),
         "errors": sorted({r.error for r in phase.records if not r.ok})[:5],
     }
 
@@ -132,8 +155,10 @@ def _turn_details(turns: PhaseResult) -> dict[str, Any]:
         "embedded_texts_per_turn": {str(k): v for k, v in sorted(embedded.items())},
         "mean_embedded_texts": statistics.fmean(r.embedded_texts for r in turns.ok) if turns.ok else 0.0,
         "build_memory_p50_ms": pct([r.build_ms for r in turns.ok], 50),
-        "p50_ms_by_turn": [pct([r.client_ms for r in turns.ok if r.turn == t], 50)
-                           for t in range(1 + max((r.turn for r in turns.ok), default=-1))],
+        "p50_ms_by_turn": [
+            pct([r.client_ms for r in turns.ok if r.turn == t], 50)
+            for t in range(1 + max((r.turn for r in turns.ok), default=-1))
+        ],
         "leaks": leaks,
         "turns_with_own_canary_in_context": sum(r.own_canary_seen for r in turns.ok),
     }
@@ -165,25 +190,36 @@ def run_load(settings: LoadSettings, log_dir: Path, *, server_pids: dict[str, in
         floor, cpu_floor = None, {}
         if not settings.skip_floor:
             answers = {(r.user, r.turn): r.answer for r in turns.ok}
-            floor = asyncio.run(run_floor(users, answers, base_url, timeout_s=settings.timeout_s,
-                                        sticky=settings.sticky))
+            floor = asyncio.run(
+                run_floor(users, answers, base_url, timeout_s=settings.timeout_s, sticky=settings.sticky)
+            )
             cpu_floor = _cpu_seconds(list(watched.values()))
     finally:
         proc.stop()
 
     def by_part(before: dict[int, float], after: dict[int, float]) -> dict[str, float]:
         spent = {name: after[pid] - before[pid] for name, pid in watched.items()}
-        return {"workers": sum(v for k, v in spent.items() if k.startswith("worker-")),
-                **{k: v for k, v in spent.items() if not k.startswith("worker-")}}
+        return {
+            "workers": sum(v for k, v in spent.items() if k.startswith("worker-")),
+            **{k: v for k, v in spent.items() if not k.startswith("worker-")},
+        }
 
     cpu_turns = by_part(cpu_before, cpu_after)
-    store_settings = {"backend": "chroma", "url": settings.chroma_url, "redis_url": settings.redis_url,
-                      "collection": collection}
+    store_settings = {
+        "backend": "chroma",
+        "url": settings.chroma_url,
+        "redis_url": settings.redis_url,
+        "collection": collection,
+    }
     verification = verify_stores(store_settings, users, turns.records)
     report: dict[str, Any] = {
         "settings": {**settings.__dict__, "collection": collection},
-        "machine": {"cpus": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": load_after,
-                    "machine_busy_share": _busy_share(sys_before, sys_after)},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_before": load_before,
+            "loadavg_after": load_after,
+            "machine_busy_share": _busy_share(sys_before, sys_after),
+        },
         "startup": {"service_ready_s": startup_s, "workers": workers},
         "turns": _phase_stats(turns),
         "turn_details": _turn_details(turns),
@@ -191,8 +227,10 @@ def run_load(settings: LoadSettings, log_dir: Path, *, server_pids: dict[str, in
         "cpu_seconds_during_turns": cpu_turns,
         "cpu_seconds_during_floor": by_part(cpu_after, cpu_floor) if floor else None,
         "verification": verification,
-        "turn_rows": [[r.user, r.turn, r.ok, round(r.client_ms, 1), round(r.server_ms, 1), r.pid, r.embedded_texts]
-                      for r in turns.records],
+        "turn_rows": [
+            [r.user, r.turn, r.ok, round(r.client_ms, 1), round(r.server_ms, 1), r.pid, r.embedded_texts]
+            for r in turns.records
+        ],
     }
     if floor:
         report["ratios"] = {
@@ -212,26 +250,39 @@ def run_load(settings: LoadSettings, log_dir: Path, *, server_pids: dict[str, in
 def format_table(report: dict[str, Any]) -> str:
     s, t, f = report["settings"], report["turns"], report["floor"]
     lines = [
-        (f"{s['users']} users x {s['turns']} turns, {s['workers']} workers, "
-        f"load average {report['machine']['loadavg_before'][0]:.2f} -> {report['machine']['loadavg_after'][0]:.2f}"),
+        (
+            f"{s['users']} users x {s['turns']} turns, {s['workers']} workers, "
+            f"load average {report['machine']['loadavg_before'][0]:.2f} -> {report['machine']['loadavg_after'][0]:.2f}"
+        ),
         "",
         "| phase | requests | failed | p50 ms | p95 ms | max ms | server p50 ms | server p95 ms | per s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, p in (("turn", t), ("floor", f)):
         if p:
-            lines.append(f"| {name} | {p['requests']} | {p['failed']} | {p['p50_ms']:.0f} | {p['p95_ms']:.0f} | "
-                         f"{p['max_ms']:.0f} | {p['server_p50_ms']:.0f} | {p['server_p95_ms']:.0f} | "
-                         f"{p['per_s']:.2f} |")
+            lines.append(
+                f"| {name} | {p['requests']} | {p['failed']} | {p['p50_ms']:.0f} | {p['p95_ms']:.0f} | "
+                f"{p['max_ms']:.0f} | {p['server_p50_ms']:.0f} | {p['server_p95_ms']:.0f} | "
+                f"{p['per_s']:.2f} |"
+            )
     if "ratios" in report:
         r = report["ratios"]
-        lines += ["", (f"turn / floor: p50 {r['p50']:.2f}x, p95 {r['p95']:.2f}x, server p50 {r['server_p50']:.2f}x, "
-                      f"throughput {r['throughput']:.2f}x, CPU per request {r['cpu_per_request']:.2f}x")]
+        lines += [
+            "",
+            (
+                f"turn / floor: p50 {r['p50']:.2f}x, p95 {r['p95']:.2f}x, server p50 {r['server_p50']:.2f}x, "
+                f"throughput {r['throughput']:.2f}x, CPU per request {r['cpu_per_request']:.2f}x"
+            ),
+        ]
     d, v = report["turn_details"], report["verification"]
     lines += [
-        (f"texts embedded per turn: {d['embedded_texts_per_turn']} (mean {d['mean_embedded_texts']:.2f}); "
-        f"a user's next turn on another worker: {d['worker_switch_share']:.0%}"),
-        (f"canary leaks during the run: {len(d['leaks'])}; users with problems after the run: "
-        f"{v['users_with_problems']} of {v['users']}; records by kind: {v['records_by_kind']}"),
+        (
+            f"texts embedded per turn: {d['embedded_texts_per_turn']} (mean {d['mean_embedded_texts']:.2f}); "
+            f"a user's next turn on another worker: {d['worker_switch_share']:.0%}"
+        ),
+        (
+            f"canary leaks during the run: {len(d['leaks'])}; users with problems after the run: "
+            f"{v['users_with_problems']} of {v['users']}; records by kind: {v['records_by_kind']}"
+        ),
     ]
     return "\n".join(lines)

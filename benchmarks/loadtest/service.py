@@ -46,8 +46,8 @@ from pydantic import BaseModel
 from benchmarks.loadtest.script import scripted_answer
 from langchain_memory_vec import PROMPT, VectorSummaryMemory
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._rules.bm25 import tokenize
 from memory_vec.embeddings import Embedder, get_embedder
-from memory_vec.recall.bm25 import tokenize
 
 # The request's count of embedded texts; the core's async methods run in a
 # worker thread with a copy of the context, which shares this list.

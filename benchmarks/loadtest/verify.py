@@ -38,8 +38,9 @@ def _expected(script: UserScript, answers: dict[int, str], turns_ok: Sequence[in
     return texts
 
 
-def _check_user(core: MemoryCore, u: int, script: UserScript, expected: list[str], others: Sequence[UserScript]
-                ) -> tuple[list[str], Counter[str]]:
+def _check_user(
+    core: MemoryCore, u: int, script: UserScript, expected: list[str], others: Sequence[UserScript]
+) -> tuple[list[str], Counter[str]]:
     problems: list[str] = []
     export = core.export_memories(user_id=script.user_id)
     records: list[dict[str, Any]] = export["records"]
@@ -73,7 +74,7 @@ def _check_user(core: MemoryCore, u: int, script: UserScript, expected: list[str
         problems.append(f"working state sessions {sorted(sessions)}, expected only {script.session_id}")
     else:
         recent = [m["content"] for m in sessions[script.session_id].get("messages", [])]
-        if recent != expected[len(expected) - len(recent):]:
+        if recent != expected[len(expected) - len(recent) :]:
             problems.append("working state's recent turns are not the end of the conversation")
     other = others[(u + 1) % len(others)]
     for hit in core.recall(f"the code {other.canary}", user_id=script.user_id, k=10):
@@ -84,8 +85,7 @@ def _check_user(core: MemoryCore, u: int, script: UserScript, expected: list[str
     return problems, kinds
 
 
-def verify_stores(settings: dict[str, Any], users: Sequence[UserScript], turns: Sequence[TurnRecord]
-                  ) -> dict[str, Any]:
+def verify_stores(settings: dict[str, Any], users: Sequence[UserScript], turns: Sequence[TurnRecord]) -> dict[str, Any]:
     """Check every user's stored memories against what the service answered.
 
     Args:

@@ -22,7 +22,7 @@ import numpy as np
 import psutil
 
 from benchmarks.locomo_recall import evidence_ids, session_date, summarize, turn_text
-from memory_vec.demo import build_script
+from memory_vec._cli.demo import build_script
 
 from .shared import CachedEmbedder, CountingLLM, count_tokens
 from .systems import System, Turn
@@ -42,8 +42,10 @@ def load_locomo(path: str) -> list[tuple[str, list[Turn], list[tuple[int, str, l
         n = 1
         while f"session_{n}" in c:
             start = session_date(c[f"session_{n}_date_time"]).timestamp()
-            turns += [Turn(t["dia_id"], roles.get(t["speaker"], "user"), t["speaker"], turn_text(t), n, start + 30 * i)
-                      for i, t in enumerate(c[f"session_{n}"])]
+            turns += [
+                Turn(t["dia_id"], roles.get(t["speaker"], "user"), t["speaker"], turn_text(t), n, start + 30 * i)
+                for i, t in enumerate(c[f"session_{n}"])
+            ]
             n += 1
         valid = {t.dia_id for t in turns}
         qa = [(int(q["category"]), q["question"], evidence_ids(q.get("evidence", []), valid)) for q in conv["qa"]]
@@ -51,9 +53,14 @@ def load_locomo(path: str) -> list[tuple[str, list[Turn], list[tuple[int, str, l
     return out
 
 
-def locomo_recall(make: Factory, embedder: CachedEmbedder, llm: CountingLLM, workdir: Path,
-                  data: Sequence[tuple[str, list[Turn], list[tuple[int, str, list[str]]]]],
-                  limit: int | None = None) -> dict[str, Any]:
+def locomo_recall(
+    make: Factory,
+    embedder: CachedEmbedder,
+    llm: CountingLLM,
+    workdir: Path,
+    data: Sequence[tuple[str, list[Turn], list[tuple[int, str, list[str]]]]],
+    limit: int | None = None,
+) -> dict[str, Any]:
     system = make(embedder, llm, workdir)
     t0 = time.perf_counter()
     for conv_id, turns, _ in data:
@@ -71,8 +78,9 @@ def locomo_recall(make: Factory, embedder: CachedEmbedder, llm: CountingLLM, wor
         rows.append((cat, found, evidence))
     system.close()
     result = summarize(rows)
-    result.update(questions=len(rows), ingest_s=round(ingest_s, 1),
-                  query_ms_p50=round(float(np.percentile(times, 50)) * 1000, 1))
+    result.update(
+        questions=len(rows), ingest_s=round(ingest_s, 1), query_ms_p50=round(float(np.percentile(times, 50)) * 1000, 1)
+    )
     return result
 
 
@@ -84,8 +92,16 @@ def latency_texts(data: Sequence[tuple[str, list[Turn], Any]], turns: int) -> tu
     return texts[:-n_live], texts[-n_live:]
 
 
-def turn_latency(make: Factory, embedder: CachedEmbedder, llm: CountingLLM, workdir: Path, size: int,
-                 pool: Sequence[str], live: Sequence[str], warmup: int) -> dict[str, Any]:
+def turn_latency(
+    make: Factory,
+    embedder: CachedEmbedder,
+    llm: CountingLLM,
+    workdir: Path,
+    size: int,
+    pool: Sequence[str],
+    live: Sequence[str],
+    warmup: int,
+) -> dict[str, Any]:
     system = make(embedder, llm, workdir)
     fill = [pool[i % len(pool)] for i in range(size)]
     t0 = time.perf_counter()
@@ -114,16 +130,21 @@ def turn_latency(make: Factory, embedder: CachedEmbedder, llm: CountingLLM, work
             calls.append(llm.calls - c0)
     system.close()
     return {
-        "size": size, "fill_s": round(fill_s, 2), "turns": len(overhead),
-        "p50_ms": float(np.percentile(overhead, 50)), "p95_ms": float(np.percentile(overhead, 95)),
+        "size": size,
+        "fill_s": round(fill_s, 2),
+        "turns": len(overhead),
+        "p50_ms": float(np.percentile(overhead, 50)),
+        "p95_ms": float(np.percentile(overhead, 95)),
         "wall_p50_ms": float(np.percentile(wall, 50)),
-        "embedded_texts_per_turn": float(np.mean(texts)), "model_calls_per_turn": float(np.mean(misses)),
+        "embedded_texts_per_turn": float(np.mean(texts)),
+        "model_calls_per_turn": float(np.mean(misses)),
         "llm_calls_per_turn": float(np.mean(calls)),
     }
 
 
-def demo_tokens(make: Factory, embedder: CachedEmbedder, llm: CountingLLM, workdir: Path,
-                turns: int = 300) -> dict[str, Any]:
+def demo_tokens(
+    make: Factory, embedder: CachedEmbedder, llm: CountingLLM, workdir: Path, turns: int = 300
+) -> dict[str, Any]:
     """Prompt tokens per turn (memory text + the new message) over the demo script."""
     script, _ = build_script("en", turns)
     gc.collect()
@@ -148,9 +169,14 @@ def demo_tokens(make: Factory, embedder: CachedEmbedder, llm: CountingLLM, workd
     rss1 = psutil.Process().memory_info().rss
     system.close()
     return {
-        "turns": turns, "tokens_per_turn": per_turn, "full_per_turn": full,
-        "total_tokens": sum(per_turn), "full_total": sum(full),
-        "llm_calls": llm.calls - c0, "llm_calls_per_turn": (llm.calls - c0) / turns,
+        "turns": turns,
+        "tokens_per_turn": per_turn,
+        "full_per_turn": full,
+        "total_tokens": sum(per_turn),
+        "full_total": sum(full),
+        "llm_calls": llm.calls - c0,
+        "llm_calls_per_turn": (llm.calls - c0) / turns,
         "llm_calls_by_turn": calls,
-        "tracemalloc_peak_mb": round(peak / 2**20, 1), "rss_delta_mb": round((rss1 - rss0) / 2**20, 1),
+        "tracemalloc_peak_mb": round(peak / 2**20, 1),
+        "rss_delta_mb": round((rss1 - rss0) / 2**20, 1),
     }

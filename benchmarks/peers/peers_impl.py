@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_vec.recall.bm25 import tokenize
+from memory_vec._rules.bm25 import tokenize
 
 from .shared import CachedEmbedder, CountingLLM, LCEmbeddings, LCScriptedLLM, LIEmbedding, LIScriptedLLM, li_tokenizer
 from .systems import System, Turn
@@ -44,8 +44,9 @@ class LCVectorStoreRetriever(System):
         self.client = _chroma_client(workdir)
         self.emb = LCEmbeddings(embedder)
         self.store = Chroma(collection_name="live", embedding_function=self.emb, client=self.client)
-        self.memory = VectorStoreRetrieverMemory(retriever=self.store.as_retriever(search_kwargs={"k": k}),
-                                                 memory_key="history", input_key="input")
+        self.memory = VectorStoreRetrieverMemory(
+            retriever=self.store.as_retriever(search_kwargs={"k": k}), memory_key="history", input_key="input"
+        )
         self.per_conv: dict[str, object] = {}
 
     def save(self, user: str, assistant: str) -> None:
@@ -69,8 +70,12 @@ class LCVectorStoreRetriever(System):
 
     def retrieve(self, conv_id: str, question: str, k: int) -> list[str]:
         store = self.per_conv[conv_id]
-        memory = self._Memory(retriever=store.as_retriever(search_kwargs={"k": k}),  # type: ignore[attr-defined]
-                              memory_key="history", input_key="input", return_docs=True)
+        memory = self._Memory(
+            retriever=store.as_retriever(search_kwargs={"k": k}),  # type: ignore[attr-defined]
+            memory_key="history",
+            input_key="input",
+            return_docs=True,
+        )
         docs = memory.load_memory_variables({"input": question})["history"]
         return [d.metadata.get("dia_id", "") for d in docs]
 
@@ -162,16 +167,22 @@ class LIVectorBlockMemory(System):
 
         store = ChromaVectorStore(chroma_collection=self.client.get_or_create_collection(name))
         block = VectorMemoryBlock(name="retrieved", vector_store=store, embed_model=self.emb, similarity_top_k=k)
-        memory = Memory.from_defaults(session_id=name, token_limit=int(BUFFER_TOKENS / 0.8),
-                                      chat_history_token_ratio=0.8, token_flush_size=500,
-                                      memory_blocks=[block], tokenizer_fn=li_tokenizer)
+        memory = Memory.from_defaults(
+            session_id=name,
+            token_limit=int(BUFFER_TOKENS / 0.8),
+            chat_history_token_ratio=0.8,
+            token_flush_size=500,
+            memory_blocks=[block],
+            tokenizer_fn=li_tokenizer,
+        )
         return memory, block
 
     def save(self, user: str, assistant: str) -> None:
         from llama_index.core.llms import ChatMessage
 
-        self.memory.put_messages([ChatMessage(role="user", content=user),
-                                  ChatMessage(role="assistant", content=assistant)])
+        self.memory.put_messages(
+            [ChatMessage(role="user", content=user), ChatMessage(role="assistant", content=assistant)]
+        )
 
     def load(self, query: str) -> str:
         return _render(self.memory.get(input=query))
@@ -229,8 +240,13 @@ class LIVectorBlockMemory(System):
 
         block, lookup = self.per_conv[conv_id]
         vec = self.emb.get_query_embedding(question)
-        res = block.vector_store.query(VectorStoreQuery(query_embedding=vec, query_str=question,  # type: ignore[attr-defined]
-                                                        similarity_top_k=k))
+        res = block.vector_store.query(
+            VectorStoreQuery(
+                query_embedding=vec,
+                query_str=question,  # type: ignore[attr-defined]
+                similarity_top_k=k,
+            )
+        )
         out: list[str] = []
         for node in res.nodes or []:
             for text in _MESSAGE.findall(node.get_content()):
@@ -249,8 +265,9 @@ class LIChatSummary(System):
         super().__init__(embedder, llm, workdir, k)
         from llama_index.core.memory import ChatSummaryMemoryBuffer
 
-        self.memory = ChatSummaryMemoryBuffer.from_defaults(llm=LIScriptedLLM(llm), token_limit=BUFFER_TOKENS,
-                                                            tokenizer_fn=li_tokenizer)
+        self.memory = ChatSummaryMemoryBuffer.from_defaults(
+            llm=LIScriptedLLM(llm), token_limit=BUFFER_TOKENS, tokenizer_fn=li_tokenizer
+        )
 
     def save(self, user: str, assistant: str) -> None:
         from llama_index.core.llms import ChatMessage
@@ -273,8 +290,10 @@ class LIChatSummary(System):
                 break
             kept.append(text)
         kept.reverse()
-        msgs += [ChatMessage(role="user" if (len(texts) - len(kept) + i) % 2 == 0 else "assistant", content=t)
-                 for i, t in enumerate(kept)]
+        msgs += [
+            ChatMessage(role="user" if (len(texts) - len(kept) + i) % 2 == 0 else "assistant", content=t)
+            for i, t in enumerate(kept)
+        ]
         self.memory.set(msgs)
 
 

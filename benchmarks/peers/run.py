@@ -26,7 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from memory_vec.demo import build_script
+from memory_vec._cli.demo import build_script
 
 from .measures import demo_tokens, latency_texts, load_locomo, locomo_recall, turn_latency
 from .report import markdown, plots
@@ -63,9 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="peers-"))
     phases = set(args.phases.split(","))
-    chosen = {name: entry for name, entry in registry().items()
-              if (not args.only or any(s.lower() in name.lower() for s in args.only))
-              and not (args.skip_slow and entry[1].get("slow"))}
+    chosen = {
+        name: entry
+        for name, entry in registry().items()
+        if (not args.only or any(s.lower() in name.lower() for s in args.only))
+        and not (args.skip_slow and entry[1].get("slow"))
+    }
     log(f"systems: {', '.join(chosen)}")
 
     embedder = CachedEmbedder()
@@ -75,8 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     script, _ = build_script("en", args.demo_turns)
     pool, live = latency_texts(data, args.turns + args.warmup)
     t0 = time.perf_counter()
-    embedder.warm([t.text for _, turns, _ in data for t in turns] + [q for _, _, qa in data for _, q, _ in qa]
-                  + [x for t in script for x in (t.user, t.assistant)])
+    embedder.warm(
+        [t.text for _, turns, _ in data for t in turns]
+        + [q for _, _, qa in data for _, q, _ in qa]
+        + [x for t in script for x in (t.user, t.assistant)]
+    )
     embedder.save(cache)
     warm_s = time.perf_counter() - t0
     single = _e5_single_call_ms(embedder)
@@ -84,10 +90,16 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, Any] = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or ''} Python "
-                   f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f}",
-        "embedder": embedder.model_id, "e5_single_call_ms_p50": single, "k": args.k,
-        "sizes": args.sizes if "latency" in phases else [], "demo_turns": args.demo_turns,
-        "questions_limit": args.limit, "command": " ".join(sys.argv), "code": _code_state(), "systems": {},
+        f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f}",
+        "embedder": embedder.model_id,
+        "e5_single_call_ms_p50": single,
+        "k": args.k,
+        "sizes": args.sizes if "latency" in phases else [],
+        "demo_turns": args.demo_turns,
+        "questions_limit": args.limit,
+        "command": " ".join(sys.argv),
+        "code": _code_state(),
+        "systems": {},
     }
     for name, (factory, flags) in chosen.items():
         row: dict[str, Any] = {"note": getattr(factory, "note", "")}
@@ -111,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         if "demo" in phases and flags.get("demo", True):
             t0 = time.perf_counter()
             row["demo"] = demo_tokens(make, embedder, llm, workdir, args.demo_turns)
-            log(f"{name}: demo {row['demo']['total_tokens']:,} tokens, "
-                f"{row['demo']['llm_calls_per_turn']:.2f} LLM calls/turn ({time.perf_counter() - t0:.0f}s)")
+            log(
+                f"{name}: demo {row['demo']['total_tokens']:,} tokens, "
+                f"{row['demo']['llm_calls_per_turn']:.2f} LLM calls/turn ({time.perf_counter() - t0:.0f}s)"
+            )
         results["systems"][name] = row
         (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     embedder.save(cache)
@@ -135,10 +149,12 @@ def _code_state() -> str:
     import subprocess
 
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=False).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=False).stdout.split("\n")
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=False
+        ).stdout.split("\n")
     except OSError:
         return "unknown"
     files = [line[3:] for line in dirty if line.strip()]

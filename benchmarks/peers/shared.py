@@ -30,11 +30,21 @@ from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import PrivateAttr
 
+from memory_vec._rules.tokens import get_token_counter, load_encoding
 from memory_vec.embeddings import BaseEmbedder, E5SmallEmbedder
-from memory_vec.tokens import get_token_counter, load_encoding
 
-__all__ = ["COUNTER", "SCRIPTED_SUMMARY", "CachedEmbedder", "CountingLLM", "LCEmbeddings", "LCScriptedLLM",
-           "LIEmbedding", "LIScriptedLLM", "count_tokens", "li_tokenizer"]
+__all__ = [
+    "COUNTER",
+    "SCRIPTED_SUMMARY",
+    "CachedEmbedder",
+    "CountingLLM",
+    "LCEmbeddings",
+    "LCScriptedLLM",
+    "LIEmbedding",
+    "LIScriptedLLM",
+    "count_tokens",
+    "li_tokenizer",
+]
 
 COUNTER = get_token_counter("cl100k_base")
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from memory_vec import MemoryConfig, MemoryCore, release_stores
-from memory_vec.core import MessageInput
+from memory_vec._core import MessageInput
 
 from .shared import COUNTER, CachedEmbedder, CountingLLM
 
@@ -82,15 +82,29 @@ class OursSystem(System):
 
     retrieves = True
 
-    def __init__(self, embedder: CachedEmbedder, llm: CountingLLM, workdir: Path, k: int = 5, *,
-                 backend: str = "memory", hybrid: bool = True, llm_summary: bool = False) -> None:
+    def __init__(
+        self,
+        embedder: CachedEmbedder,
+        llm: CountingLLM,
+        workdir: Path,
+        k: int = 5,
+        *,
+        backend: str = "memory",
+        hybrid: bool = True,
+        llm_summary: bool = False,
+    ) -> None:
         super().__init__(embedder, llm, workdir, k)
         self.uses_llm = llm_summary
-        self.config = MemoryConfig(user_id="bench", session_id="live", backend=backend,
-                                   persist_dir=tempfile.mkdtemp(prefix=f"ours-{backend}-", dir=workdir),
-                                   collection=f"peers_{uuid.uuid4().hex[:8]}", hybrid=hybrid, recall_k=k)
-        self.core = MemoryCore(self.config, embedder=embedder, llm=llm if llm_summary else None,
-                               token_counter=COUNTER)
+        self.config = MemoryConfig(
+            user_id="bench",
+            session_id="live",
+            backend=backend,
+            persist_dir=tempfile.mkdtemp(prefix=f"ours-{backend}-", dir=workdir),
+            collection=f"peers_{uuid.uuid4().hex[:8]}",
+            hybrid=hybrid,
+            recall_k=k,
+        )
+        self.core = MemoryCore(self.config, embedder=embedder, llm=llm if llm_summary else None, token_counter=COUNTER)
 
     def save(self, user: str, assistant: str) -> None:
         self.core.add_messages([("user", user), ("assistant", assistant)])
@@ -106,8 +120,7 @@ class OursSystem(System):
         overhead_fill(self.core, len(texts), list(texts), vectors, "bench")
 
     def index_locomo(self, conv_id: str, turns: Sequence[Turn]) -> None:
-        batch = [MessageInput(t.role, t.text, t.timestamp, {"dia_id": t.dia_id, "speaker": t.speaker})
-                 for t in turns]
+        batch = [MessageInput(t.role, t.text, t.timestamp, {"dia_id": t.dia_id, "speaker": t.speaker}) for t in turns]
         by_session: dict[int, list[MessageInput]] = {}
         for t, m in zip(turns, batch):
             by_session.setdefault(t.session, []).append(m)

@@ -76,26 +76,52 @@ def _compare(base_dir: Path, runs: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.recall_cv", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"),
-                        help="directory holding locomo/locomo_dev.json and memorybank/memory_bank_{en,cn}.json")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path("../shared/data"),
+        help="directory holding locomo/locomo_dev.json and memorybank/memory_bank_{en,cn}.json",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/recall_cv/run"))
-    parser.add_argument("--cache", type=Path, default=Path("benchmarks/out/recall_cv"),
-                        help="directory of the embedding cache (embcache_<model>.npz)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
-                        help="MemoryConfig override for the whole run (write-time settings too), repeatable")
-    parser.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2",
-                        help="replace the re-tuned grid (repeatable; default: evaluate.DEFAULT_GRID)")
-    parser.add_argument("--suites", default="locomo,extra,messy,mb_en,mb_cn",
-                        help="comma-separated subset of locomo,extra,messy,mb_en,mb_cn (locomo always runs)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("benchmarks/out/recall_cv"),
+        help="directory of the embedding cache (embcache_<model>.npz)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        help="MemoryConfig override for the whole run (write-time settings too), repeatable",
+    )
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="FIELD=V1,V2",
+        help="replace the re-tuned grid (repeatable; default: evaluate.DEFAULT_GRID)",
+    )
+    parser.add_argument(
+        "--suites",
+        default="locomo,extra,messy,mb_en,mb_cn",
+        help="comma-separated subset of locomo,extra,messy,mb_en,mb_cn (locomo always runs)",
+    )
     parser.add_argument("--compare-to", type=Path, default=None, help="an earlier --out: paired bootstrap against it")
-    parser.add_argument("--code", type=Path, default=None,
-                        help="import memory_vec from this directory (a snapshot) instead of the working tree")
+    parser.add_argument(
+        "--code",
+        type=Path,
+        default=None,
+        help="import memory_vec from this directory (a snapshot) instead of the working tree",
+    )
     parser.add_argument("--embedder", default="multilingual-e5-small")
     parser.add_argument("--bootstrap", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--messy-seed", type=int, default=0)
-    parser.add_argument("--limit", type=int, default=None,
-                        help="first N LoCoMo questions of each conversation only (smoke runs)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="first N LoCoMo questions of each conversation only (smoke runs)"
+    )
     args = parser.parse_args(argv)
     if args.code is not None:
         sys.path.insert(0, str(args.code.resolve()))
@@ -105,9 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     settings = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    summary, runs = evaluate(args.data, args.cache, overrides=settings, grid=_parse_grid(args.grid),
-                             suites=args.suites.split(","), embedder=args.embedder, bootstrap=args.bootstrap,
-                             seed=args.seed, messy_seed=args.messy_seed, limit=args.limit)
+    summary, runs = evaluate(
+        args.data,
+        args.cache,
+        overrides=settings,
+        grid=_parse_grid(args.grid),
+        suites=args.suites.split(","),
+        embedder=args.embedder,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        messy_seed=args.messy_seed,
+        limit=args.limit,
+    )
     summary["wall_s"] = round(time.perf_counter() - t0, 1)
     if args.compare_to is not None:
         summary["compare"] = _compare(args.compare_to, runs)

@@ -28,8 +28,7 @@ from typing import Any
 from .messy_chat import messify_conversation
 from .questions import Question
 
-__all__ = ["CATEGORIES", "Turn", "evidence_ids", "locomo_questions", "locomo_turns", "memorybank_turns",
-           "messy_turns"]
+__all__ = ["CATEGORIES", "Turn", "evidence_ids", "locomo_questions", "locomo_turns", "memorybank_turns", "messy_turns"]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -69,8 +68,17 @@ def locomo_turns(data: Sequence[dict[str, Any]]) -> list[Turn]:
                 text = f"{t['speaker']}: {t['text']}"
                 if t.get("blip_caption"):
                     text += f" [shares {t['blip_caption']}]"
-                turns.append(Turn(conv["sample_id"], session, start + 30 * i, roles.get(t["speaker"], "user"),
-                                  text, t["dia_id"], t["speaker"]))
+                turns.append(
+                    Turn(
+                        conv["sample_id"],
+                        session,
+                        start + 30 * i,
+                        roles.get(t["speaker"], "user"),
+                        text,
+                        t["dia_id"],
+                        t["speaker"],
+                    )
+                )
     return turns
 
 
@@ -85,9 +93,17 @@ def messy_turns(data: Sequence[dict[str, Any]], seed: int = 0) -> list[Turn]:
             for m in items:
                 if m["dia_id"] != last:
                     turn_index, last = turn_index + 1, m["dia_id"]
-                turns.append(Turn(conv["sample_id"], session, start + 30 * turn_index + 4 * m["burst"],
-                                  roles.get(m["speaker"], "user"), f"{m['speaker']}: {m['text']}", m["dia_id"],
-                                  m["speaker"]))
+                turns.append(
+                    Turn(
+                        conv["sample_id"],
+                        session,
+                        start + 30 * turn_index + 4 * m["burst"],
+                        roles.get(m["speaker"], "user"),
+                        f"{m['speaker']}: {m['text']}",
+                        m["dia_id"],
+                        m["speaker"],
+                    )
+                )
     return turns
 
 
@@ -99,12 +115,14 @@ def memorybank_turns(path: Path) -> list[Turn]:
         for date, pairs in user["history"].items():
             start = datetime.strptime(date, "%Y-%m-%d").replace(hour=20, tzinfo=timezone.utc).timestamp()
             for i, pair in enumerate(pairs):
-                for j, (role, key, tag, speaker) in enumerate((("user", "query", "q", name),
-                                                               ("assistant", "response", "r", "AI companion"))):
+                for j, (role, key, tag, speaker) in enumerate(
+                    (("user", "query", "q", name), ("assistant", "response", "r", "AI companion"))
+                ):
                     text = str(pair.get(key) or "").strip()
                     if text:
-                        turns.append(Turn(name, date, start + 60 * (2 * i + j), role, text, f"{name}/{date}/{i}/{tag}",
-                                          speaker))
+                        turns.append(
+                            Turn(name, date, start + 60 * (2 * i + j), role, text, f"{name}/{date}/{i}/{tag}", speaker)
+                        )
     return turns
 
 
@@ -132,9 +150,16 @@ def locomo_questions(data: Sequence[dict[str, Any]], turns: Sequence[Turn]) -> l
     for conv in data:
         sid = conv["sample_id"]
         for i, qa in enumerate(conv["qa"]):
-            out.append(Question(f"{sid}-qa-{i:03d}", sid, qa["question"],
-                                tuple(evidence_ids(qa.get("evidence", []), valid.get(sid, set()))),
-                                CATEGORIES[int(qa["category"])], "locomo"))
+            out.append(
+                Question(
+                    f"{sid}-qa-{i:03d}",
+                    sid,
+                    qa["question"],
+                    tuple(evidence_ids(qa.get("evidence", []), valid.get(sid, set()))),
+                    CATEGORIES[int(qa["category"])],
+                    "locomo",
+                )
+            )
     return out
 
 

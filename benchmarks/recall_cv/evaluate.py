@@ -56,9 +56,11 @@ def _masks(questions: Sequence[Question], extra_temporal: bool) -> dict[str, np.
 
 
 def _figures(scores: np.ndarray, masks: dict[str, np.ndarray]) -> dict[str, Any]:
-    return {"overall": scores.mean(axis=0).tolist(), "n": len(scores),
-            "per_category": {name: {"r": scores[m].mean(axis=0).tolist(), "n": int(m.sum())}
-                             for name, m in masks.items()}}
+    return {
+        "overall": scores.mean(axis=0).tolist(),
+        "n": len(scores),
+        "per_category": {name: {"r": scores[m].mean(axis=0).tolist(), "n": int(m.sum())} for name, m in masks.items()},
+    }
 
 
 def _with_ci(fig: dict[str, Any], ci: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -73,15 +75,17 @@ def _fixed_block(scores: np.ndarray, groups: list[str], masks: dict[str, np.ndar
     return _with_ci(_figures(scores, masks), bootstrap_fixed(scores, groups, masks=masks, n=n, seed=seed))
 
 
-def _suite_summary(run: SuiteRun, cols: dict[str, int], fold_choice: dict[str, int] | None, *,
-                   temporal: bool, n: int, seed: int) -> dict[str, Any]:
+def _suite_summary(
+    run: SuiteRun, cols: dict[str, int], fold_choice: dict[str, int] | None, *, temporal: bool, n: int, seed: int
+) -> dict[str, Any]:
     """Default, CV (fold choices mapped to this run's columns) and baselines of a suite."""
     groups = [q.conversation for q in run.questions]
     masks = _masks(run.questions, temporal)
     out: dict[str, Any] = {"default": _fixed_block(run.grid[cols["default"]], groups, masks, n, seed)}
     if fold_choice is not None:
-        per_q = np.stack([run.grid[cols[f"cfg{fold_choice.get(g, fold_choice.get('*', 0))}"], i]
-                          for i, g in enumerate(groups)])
+        per_q = np.stack(
+            [run.grid[cols[f"cfg{fold_choice.get(g, fold_choice.get('*', 0))}"], i] for i, g in enumerate(groups)]
+        )
         out["cv"] = _fixed_block(per_q, groups, masks, n, seed)
         run.cv = per_q
     out["baselines"] = {name: _fixed_block(s, groups, masks, n, seed) for name, s in run.baselines.items()}
@@ -91,7 +95,8 @@ def _suite_summary(run: SuiteRun, cols: dict[str, int], fold_choice: dict[str, i
         out["anchor_vs_target_r10"] = {
             "anchor": float(np.mean([_share(top[i][:10], run.questions[i].anchor) for i in anchored])),
             "target": float(np.mean([_share(top[i][:10], run.questions[i].target) for i in anchored])),
-            "n": len(anchored)}
+            "n": len(anchored),
+        }
     out["recall_ms_p50"] = run.recall_ms_p50
     return out
 
@@ -104,8 +109,9 @@ def _rank_profile(run: SuiteRun) -> dict[str, dict[str, float]]:
     """Where each evidence turn of the default ranking sits, per category."""
     out: dict[str, dict[str, list[int]]] = {}
     for q, top, bm, dp in zip(run.questions, run.top["default"], run.top["bm25"], run.top["dense (plain vectors)"]):
-        row = out.setdefault(q.category, {"top10": [], "11-50": [], "missed": [], "missed_bm25_top50": [],
-                                          "missed_dense_top50": []})
+        row = out.setdefault(
+            q.category, {"top10": [], "11-50": [], "missed": [], "missed_bm25_top50": [], "missed_dense_top50": []}
+        )
         for e in q.evidence:
             rank = top.index(e) if e in top else None
             row["top10"].append(rank is not None and rank < 10)
@@ -114,8 +120,10 @@ def _rank_profile(run: SuiteRun) -> dict[str, dict[str, float]]:
             if rank is None:
                 row["missed_bm25_top50"].append(e in bm)
                 row["missed_dense_top50"].append(e in dp)
-    return {c: {k: float(np.mean(v)) if v else 0.0 for k, v in row.items()} | {"evidence": len(row["top10"])}
-            for c, row in out.items()}
+    return {
+        c: {k: float(np.mean(v)) if v else 0.0 for k, v in row.items()} | {"evidence": len(row["top10"])}
+        for c, row in out.items()
+    }
 
 
 def _git_commit(memory_vec_file: str) -> str:
@@ -124,16 +132,33 @@ def _git_commit(memory_vec_file: str) -> str:
     if stamp.exists():
         return stamp.read_text(encoding="utf-8").strip()
     try:
-        return subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], check=False,
-                              capture_output=True, text=True, timeout=10).stdout.strip() or "not a git checkout"
+        return (
+            subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            or "not a git checkout"
+        )
     except OSError:
         return "unknown"
 
 
-def evaluate(data_dir: Path, cache_dir: Path, *, overrides: dict[str, Any] | None = None,
-             grid: dict[str, list[Any]] | None = None, suites: Sequence[str] = SUITES,
-             embedder: str = "multilingual-e5-small", bootstrap: int = 2000, seed: int = 0,
-             messy_seed: int = 0, limit: int | None = None) -> tuple[dict[str, Any], dict[str, SuiteRun]]:
+def evaluate(
+    data_dir: Path,
+    cache_dir: Path,
+    *,
+    overrides: dict[str, Any] | None = None,
+    grid: dict[str, list[Any]] | None = None,
+    suites: Sequence[str] = SUITES,
+    embedder: str = "multilingual-e5-small",
+    bootstrap: int = 2000,
+    seed: int = 0,
+    messy_seed: int = 0,
+    limit: int | None = None,
+) -> tuple[dict[str, Any], dict[str, SuiteRun]]:
     """Measure one configuration (``overrides`` of ``MemoryConfig`` for the
     whole run, write-time settings included) with ``grid`` re-tuned per fold.
 
@@ -147,16 +172,27 @@ def evaluate(data_dir: Path, cache_dir: Path, *, overrides: dict[str, Any] | Non
     cache = DiskCachedEmbedder(embedder, cache_dir / f"embcache_{embedder.replace('/', '_')}.npz")
     summary: dict[str, Any] = {
         "code": {"memory_vec": memory_vec.__file__, "git": _git_commit(memory_vec.__file__)},
-        "settings": settings, "grid": grid or DEFAULT_GRID, "configs": configs, "ks": list(KS),
-        "embedder": embedder, "bootstrap": bootstrap, "seed": seed, "messy_seed": messy_seed}
+        "settings": settings,
+        "grid": grid or DEFAULT_GRID,
+        "configs": configs,
+        "ks": list(KS),
+        "embedder": embedder,
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "messy_seed": messy_seed,
+    }
     runs: dict[str, SuiteRun] = {}
     data = json.loads((data_dir / "locomo" / "locomo_dev.json").read_text(encoding="utf-8"))
 
     def store(name: str, turns: list[Turn]) -> Store:
         s = Store(turns, cache, settings)
         cache.save()
-        summary.setdefault("stores", {})[name] = {"turns": len(turns), "records": s.record_count,
-                                                  "ingest_s": round(s.ingest_s, 1), "embedded": cache.misses}
+        summary.setdefault("stores", {})[name] = {
+            "turns": len(turns),
+            "records": s.record_count,
+            "ingest_s": round(s.ingest_s, 1),
+            "embedded": cache.misses,
+        }
         print(f"[{name}] {len(turns)} turns -> {s.record_count} records, ingest {s.ingest_s:.0f} s", flush=True)
         return s
 
@@ -164,8 +200,11 @@ def evaluate(data_dir: Path, cache_dir: Path, *, overrides: dict[str, Any] | Non
     qa = locomo_questions(data, clean.turns)
     if limit:  # smoke runs: the first questions of every conversation, so every fold has training data
         seen: dict[str, int] = {}
-        qa = [q for q in qa if (seen := {**seen, q.conversation: seen.get(q.conversation, 0) + 1})[q.conversation]
-              <= limit]
+        qa = [
+            q
+            for q in qa
+            if (seen := {**seen, q.conversation: seen.get(q.conversation, 0) + 1})[q.conversation] <= limit
+        ]
     runs["locomo"] = clean.run(qa, configs, progress="locomo grid")
     cache.save()
     groups = [q.conversation for q in qa]
@@ -173,17 +212,25 @@ def evaluate(data_dir: Path, cache_dir: Path, *, overrides: dict[str, Any] | Non
     runs["locomo"].cv = cv.per_question
     best_all = select(runs["locomo"].grid[:, :, K10], np.full(len(qa), 1 / len(qa)))
     masks = _masks(qa, False)
-    loc: dict[str, Any] = {"in_sample_default": _fixed_block(runs["locomo"].grid[0], groups, masks, bootstrap, seed),
-                           "in_sample_best": {"config": best_all, **_figures(runs["locomo"].grid[best_all], masks)}}
+    loc: dict[str, Any] = {
+        "in_sample_default": _fixed_block(runs["locomo"].grid[0], groups, masks, bootstrap, seed),
+        "in_sample_best": {"config": best_all, **_figures(runs["locomo"].grid[best_all], masks)},
+    }
     cv_fig = _figures(cv.per_question, masks)
     cv_fig["mean_over_folds"] = cv.mean_over_folds.tolist()
     ci = bootstrap_cv(runs["locomo"].grid, groups, masks=masks, n=bootstrap, seed=seed)
     cv_fig["ci_mean_over_folds"] = ci["mean_over_folds"].tolist()
     loc["cv"] = _with_ci(cv_fig, ci)
-    loc["folds"] = {g: {"choice": cv.choice[g], "config": configs[cv.choice[g]], "train_r10": cv.train_means[g],
-                        "heldout": cv.fold_means[g].tolist(),
-                        "default_heldout": runs["locomo"].grid[0][np.asarray(groups) == g].mean(axis=0).tolist()}
-                    for g in cv.choice}
+    loc["folds"] = {
+        g: {
+            "choice": cv.choice[g],
+            "config": configs[cv.choice[g]],
+            "train_r10": cv.train_means[g],
+            "heldout": cv.fold_means[g].tolist(),
+            "default_heldout": runs["locomo"].grid[0][np.asarray(groups) == g].mean(axis=0).tolist(),
+        }
+        for g in cv.choice
+    }
     loc["baselines"] = {n: _fixed_block(s, groups, masks, bootstrap, seed) for n, s in runs["locomo"].baselines.items()}
     loc["rank_profile_default"] = _rank_profile(runs["locomo"])
     loc["recall_ms_p50"] = runs["locomo"].recall_ms_p50
@@ -203,8 +250,9 @@ def evaluate(data_dir: Path, cache_dir: Path, *, overrides: dict[str, Any] | Non
         messy = store("messy", messy_turns(data, messy_seed))
         for name, questions in (("messy", qa), ("messy_extra", extra)):
             runs[name] = messy.run(questions, sub, progress=name)
-            summary[name] = _suite_summary(runs[name], cols, fold_choice, temporal=name == "messy_extra",
-                                           n=bootstrap, seed=seed)
+            summary[name] = _suite_summary(
+                runs[name], cols, fold_choice, temporal=name == "messy_extra", n=bootstrap, seed=seed
+            )
         cache.save()
     for lang in ("en", "cn"):
         if f"mb_{lang}" not in suites:
@@ -213,8 +261,9 @@ def evaluate(data_dir: Path, cache_dir: Path, *, overrides: dict[str, Any] | Non
         questions = load_frozen(f"memorybank_{lang}")
         check_evidence(questions, mb.turns)
         runs[f"mb_{lang}"] = mb.run(questions, sub)
-        summary[f"mb_{lang}"] = _suite_summary(runs[f"mb_{lang}"], cols, {"*": best_all}, temporal=True,
-                                               n=bootstrap, seed=seed)
+        summary[f"mb_{lang}"] = _suite_summary(
+            runs[f"mb_{lang}"], cols, {"*": best_all}, temporal=True, n=bootstrap, seed=seed
+        )
         cache.save()
     summary["needed_configs"] = needed
     summary["baseline_names"] = list(BASELINES)

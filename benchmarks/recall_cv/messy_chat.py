@@ -39,43 +39,192 @@ from typing import Any
 __all__ = ["Persona", "messify_conversation", "messify_turn"]
 
 ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "by the way": ("btw",), "to be honest": ("tbh",), "i don't know": ("idk",), "oh my god": ("omg",),
-    "oh my gosh": ("omg",), "right now": ("rn",), "in my opinion": ("imo",), "as soon as possible": ("asap",),
-    "you're": ("ur", "youre"), "your": ("ur",), "you": ("u", "u", "ya"), "are": ("r",),
-    "because": ("bc", "cuz", "coz"), "thank you": ("ty", "thx", "thank u"), "thanks": ("thx", "thnx", "ty"),
-    "please": ("pls", "plz"), "really": ("rly", "realy"), "tonight": ("tn", "2nite"), "tomorrow": ("tmrw", "tmr"),
-    "people": ("ppl",), "something": ("smth", "sth"), "someone": ("some1",), "without": ("w/o",),
-    "with": ("w", "w/"), "love": ("luv",), "okay": ("ok", "k", "okok"), "going to": ("gonna",),
-    "want to": ("wanna",), "got to": ("gotta",), "probably": ("prob", "prolly"), "definitely": ("def", "defo"),
-    "though": ("tho",), "about": ("abt",), "great": ("gr8",), "before": ("b4",), "see you": ("cya", "see ya"),
-    "seriously": ("srsly",), "congratulations": ("congrats", "congratz"), "birthday": ("bday",),
-    "family": ("fam",), "weekend": ("wknd", "weekend"), "picture": ("pic",), "photo": ("pic",),
-    "favorite": ("fav", "fave"), "just": ("jus", "just"), "and": ("&", "n"), "yes": ("ya", "yep", "yea"),
-    "yeah": ("ya", "yea", "yh"), "for": ("4", "for"), "what": ("wat", "wut"), "awesome": ("awsome", "awesome"),
-    "amazing": ("amazin",), "nothing": ("nothin",), "talk to you later": ("ttyl",), "laughing": ("lol",),
+    "by the way": ("btw",),
+    "to be honest": ("tbh",),
+    "i don't know": ("idk",),
+    "oh my god": ("omg",),
+    "oh my gosh": ("omg",),
+    "right now": ("rn",),
+    "in my opinion": ("imo",),
+    "as soon as possible": ("asap",),
+    "you're": ("ur", "youre"),
+    "your": ("ur",),
+    "you": ("u", "u", "ya"),
+    "are": ("r",),
+    "because": ("bc", "cuz", "coz"),
+    "thank you": ("ty", "thx", "thank u"),
+    "thanks": ("thx", "thnx", "ty"),
+    "please": ("pls", "plz"),
+    "really": ("rly", "realy"),
+    "tonight": ("tn", "2nite"),
+    "tomorrow": ("tmrw", "tmr"),
+    "people": ("ppl",),
+    "something": ("smth", "sth"),
+    "someone": ("some1",),
+    "without": ("w/o",),
+    "with": ("w", "w/"),
+    "love": ("luv",),
+    "okay": ("ok", "k", "okok"),
+    "going to": ("gonna",),
+    "want to": ("wanna",),
+    "got to": ("gotta",),
+    "probably": ("prob", "prolly"),
+    "definitely": ("def", "defo"),
+    "though": ("tho",),
+    "about": ("abt",),
+    "great": ("gr8",),
+    "before": ("b4",),
+    "see you": ("cya", "see ya"),
+    "seriously": ("srsly",),
+    "congratulations": ("congrats", "congratz"),
+    "birthday": ("bday",),
+    "family": ("fam",),
+    "weekend": ("wknd", "weekend"),
+    "picture": ("pic",),
+    "photo": ("pic",),
+    "favorite": ("fav", "fave"),
+    "just": ("jus", "just"),
+    "and": ("&", "n"),
+    "yes": ("ya", "yep", "yea"),
+    "yeah": ("ya", "yea", "yh"),
+    "for": ("4", "for"),
+    "what": ("wat", "wut"),
+    "awesome": ("awsome", "awesome"),
+    "amazing": ("amazin",),
+    "nothing": ("nothin",),
+    "talk to you later": ("ttyl",),
+    "laughing": ("lol",),
 }
 CODE_SWITCH: dict[str, tuple[str, ...]] = {
-    "really": ("真的",), "so tired": ("好累",), "haha": ("哈哈哈",), "thank you": ("谢谢",), "thanks": ("谢谢", "谢啦"),
-    "work": ("工作",), "family": ("家人",), "kids": ("孩子们", "娃"), "friends": ("朋友们",), "tomorrow": ("明天",),
-    "yesterday": ("昨天",), "last week": ("上周",), "next month": ("下个月",), "last month": ("上个月",),
-    "last year": ("去年",), "weekend": ("周末",), "dinner": ("晚饭",), "happy": ("开心",), "awesome": ("太棒了",),
-    "amazing": ("太厉害了",), "so cool": ("好酷",), "no way": ("不会吧",), "painting": ("画画",), "dance": ("跳舞",),
-    "dancing": ("跳舞",), "camping": ("露营",), "hiking": ("徒步", "爬山"), "trip": ("旅行",), "beach": ("海边",),
-    "class": ("课",), "mom": ("妈妈",), "dad": ("爸爸",), "husband": ("老公",), "wife": ("老婆",),
-    "dog": ("狗狗",), "cat": ("猫咪",), "job": ("工作",), "boss": ("老板",), "money": ("钱",), "movie": ("电影",),
-    "music": ("音乐",), "book": ("书",), "school": ("学校",), "car": ("车",), "busy": ("忙",),
-    "good luck": ("加油",), "congrats": ("恭喜",), "birthday": ("生日",), "of course": ("当然",),
-    "i think": ("我觉得",), "actually": ("其实",), "anyway": ("反正",), "so proud": ("好骄傲",),
-    "volunteering": ("做志愿者",), "pottery": ("陶艺",), "store": ("店",), "studio": ("工作室",),
+    "really": ("真的",),
+    "so tired": ("好累",),
+    "haha": ("哈哈哈",),
+    "thank you": ("谢谢",),
+    "thanks": ("谢谢", "谢啦"),
+    "work": ("工作",),
+    "family": ("家人",),
+    "kids": ("孩子们", "娃"),
+    "friends": ("朋友们",),
+    "tomorrow": ("明天",),
+    "yesterday": ("昨天",),
+    "last week": ("上周",),
+    "next month": ("下个月",),
+    "last month": ("上个月",),
+    "last year": ("去年",),
+    "weekend": ("周末",),
+    "dinner": ("晚饭",),
+    "happy": ("开心",),
+    "awesome": ("太棒了",),
+    "amazing": ("太厉害了",),
+    "so cool": ("好酷",),
+    "no way": ("不会吧",),
+    "painting": ("画画",),
+    "dance": ("跳舞",),
+    "dancing": ("跳舞",),
+    "camping": ("露营",),
+    "hiking": ("徒步", "爬山"),
+    "trip": ("旅行",),
+    "beach": ("海边",),
+    "class": ("课",),
+    "mom": ("妈妈",),
+    "dad": ("爸爸",),
+    "husband": ("老公",),
+    "wife": ("老婆",),
+    "dog": ("狗狗",),
+    "cat": ("猫咪",),
+    "job": ("工作",),
+    "boss": ("老板",),
+    "money": ("钱",),
+    "movie": ("电影",),
+    "music": ("音乐",),
+    "book": ("书",),
+    "school": ("学校",),
+    "car": ("车",),
+    "busy": ("忙",),
+    "good luck": ("加油",),
+    "congrats": ("恭喜",),
+    "birthday": ("生日",),
+    "of course": ("当然",),
+    "i think": ("我觉得",),
+    "actually": ("其实",),
+    "anyway": ("反正",),
+    "so proud": ("好骄傲",),
+    "volunteering": ("做志愿者",),
+    "pottery": ("陶艺",),
+    "store": ("店",),
+    "studio": ("工作室",),
 }
-EMOJI = ("😂", "🤣", "😭", "🥹", "❤️", "😍", "🙏", "👍", "🔥", "✨", "🎉", "😅", "😊", "💪", "🙌", "😮", "🥲", "😎",
-         "🤗")
-FILLERS = ("lol", "omg", "haha", "hahaha", "lmao", "wait", "ok so", "!!", "😂", "哈哈哈", "对对", "嗯嗯", "yesss",
-           "ikr")
+EMOJI = (
+    "😂",
+    "🤣",
+    "😭",
+    "🥹",
+    "❤️",
+    "😍",
+    "🙏",
+    "👍",
+    "🔥",
+    "✨",
+    "🎉",
+    "😅",
+    "😊",
+    "💪",
+    "🙌",
+    "😮",
+    "🥲",
+    "😎",
+    "🤗",
+)
+FILLERS = (
+    "lol",
+    "omg",
+    "haha",
+    "hahaha",
+    "lmao",
+    "wait",
+    "ok so",
+    "!!",
+    "😂",
+    "哈哈哈",
+    "对对",
+    "嗯嗯",
+    "yesss",
+    "ikr",
+)
 PARTICLES = ("啦", "哈", "呀", "嘛", "呢", "哦")
-NEIGHBOURS = dict(zip("qwertyuiopasdfghjklzxcvbnm",
-                      ("wa", "qe", "wr", "et", "ry", "tu", "yi", "uo", "ip", "o", "qs", "ad", "sf", "dg", "fh", "gj",
-                       "hk", "jl", "k", "x", "zc", "xv", "cb", "vn", "bm", "n")))
+NEIGHBOURS = dict(
+    zip(
+        "qwertyuiopasdfghjklzxcvbnm",
+        (
+            "wa",
+            "qe",
+            "wr",
+            "et",
+            "ry",
+            "tu",
+            "yi",
+            "uo",
+            "ip",
+            "o",
+            "qs",
+            "ad",
+            "sf",
+            "dg",
+            "fh",
+            "gj",
+            "hk",
+            "jl",
+            "k",
+            "x",
+            "zc",
+            "xv",
+            "cb",
+            "vn",
+            "bm",
+            "n",
+        ),
+    )
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\s+[-–—]\s+")
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
@@ -93,9 +242,14 @@ class Persona:
 
     @classmethod
     def draw(cls, rng: random.Random, *, bilingual: bool) -> Persona:
-        return cls(typo=rng.uniform(0.03, 0.07), abbreviate=rng.uniform(0.4, 0.7),
-                   code_switch=rng.uniform(0.25, 0.4) if bilingual else rng.uniform(0.05, 0.12),
-                   emoji=rng.uniform(0.25, 0.45), lower=rng.uniform(0.6, 0.9), filler=rng.uniform(0.08, 0.18))
+        return cls(
+            typo=rng.uniform(0.03, 0.07),
+            abbreviate=rng.uniform(0.4, 0.7),
+            code_switch=rng.uniform(0.25, 0.4) if bilingual else rng.uniform(0.05, 0.12),
+            emoji=rng.uniform(0.25, 0.45),
+            lower=rng.uniform(0.6, 0.9),
+            filler=rng.uniform(0.08, 0.18),
+        )
 
 
 def _replace_phrases(text: str, table: dict[str, tuple[str, ...]], p: float, rng: random.Random) -> str:
@@ -111,13 +265,13 @@ def _typo(word: str, rng: random.Random) -> str:
     i = rng.randrange(1, len(word) - 1)
     op = rng.random()
     if op < 0.3:
-        return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
     if op < 0.55:
-        return word[:i] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
     if op < 0.75:
         return word[:i] + word[i] + word[i:]
     near = NEIGHBOURS.get(word[i].lower())
-    return word[:i] + rng.choice(near) + word[i + 1:] if near else word
+    return word[:i] + rng.choice(near) + word[i + 1 :] if near else word
 
 
 def _pieces(text: str, rng: random.Random) -> list[str]:
@@ -152,8 +306,9 @@ def _mess(message: str, persona: Persona, rng: random.Random) -> str:
     if rng.random() < 0.8:
         text = text.rstrip(".")
     if rng.random() < 0.08:
-        text = re.sub(r"\b(so|yes|no|omg|wow)\b", lambda m: m.group(1) + m.group(1)[-1] * rng.randint(2, 4), text,
-                      count=1)
+        text = re.sub(
+            r"\b(so|yes|no|omg|wow)\b", lambda m: m.group(1) + m.group(1)[-1] * rng.randint(2, 4), text, count=1
+        )
     if rng.random() < persona.emoji:
         text = f"{text} {''.join(rng.choice(EMOJI) for _ in range(rng.randint(1, 2)))}".strip()
     return text
@@ -180,8 +335,10 @@ def messify_conversation(conv: dict[str, Any], seed: int = 0) -> dict[str, Any]:
     c = conv["conversation"]
     speakers = [c["speaker_a"], c["speaker_b"]]
     sid = conv["sample_id"]
-    personas = {name: Persona.draw(random.Random(f"{seed}:{sid}:persona:{name}"), bilingual=i == 1)
-                for i, name in enumerate(speakers)}
+    personas = {
+        name: Persona.draw(random.Random(f"{seed}:{sid}:persona:{name}"), bilingual=i == 1)
+        for i, name in enumerate(speakers)
+    }
     out: dict[str, Any] = {k: v for k, v in c.items() if not k.startswith("session_") or k.endswith("date_time")}
     n = 1
     while f"session_{n}" in c:

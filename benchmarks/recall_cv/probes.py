@@ -36,8 +36,13 @@ from .corpora import locomo_questions, locomo_turns
 from .questions import Question, load_frozen
 from .runner import DiskCachedEmbedder, Store
 
-SETS = ("LoCoMo dev (497)", "multi-hop (74)", "frozen multi-session (32)", "frozen relative-date (36)",
-        "frozen event-order (31)")
+SETS = (
+    "LoCoMo dev (497)",
+    "multi-hop (74)",
+    "frozen multi-session (32)",
+    "frozen relative-date (36)",
+    "frozen event-order (31)",
+)
 Ranker = Callable[[Question, list[Any], np.ndarray, list[Any], np.ndarray], list[str]]
 
 
@@ -62,22 +67,24 @@ def dense_feedback(m: int, beta: float, n: int) -> Ranker:
         top = [index[h.id] for h in hits[:m] if h.id in index]
         probe = qv + beta * vectors[top].mean(axis=0)
         order = np.argsort(-(vectors @ (probe / np.linalg.norm(probe))))
-        extra = [t for t in (_turn(records[j]) for j in order) if t not in base[:10 - n]]
-        return _dedup(base[:10 - n] + extra[:n] + base[10 - n:])
+        extra = [t for t in (_turn(records[j]) for j in order) if t not in base[: 10 - n]]
+        return _dedup(base[: 10 - n] + extra[:n] + base[10 - n :])
+
     return rank
 
 
 def session_fill(n: int) -> Ranker:
     def rank(q: Question, hits: list[Any], qv: np.ndarray, records: list[Any], vectors: np.ndarray) -> list[str]:
         base = _dedup(_turn(h) for h in hits)
-        have = {h.session_id for h in hits[:10 - n]}
+        have = {h.session_id for h in hits[: 10 - n]}
         best: dict[str, str] = {}
         for j in np.argsort(-(vectors @ qv)):
             session = records[j].session_id
             if session not in have and session not in best:
                 best[session] = _turn(records[j])
-        extra = [t for t in best.values() if t not in base[:10 - n]]
-        return _dedup(base[:10 - n] + extra[:n] + base[10 - n:])
+        extra = [t for t in best.values() if t not in base[: 10 - n]]
+        return _dedup(base[: 10 - n] + extra[:n] + base[10 - n :])
+
     return rank
 
 
@@ -91,17 +98,20 @@ def _sessions(records: list[Any]) -> dict[str, list[int]]:
 def session_digest(n: int) -> Ranker:
     def rank(q: Question, hits: list[Any], qv: np.ndarray, records: list[Any], vectors: np.ndarray) -> list[str]:
         base = _dedup(_turn(h) for h in hits)
-        have = {h.session_id for h in hits[:10 - n]}
+        have = {h.session_id for h in hits[: 10 - n]}
         sessions = _sessions(records)
         digest = {s: vectors[js].mean(axis=0) for s, js in sessions.items()}
-        near = sorted((s for s in sessions if s not in have),
-                      key=lambda s: -float(digest[s] @ qv) / float(np.linalg.norm(digest[s])))
+        near = sorted(
+            (s for s in sessions if s not in have),
+            key=lambda s: -float(digest[s] @ qv) / float(np.linalg.norm(digest[s])),
+        )
         extra = []
         for s in near[:n]:
             js = sessions[s]
             extra.append(_turn(records[js[int(np.argmax(vectors[js] @ qv))]]))
-        extra = [t for t in extra if t not in base[:10 - n]]
-        return _dedup(base[:10 - n] + extra[:n] + base[10 - n:])
+        extra = [t for t in extra if t not in base[: 10 - n]]
+        return _dedup(base[: 10 - n] + extra[:n] + base[10 - n :])
+
     return rank
 
 
@@ -132,11 +142,13 @@ def topic_expansion(k: int, top: int, n: int) -> Ranker:
         labels = _topics(vectors, k)
         index = {r.id: i for i, r in enumerate(records)}
         topics = {int(labels[index[h.id]]) for h in hits[:top] if h.id in index}
-        have = {h.session_id for h in hits[:10 - n]}
-        mates = [j for j in np.argsort(-(vectors @ qv))
-                 if int(labels[j]) in topics and records[j].session_id not in have]
-        extra = [t for t in _dedup(_turn(records[j]) for j in mates) if t not in base[:10 - n]]
-        return _dedup(base[:10 - n] + extra[:n] + base[10 - n:])
+        have = {h.session_id for h in hits[: 10 - n]}
+        mates = [
+            j for j in np.argsort(-(vectors @ qv)) if int(labels[j]) in topics and records[j].session_id not in have
+        ]
+        extra = [t for t in _dedup(_turn(records[j]) for j in mates) if t not in base[: 10 - n]]
+        return _dedup(base[: 10 - n] + extra[:n] + base[10 - n :])
+
     return rank
 
 
@@ -144,9 +156,11 @@ def questions_demoted(delta: float) -> Ranker:
     def rank(q: Question, hits: list[Any], qv: np.ndarray, records: list[Any], vectors: np.ndarray) -> list[str]:
         if q.category == "event-order":  # interleaved lists (split_order_questions): a re-sort would undo them
             return _dedup(_turn(h) for h in hits)
-        scored = sorted(hits, key=lambda h: -(h.score - (delta * _question_share(h.text) if h.kind == "message"
-                                                         else 0.0)))
+        scored = sorted(
+            hits, key=lambda h: -(h.score - (delta * _question_share(h.text) if h.kind == "message" else 0.0))
+        )
         return _dedup(_turn(h) for h in scored)
+
     return rank
 
 
@@ -166,21 +180,31 @@ def main(argv: list[str] | None = None) -> int:
     store = Store(locomo_turns(data), embedder, {})
     dev = locomo_questions(data, store.turns)
     questions = dev + load_frozen("locomo_dev_extra")
-    scopes = {u: store.backend.scan_vectors(RecordFilter(user_id=u, kinds=("message", "fact")))
-              for u in {q.conversation for q in questions}}
-    asked = [(q, store.core.recall(q.question, k=50, user_id=q.conversation), embedder.embed_query(q.question))
-             for q in questions]
+    scopes = {
+        u: store.backend.scan_vectors(RecordFilter(user_id=u, kinds=("message", "fact")))
+        for u in {q.conversation for q in questions}
+    }
+    asked = [
+        (q, store.core.recall(q.question, k=50, user_id=q.conversation), embedder.embed_query(q.question))
+        for q in questions
+    ]
     embedder.save()
 
     def scores(ranker: Ranker) -> list[float]:
-        return [_r10(ranker(q, hits, qv, scopes[q.conversation][0], np.asarray(scopes[q.conversation][1])),
-                     q.evidence) for q, hits, qv in asked]
+        return [
+            _r10(ranker(q, hits, qv, scopes[q.conversation][0], np.asarray(scopes[q.conversation][1])), q.evidence)
+            for q, hits, qv in asked
+        ]
 
     def row(name: str, r: list[float]) -> str:
-        masks = [[i < len(dev) for i in range(len(questions))],
-                 [i < len(dev) and q.category == "multi-hop" for i, q in enumerate(questions)],
-                 *[[i >= len(dev) and q.category == c for i, q in enumerate(questions)]
-                   for c in ("multi-session", "relative-date", "event-order")]]
+        masks = [
+            [i < len(dev) for i in range(len(questions))],
+            [i < len(dev) and q.category == "multi-hop" for i, q in enumerate(questions)],
+            *[
+                [i >= len(dev) and q.category == c for i, q in enumerate(questions)]
+                for c in ("multi-session", "relative-date", "event-order")
+            ],
+        ]
         cells = [f"{np.mean([x for x, keep in zip(r, m) if keep]):.3f}" for m in masks]
         return f"| {name} | " + " | ".join(cells) + " |"
 

@@ -27,8 +27,11 @@ __all__ = ["FROZEN_SHA256", "QUESTION_DIR", "Question", "checksum", "freeze", "l
 
 QUESTION_DIR = Path(__file__).resolve().parent.parent / "questions"
 # Set name -> file: named apart from the dataset files the sets only reference by turn id.
-QUESTION_FILES = {"locomo_dev_extra": "frozen_locomo_extra.json", "memorybank_en": "frozen_mb_en.json",
-                  "memorybank_cn": "frozen_mb_cn.json"}
+QUESTION_FILES = {
+    "locomo_dev_extra": "frozen_locomo_extra.json",
+    "memorybank_en": "frozen_mb_en.json",
+    "memorybank_cn": "frozen_mb_cn.json",
+}
 
 #: The checksums the sets were frozen with (2026-12-01, before any tuning on them).
 FROZEN_SHA256: dict[str, str] = {
@@ -71,8 +74,9 @@ def load_frozen(name: str, directory: Path = QUESTION_DIR) -> list[Question]:
     if expected and actual != expected:
         raise ValueError(f"{path}: sha256 {actual} differs from FROZEN_SHA256[{name!r}] = {expected}")
     return [
-        Question(q["id"], q["conversation"], q["question"], tuple(q["evidence"]), q["type"], name,
-                 tuple(q.get("anchor", ())))
+        Question(
+            q["id"], q["conversation"], q["question"], tuple(q["evidence"]), q["type"], name, tuple(q.get("anchor", ()))
+        )
         for q in doc["questions"]
     ]
 

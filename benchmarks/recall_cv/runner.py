@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._core import MessageInput
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.core import MessageInput
 from memory_vec.embeddings import BaseEmbedder, get_embedder
 from memory_vec.state import InMemoryStateStore
 
@@ -105,8 +105,7 @@ def recall_row(found: Sequence[str], evidence: Sequence[str]) -> np.ndarray:
     the top k; a question without evidence counts 1)."""
     if not evidence:
         return np.ones(len(KS), dtype=np.float32)
-    return np.asarray([sum(1 for e in evidence if e in set(found[:k])) / len(evidence) for k in KS],
-                      dtype=np.float32)
+    return np.asarray([sum(1 for e in evidence if e in set(found[:k])) / len(evidence) for k in KS], dtype=np.float32)
 
 
 @dataclass
@@ -129,8 +128,12 @@ class Store:
         self.turns = list(turns)
         self.embedder = embedder
         self.backend = InMemoryBackend()
-        self.core = MemoryCore(MemoryConfig(user_id="bench", session_id="bench", **settings),
-                               embedder=embedder, backend=self.backend, state_store=InMemoryStateStore())
+        self.core = MemoryCore(
+            MemoryConfig(user_id="bench", session_id="bench", **settings),
+            embedder=embedder,
+            backend=self.backend,
+            state_store=InMemoryStateStore(),
+        )
         t0 = time.perf_counter()
         self._ingest()
         self.ingest_s = time.perf_counter() - t0
@@ -141,10 +144,11 @@ class Store:
         for t in self.turns:  # dict order = first appearance: sessions in corpus order
             sessions[(t.user, t.session)].append(t)
         for (user, session), items in sessions.items():
-            batch = [MessageInput(t.role, t.text, t.timestamp, {"turn_id": t.turn_id, "speaker": t.speaker})
-                     for t in items]
+            batch = [
+                MessageInput(t.role, t.text, t.timestamp, {"turn_id": t.turn_id, "speaker": t.speaker}) for t in items
+            ]
             for i in range(0, len(batch), 64):
-                self.core.add_messages(batch[i:i + 64], user_id=user, session_id=session)
+                self.core.add_messages(batch[i : i + 64], user_id=user, session_id=session)
         self.core.flush()
 
     @property
@@ -184,8 +188,14 @@ class Store:
         return [ids[i] for i in np.argsort(-scores, kind="stable")[:k]]
 
     # ------------------------------------------------------------------ one suite
-    def run(self, questions: Sequence[Question], configs: Sequence[dict[str, Any]], *,
-            baselines: bool = True, progress: str = "") -> SuiteRun:
+    def run(
+        self,
+        questions: Sequence[Question],
+        configs: Sequence[dict[str, Any]],
+        *,
+        baselines: bool = True,
+        progress: str = "",
+    ) -> SuiteRun:
         """Ask every question once per configuration (``configs[0]`` is the one
         whose top-50 lists are kept), and once per baseline."""
         base = {name: getattr(self.core.config, name) for c in configs for name in c}
@@ -210,8 +220,10 @@ class Store:
                     tops[name].append(found)
                     rows[name].append(recall_row(found, q.evidence))
             if progress and (qi + 1) % 100 == 0:
-                print(f"  {progress}: {qi + 1}/{len(questions)} questions, {time.perf_counter() - t_start:.0f} s",
-                      flush=True)
+                print(
+                    f"  {progress}: {qi + 1}/{len(questions)} questions, {time.perf_counter() - t_start:.0f} s",
+                    flush=True,
+                )
         self.configure(base)
         run.baselines = {name: np.stack(r) for name, r in rows.items()}
         run.top = dict(tops)

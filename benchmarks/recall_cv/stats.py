@@ -79,8 +79,9 @@ def _strata(groups: Sequence[str]) -> tuple[np.ndarray, list[str], list[np.ndarr
     return arr, names, [np.flatnonzero(arr == g) for g in names]
 
 
-def _cv_once(grid: np.ndarray, arr: np.ndarray, names: list[str], tune: np.ndarray, w: np.ndarray,
-             masks: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _cv_once(
+    grid: np.ndarray, arr: np.ndarray, names: list[str], tune: np.ndarray, w: np.ndarray, masks: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     """Cross-validated figures under question weights ``w``: pooled, mean over folds, per mask."""
     scored = np.zeros(grid.shape[1:])
     fold = []
@@ -98,8 +99,15 @@ def _cv_once(grid: np.ndarray, arr: np.ndarray, names: list[str], tune: np.ndarr
     return out
 
 
-def bootstrap_cv(grid: np.ndarray, groups: Sequence[str], *, tune: np.ndarray | None = None,
-                 masks: dict[str, np.ndarray] | None = None, n: int = 2000, seed: int = 0) -> dict[str, np.ndarray]:
+def bootstrap_cv(
+    grid: np.ndarray,
+    groups: Sequence[str],
+    *,
+    tune: np.ndarray | None = None,
+    masks: dict[str, np.ndarray] | None = None,
+    n: int = 2000,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
     """95% intervals (``[2, K]``: low, high) of the cross-validated figures."""
     arr, names, strata = _strata(groups)
     tune_mask = np.ones(len(arr), bool) if tune is None else np.asarray(tune, bool)
@@ -112,8 +120,14 @@ def bootstrap_cv(grid: np.ndarray, groups: Sequence[str], *, tune: np.ndarray | 
     return {key: np.percentile(np.stack(v), [2.5, 97.5], axis=0) for key, v in draws.items()}
 
 
-def bootstrap_fixed(scores: np.ndarray, groups: Sequence[str], *, masks: dict[str, np.ndarray] | None = None,
-                    n: int = 2000, seed: int = 0) -> dict[str, np.ndarray]:
+def bootstrap_fixed(
+    scores: np.ndarray,
+    groups: Sequence[str],
+    *,
+    masks: dict[str, np.ndarray] | None = None,
+    n: int = 2000,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
     """95% intervals of plain means of per-question ``scores[q, k]`` (no tuning inside)."""
     arr, _, strata = _strata(groups)
     rng = np.random.default_rng(seed)
@@ -127,19 +141,30 @@ def bootstrap_fixed(scores: np.ndarray, groups: Sequence[str], *, masks: dict[st
     return {key: np.percentile(np.stack(v), [2.5, 97.5], axis=0) for key, v in draws.items()}
 
 
-def paired_bootstrap_cv(baseline: np.ndarray, change: np.ndarray, groups: Sequence[str], *,
-                        tune: np.ndarray | None = None, n: int = 2000, seed: int = 0) -> dict[str, np.ndarray]:
+def paired_bootstrap_cv(
+    baseline: np.ndarray,
+    change: np.ndarray,
+    groups: Sequence[str],
+    *,
+    tune: np.ndarray | None = None,
+    n: int = 2000,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
     """Cross-validated change minus baseline: point estimate and 95% interval
     (``{"diff": [K], "ci": [2, K]}``), the same resampled questions for both."""
     arr, names, strata = _strata(groups)
     tune_mask = np.ones(len(arr), bool) if tune is None else np.asarray(tune, bool)
     ones = np.ones(len(arr))
-    point = (_cv_once(change, arr, names, tune_mask, ones, {})["pooled"]
-             - _cv_once(baseline, arr, names, tune_mask, ones, {})["pooled"])
+    point = (
+        _cv_once(change, arr, names, tune_mask, ones, {})["pooled"]
+        - _cv_once(baseline, arr, names, tune_mask, ones, {})["pooled"]
+    )
     rng = np.random.default_rng(seed)
     diffs = []
     for _ in range(n):
         w = _resample_weights(strata, len(arr), rng)
-        diffs.append(_cv_once(change, arr, names, tune_mask, w, {})["pooled"]
-                     - _cv_once(baseline, arr, names, tune_mask, w, {})["pooled"])
+        diffs.append(
+            _cv_once(change, arr, names, tune_mask, w, {})["pooled"]
+            - _cv_once(baseline, arr, names, tune_mask, w, {})["pooled"]
+        )
     return {"diff": point, "ci": np.percentile(np.stack(diffs), [2.5, 97.5], axis=0)}

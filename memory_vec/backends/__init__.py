@@ -2,7 +2,7 @@
 
 One mapping from a name to a factory; drivers are imported lazily inside
 each backend module. Sharing one open client between the cores of a process
-is the job of :func:`memory_vec.store.open_store`, not of this package.
+is the job of :func:`memory_vec._storage.store.open_store`, not of this package.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .base import Backend, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
-from .memory import InMemoryBackend
+from memory_vec.backends.base import Backend, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec.backends.memory import InMemoryBackend
 
 if TYPE_CHECKING:
-    from ..config import MemoryConfig
+    from memory_vec._model.config import MemoryConfig
 
 __all__ = [
     "BACKEND_FACTORIES",
@@ -34,25 +34,25 @@ def _memory(config: MemoryConfig) -> Backend:
 
 def _guarded(backend: Backend, config: MemoryConfig) -> Backend:
     # Stores outside this process get a timeout and retries on every call.
-    from .guard import GuardedBackend
+    from memory_vec.backends.guard import GuardedBackend
 
     return GuardedBackend(backend, timeout=config.backend_timeout, retries=config.backend_retries)
 
 
 def _chroma(config: MemoryConfig) -> Backend:
-    from .chroma import ChromaBackend
+    from memory_vec.backends.chroma import ChromaBackend
 
     return _guarded(ChromaBackend.from_config(config), config)
 
 
 def _milvus(config: MemoryConfig) -> Backend:
-    from .milvus import MilvusBackend
+    from memory_vec.backends.milvus import MilvusBackend
 
     return _guarded(MilvusBackend.from_config(config), config)
 
 
 def _sqlite(config: MemoryConfig) -> Backend:
-    from .sqlite import SQLiteBackend  # <persist_dir>/vectors.sqlite3, one file for every collection
+    from memory_vec.backends.sqlite import SQLiteBackend  # <persist_dir>/vectors.sqlite3, one file for every collection
 
     return SQLiteBackend.from_config(config)
 
@@ -63,6 +63,7 @@ BACKEND_FACTORIES: dict[str, Callable[[MemoryConfig], Backend]] = {
     "milvus": _milvus,
     "sqlite": _sqlite,
 }
+
 
 def create_backend(config: MemoryConfig) -> Backend:
     """A new backend instance for the config (not shared)."""

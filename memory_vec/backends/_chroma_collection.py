@@ -12,13 +12,19 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
-from ..errors import DependencyMissingError, EmbeddingModelMismatchError, SchemaMismatchError
-from . import _chroma_lock
-from ._chroma_errors import is_not_found
-from ._names import chroma_name as chroma_name  # the collection's name in Chroma
+from memory_vec._model.errors import DependencyMissingError, EmbeddingModelMismatchError, SchemaMismatchError
+from memory_vec.backends import _chroma_lock
+from memory_vec.backends._chroma_errors import is_not_found
+from memory_vec.backends._names import chroma_name as chroma_name  # the collection's name in Chroma
 
 __all__ = [
-    "HNSW_KEYS", "SCHEMA_VERSION", "check_compatible", "chroma_name", "connect", "get_or_create", "import_chromadb",
+    "HNSW_KEYS",
+    "SCHEMA_VERSION",
+    "check_compatible",
+    "chroma_name",
+    "connect",
+    "get_or_create",
+    "import_chromadb",
 ]
 
 SCHEMA_VERSION = 1
@@ -32,13 +38,12 @@ def import_chromadb() -> None:
     try:
         import chromadb  # noqa: F401
     except ImportError as exc:
-        raise DependencyMissingError(
-            "The Chroma backend needs chromadb: pip install 'memory-vec[chroma]'"
-        ) from exc
+        raise DependencyMissingError("The Chroma backend needs chromadb: pip install 'memory-vec[chroma]'") from exc
 
 
-def connect(*, path: str | None, url: str | None, headers: dict[str, str], tenant: str | None,
-            database: str | None) -> tuple[Any, int]:
+def connect(
+    *, path: str | None, url: str | None, headers: dict[str, str], tenant: str | None, database: str | None
+) -> tuple[Any, int]:
     """A client for the embedded store at ``path`` (locked for this process) or the server at ``url``.
 
     Returns:
@@ -63,8 +68,14 @@ def connect(*, path: str | None, url: str | None, headers: dict[str, str], tenan
         parsed = urlparse(url)
         ssl = parsed.scheme == "https"
         port = parsed.port or (443 if ssl else 8000)
-        client = chromadb.HttpClient(host=parsed.hostname or "localhost", port=port, ssl=ssl,
-                                     headers=headers or None, settings=settings, **tenancy)
+        client = chromadb.HttpClient(
+            host=parsed.hostname or "localhost",
+            port=port,
+            ssl=ssl,
+            headers=headers or None,
+            settings=settings,
+            **tenancy,
+        )
     try:
         max_batch = max(1, min(int(client.get_max_batch_size()), 5000))
     except Exception:  # noqa: BLE001 - older servers fail in their own ways: stay with the conservative default
@@ -82,7 +93,9 @@ def get_or_create(client: Any, name: str, dimension: int, model_id: str, hnsw: d
     metadata = {_META_SCHEMA: SCHEMA_VERSION, _META_MODEL: model_id, _META_DIMENSION: dimension}
     try:
         return client.create_collection(
-            name, metadata=metadata, embedding_function=None,
+            name,
+            metadata=metadata,
+            embedding_function=None,
             configuration={"hnsw": {"space": "cosine", **hnsw}},
         )
     except Exception as exc:  # another process created it in between
@@ -116,7 +129,7 @@ def check_compatible(collection: Any, name: str, where: str | None, dimension: i
         raise EmbeddingModelMismatchError(
             f"Chroma collection {name!r} at {where} holds vectors of {stored[0]!r} "
             f"(dimension {stored[1]}); it was opened with {model_id!r} (dimension {dimension}). "
-            "Use the original embedding model, another `collection`, or memory_vec.maintenance.reembed()."
+            "Use the original embedding model, another `collection`, or memory_vec._pipelines.maintenance.reembed()."
         )
 
 

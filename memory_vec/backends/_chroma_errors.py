@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from ..errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError, StoreLockedError
+from memory_vec._model.errors import (
+    BackendError,
+    BackendUnavailableError,
+    ConfigError,
+    InvalidInputError,
+    StoreLockedError,
+)
 
 __all__ = ["Translate", "is_auth_error", "is_connection_error", "is_index_not_on_disk_yet", "is_not_found"]
 
@@ -23,8 +29,9 @@ class Translate:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc is None or isinstance(exc, (BackendError, InvalidInputError, StoreLockedError, ConfigError)):
             return
         if not isinstance(exc, Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .base import RecordFilter
+from memory_vec.backends.base import RecordFilter
 
 __all__ = ["NothingMatches", "owner_wheres", "where_clause"]
 
@@ -21,7 +21,7 @@ class NothingMatches(Exception):
     """A filter that can match no row (e.g. ``kinds=()``); Chroma rejects ``$in: []``."""
 
 
-def where_clause(f: RecordFilter) -> dict[str, Any] | None:
+def where_clause(f: RecordFilter) -> dict[str, Any] | None:  # noqa: C901 (to split)
     """RecordFilter -> Chroma ``where`` dict; values are data, never syntax.
 
     Raises:
@@ -37,8 +37,15 @@ def where_clause(f: RecordFilter) -> dict[str, Any] | None:
     if owner is not None and f.include_shared:
         shared: list[dict[str, Any]] = [owner, {"visibility": {"$eq": "global"}}]
         if f.agent_id is not None:
-            shared.append({"$and": [{"visibility": {"$eq": "agent"}}, {"agent_id": {"$eq": f.agent_id}},
-                                    {"agent_id_is_null": {"$eq": False}}]})
+            shared.append(
+                {
+                    "$and": [
+                        {"visibility": {"$eq": "agent"}},
+                        {"agent_id": {"$eq": f.agent_id}},
+                        {"agent_id_is_null": {"$eq": False}},
+                    ]
+                }
+            )
         owner = {"$or": shared}
     if owner is not None:
         clauses.append(owner)

@@ -2,15 +2,15 @@
 
 The first process that opens ``persist_dir/chroma`` holds an exclusive lock
 on ``.memory_vec.lock`` in it until ``close()`` (see :mod:`._process_lock`);
-any other process gets :class:`~memory_vec.errors.StoreLockedError`.
+any other process gets :class:`~memory_vec._model.errors.StoreLockedError`.
 """
 
 from __future__ import annotations
 
 import os
 
-from ..errors import StoreLockedError
-from . import _process_lock
+from memory_vec._model.errors import StoreLockedError
+from memory_vec.backends import _process_lock
 
 __all__ = ["acquire", "check_not_inherited", "keep_if_inherited", "release"]
 
@@ -24,11 +24,14 @@ def _lock_file(path: str) -> str:
 def acquire(path: str) -> None:
     """Take (or share, within this process) the exclusive lock of an embedded store."""
     lock_file = _lock_file(path)
-    _process_lock.acquire(lock_file, locked_message=(
-        f"The embedded Chroma store at {path} is open in another process (lock file {lock_file}). "
-        "Embedded stores are single-process: close the other process, or run a Chroma server "
-        "(`chroma run --path DIR`) and set `url`."
-    ))
+    _process_lock.acquire(
+        lock_file,
+        locked_message=(
+            f"The embedded Chroma store at {path} is open in another process (lock file {lock_file}). "
+            "Embedded stores are single-process: close the other process, or run a Chroma server "
+            "(`chroma run --path DIR`) and set `url`."
+        ),
+    )
 
 
 def release(path: str) -> None:

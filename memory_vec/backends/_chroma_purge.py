@@ -29,7 +29,7 @@ forgotten user in ``data_level0.bin`` after a re-open in the same process).
 an embedded store run it.
 
 This reads Chroma's private schema: a layout it does not know raises
-:class:`~memory_vec.errors.BackendError` instead of guessing. Run it while
+:class:`~memory_vec._model.errors.BackendError` instead of guessing. Run it while
 nothing else uses the store: the backend's own process (the embedded store
 is locked to it), or a Chroma server's directory with the server stopped.
 """
@@ -42,8 +42,8 @@ import struct
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 
-from ..errors import BackendError
-from .base import PurgeReport
+from memory_vec._model.errors import BackendError
+from memory_vec.backends.base import PurgeReport
 
 __all__ = ["purge", "scrub_index"]
 
@@ -68,8 +68,9 @@ def purge(path: str, collection_id: str, *, timeout: float = 30.0) -> PurgeRepor
         raise BackendError(f"Cannot purge the Chroma store at {path}: no chroma.sqlite3 there")
     with _connection(db_file, timeout) as conn:
         _check_layout(conn, db_file)
-        topics = [t for (t,) in conn.execute("SELECT DISTINCT topic FROM embeddings_queue")
-                  if t.endswith("/" + collection_id)]
+        topics = [
+            t for (t,) in conn.execute("SELECT DISTINCT topic FROM embeddings_queue") if t.endswith("/" + collection_id)
+        ]
         removed = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -80,7 +81,8 @@ def purge(path: str, collection_id: str, *, timeout: float = 30.0) -> PurgeRepor
                     "  SELECT id, MAX(seq_id) AS deleted_at FROM embeddings_queue"
                     "  WHERE topic = ? AND operation = ? GROUP BY id) AS d ON q.id = d.id"
                     " WHERE q.topic = ? AND q.operation <> ? AND q.seq_id < d.deleted_at)",
-                    (topic, _DELETE, topic, _DELETE)).rowcount
+                    (topic, _DELETE, topic, _DELETE),
+                ).rowcount
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -92,11 +94,16 @@ def purge(path: str, collection_id: str, *, timeout: float = 30.0) -> PurgeRepor
         residue = sum(_stale_entries(conn, topic, collection_id) for topic in topics)
         free_pages = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
         scrubbed = _scrub(conn, path, collection_id)
-    notes = [f"chroma: {removed} log entries of deleted records removed"
-             + (", full-text index merged" if has_fts else "") + ", chroma.sqlite3 vacuumed"
-             + (f", {scrubbed} bytes of unused vector-index capacity zeroed" if scrubbed else ""),
-             ("chroma: the vector index files may keep the vectors (not the text) of deleted records "
-              "as deleted slots until Chroma rebuilds the index")]
+    notes = [
+        f"chroma: {removed} log entries of deleted records removed"
+        + (", full-text index merged" if has_fts else "")
+        + ", chroma.sqlite3 vacuumed"
+        + (f", {scrubbed} bytes of unused vector-index capacity zeroed" if scrubbed else ""),
+        (
+            "chroma: the vector index files may keep the vectors (not the text) of deleted records "
+            "as deleted slots until Chroma rebuilds the index"
+        ),
+    ]
     if free_pages:
         notes.append(f"chroma: {free_pages} free pages left after VACUUM")
     return PurgeReport(residue == 0 and free_pages == 0, residue + free_pages, tuple(notes))
@@ -109,8 +116,10 @@ def _connection(db_file: str, timeout: float) -> Iterator[sqlite3.Connection]:
             conn.execute("PRAGMA secure_delete=ON")
             yield conn
     except sqlite3.Error as exc:
-        raise BackendError(f"Could not purge the Chroma log in {db_file}: {type(exc).__name__}: {exc}. "
-                           "Nothing else may use the store meanwhile (stop a Chroma server first).") from exc
+        raise BackendError(
+            f"Could not purge the Chroma log in {db_file}: {type(exc).__name__}: {exc}. "
+            "Nothing else may use the store meanwhile (stop a Chroma server first)."
+        ) from exc
 
 
 def _check_layout(conn: sqlite3.Connection, db_file: str) -> None:
@@ -130,7 +139,8 @@ def _stale_entries(conn: sqlite3.Connection, topic: str, collection_id: str) -> 
         "SELECT COUNT(*) FROM embeddings_queue AS q WHERE q.topic = ? AND q.operation <> ? AND NOT EXISTS ("
         " SELECT 1 FROM embeddings AS e JOIN segments AS s ON e.segment_id = s.id"
         " WHERE s.collection = ? AND s.scope = 'METADATA' AND e.embedding_id = q.id)",
-        (topic, _DELETE, collection_id)).fetchone()
+        (topic, _DELETE, collection_id),
+    ).fetchone()
     return int(n)
 
 
@@ -149,8 +159,9 @@ def scrub_index(path: str, collection_id: str, *, timeout: float = 30.0) -> int:
 
 def _scrub(conn: sqlite3.Connection, path: str, collection_id: str) -> int:
     zeroed = 0
-    for (segment_id,) in conn.execute("SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
-                                      (collection_id,)).fetchall():
+    for (segment_id,) in conn.execute(
+        "SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'", (collection_id,)
+    ).fetchall():
         folder = os.path.join(path, str(segment_id))
         try:
             with open(os.path.join(folder, "header.bin"), "rb") as f:

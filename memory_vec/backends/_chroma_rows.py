@@ -1,4 +1,4 @@
-"""How a :class:`~memory_vec.records.MemoryRecord` is laid out as a Chroma row.
+"""How a :class:`~memory_vec._model.records.MemoryRecord` is laid out as a Chroma row.
 
 The text is the document. Only the fields a ``where`` narrows on are
 metadata keys of their own (user, session, kind, role, visibility, agent,
@@ -21,8 +21,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..records import MemoryRecord
+from memory_vec._model.errors import InvalidInputError
+from memory_vec._model.records import MemoryRecord
 
 __all__ = ["RECORD_JSON", "clear_stale_keys", "decode", "encode", "rewritten", "rows_with_vectors", "zip_page"]
 
@@ -31,11 +31,32 @@ RECORD_JSON = "record_json"
 # Fields that narrow a where (see ._chroma_filters), kept as scalar keys.
 _KEYS = ("role", "user_id", "session_id", "timestamp", "kind", "seq", "visibility", "archived")
 # Fields that live in record_json only.
-_PACKED = ("importance", "pinned", "recall_count", "superseded_by", "subject", "valid_to", "expire_at",
-           "last_recalled_at", "source_ids", "metadata")
+_PACKED = (
+    "importance",
+    "pinned",
+    "recall_count",
+    "superseded_by",
+    "subject",
+    "valid_to",
+    "expire_at",
+    "last_recalled_at",
+    "source_ids",
+    "metadata",
+)
 # The first layout's nullable fields, each a value plus "<name>_is_null".
-_LEGACY_PLAIN = ("role", "user_id", "session_id", "timestamp", "kind", "seq", "importance", "visibility",
-                 "pinned", "archived", "recall_count")
+_LEGACY_PLAIN = (
+    "role",
+    "user_id",
+    "session_id",
+    "timestamp",
+    "kind",
+    "seq",
+    "importance",
+    "visibility",
+    "pinned",
+    "archived",
+    "recall_count",
+)
 _LEGACY_NULLABLE = ("agent_id", "superseded_by", "subject", "valid_to", "expire_at", "last_recalled_at")
 
 
@@ -65,8 +86,9 @@ def decode(row_id: str, document: str | None, meta: dict[str, Any]) -> MemoryRec
         return _decode_first_layout(row_id, document, meta)
     fields: dict[str, Any] = {name: meta[name] for name in _KEYS}
     fields.update(json.loads(packed))
-    return MemoryRecord(id=row_id, text=document or "", agent_id=None if meta["agent_id_is_null"] else meta["agent_id"],
-                        **fields)
+    return MemoryRecord(
+        id=row_id, text=document or "", agent_id=None if meta["agent_id_is_null"] else meta["agent_id"], **fields
+    )
 
 
 def _decode_first_layout(row_id: str, document: str | None, meta: dict[str, Any]) -> MemoryRecord:
@@ -74,13 +96,17 @@ def _decode_first_layout(row_id: str, document: str | None, meta: dict[str, Any]
     for name in _LEGACY_NULLABLE:
         fields[name] = None if meta[f"{name}_is_null"] else meta[name]
     return MemoryRecord(
-        id=row_id, text=document or "", source_ids=json.loads(meta["source_ids"]),
-        metadata=json.loads(meta["metadata_json"]), **fields,
+        id=row_id,
+        text=document or "",
+        source_ids=json.loads(meta["source_ids"]),
+        metadata=json.loads(meta["metadata_json"]),
+        **fields,
     )
 
 
-def clear_stale_keys(old: dict[str, dict[str, Any] | None], ids: list[str],
-                     metadatas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def clear_stale_keys(
+    old: dict[str, dict[str, Any] | None], ids: list[str], metadatas: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """``metadatas`` (in ``ids`` order) with the keys only the stored rows ``old`` have set to ``None``.
 
     Chroma merges metadata on upsert/update and deletes a key given as
@@ -103,8 +129,9 @@ def zip_page(page: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
     return zip(ids, docs, metas)
 
 
-def rows_with_vectors(collection: Any, narrow: dict[str, Any] | None, *,
-                      page: int) -> Iterator[tuple[str, Any, Any, Any]]:
+def rows_with_vectors(
+    collection: Any, narrow: dict[str, Any] | None, *, page: int
+) -> Iterator[tuple[str, Any, Any, Any]]:
     """(id, document, metadata, vector) of every row matching ``narrow``, ``page`` rows per get."""
     offset = 0
     while True:

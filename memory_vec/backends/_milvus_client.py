@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any
 
-from ._milvus_errors import require_pymilvus
+from memory_vec.backends._milvus_errors import require_pymilvus
 
 __all__ = ["abandon", "close", "connect"]
 

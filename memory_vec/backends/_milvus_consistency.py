@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConfigError
-from ._milvus_errors import Translate
+from memory_vec._model.errors import ConfigError
+from memory_vec.backends._milvus_errors import Translate
 
 __all__ = ["LEVELS", "barrier_after_delete", "check_level", "read_barrier", "server_before_2_4"]
 
@@ -35,9 +35,7 @@ LEVELS = ("Session", "Strong", "Bounded", "Eventually")
 def check_level(level: str) -> str:
     """``level`` if Milvus knows it, else a :class:`ConfigError` naming the allowed ones."""
     if level not in LEVELS:
-        raise ConfigError(
-            f"Milvus backend_options['consistency_level'] = {level!r} is not one of {list(LEVELS)}"
-        )
+        raise ConfigError(f"Milvus backend_options['consistency_level'] = {level!r} is not one of {list(LEVELS)}")
     return level
 
 
@@ -60,13 +58,15 @@ def barrier_after_delete(level: str, *, before_2_4: bool) -> bool:
     return level != "Strong" and before_2_4
 
 
-def read_barrier(client: Any, collection: str, level: str, *, timeout: float,
-                 translate: Callable[[str], Translate]) -> None:
+def read_barrier(
+    client: Any, collection: str, level: str, *, timeout: float, translate: Callable[[str], Translate]
+) -> None:
     """One read at ``level``; later reads of this process see at least the state it waited for.
 
     A read at ``level`` waits until the server has applied the writes that
     level covers ("Strong": all before it; "Session": this process').
     """
     with translate("read the collection"):
-        client.query(collection, filter='id != ""', output_fields=["id"], limit=1,
-                     consistency_level=level, timeout=timeout)
+        client.query(
+            collection, filter='id != ""', output_fields=["id"], limit=1, consistency_level=level, timeout=timeout
+        )

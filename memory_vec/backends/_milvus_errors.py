@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, Literal
 
-from ..errors import (
+from memory_vec._model.errors import (
     BackendError,
     BackendTimeoutError,
     BackendUnavailableError,
@@ -23,8 +23,7 @@ def require_pymilvus() -> Any:
         import pymilvus  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise DependencyMissingError(
-            "The Milvus backend needs pymilvus (and milvus-lite for a local path): "
-            "pip install 'memory-vec[milvus]'"
+            "The Milvus backend needs pymilvus (and milvus-lite for a local path): pip install 'memory-vec[milvus]'"
         ) from exc
     return pymilvus
 
@@ -45,8 +44,9 @@ class Translate:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> Literal[False]:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> Literal[False]:
         if exc is None or isinstance(exc, (BackendError, InvalidInputError, StoreLockedError)):
             return False
         if not isinstance(exc, Exception):

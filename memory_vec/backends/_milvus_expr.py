@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .base import RecordFilter
+from memory_vec.backends.base import RecordFilter
 
 __all__ = ["NOTHING", "SHARED_OWNER", "filter_expression", "literal", "literal_list"]
 
 # Partition-key value of agent/global records. Ids cannot contain control
-# characters (memory_vec._validate), so no user id can collide with it.
+# characters (memory_vec._model.validate), so no user id can collide with it.
 SHARED_OWNER = "\x1fshared"
 # An expression that selects no row (used for empty id/kind/role lists).
 NOTHING = 'id == "" and id != ""'
@@ -47,8 +47,9 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-def filter_expression(where: RecordFilter | None, ids: Iterable[str] | None = None, *,
-                      partition_key: bool = True) -> str:
+def filter_expression(  # noqa: C901 (to split)
+    where: RecordFilter | None, ids: Iterable[str] | None = None, *, partition_key: bool = True
+) -> str:
     """The pushed-down expression for ``where`` (and extra ``ids``); "" selects all.
 
     ``partition_key``: the collection is partitioned by ``owner``, so naming

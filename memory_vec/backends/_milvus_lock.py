@@ -3,7 +3,7 @@
 Milvus Lite holds its own flock inside the data directory, but a second
 process only sees pymilvus fail with an unrelated connection error. We take
 an exclusive ``fcntl.flock`` on ``<path>.lock`` first and raise a clear
-:class:`~memory_vec.errors.StoreLockedError`. Within one process the lock is
+:class:`~memory_vec._model.errors.StoreLockedError`. Within one process the lock is
 shared (reference counted), because pymilvus shares one Lite server per path.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from . import _process_lock
+from memory_vec.backends import _process_lock
 
 __all__ = ["LiteLock"]
 
@@ -32,11 +32,14 @@ class LiteLock:
             StoreLockedError: Another process has the path open.
         """
         key = os.path.abspath(path)
-        _process_lock.acquire(key + ".lock", locked_message=(
-            f"The Milvus Lite store {key!r} is open in another process (lock file {key}.lock). "
-            "Milvus Lite is single-process: close the other process, or run a server "
-            "(`milvus-lite server --data-dir DIR` or Milvus) and set MemoryConfig.url."
-        ))
+        _process_lock.acquire(
+            key + ".lock",
+            locked_message=(
+                f"The Milvus Lite store {key!r} is open in another process (lock file {key}.lock). "
+                "Milvus Lite is single-process: close the other process, or run a server "
+                "(`milvus-lite server --data-dir DIR` or Milvus) and set MemoryConfig.url."
+            ),
+        )
         return cls(key)
 
     def release(self) -> None:

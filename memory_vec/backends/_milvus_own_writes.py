@@ -27,8 +27,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..records import MemoryRecord
-from .base import RecordFilter, ScoredRecord
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends.base import RecordFilter, ScoredRecord
 
 __all__ = ["OwnWrites"]
 
@@ -45,13 +45,12 @@ class _Entry:
 
 class OwnWrites:
     """Args:
-        window: seconds a write is remembered (longer than the server's staleness bound).
-        max_rows: most rows remembered; a bigger write waits for visibility instead (:meth:`fits`).
-        clock: monotonic seconds (tests pass their own).
+    window: seconds a write is remembered (longer than the server's staleness bound).
+    max_rows: most rows remembered; a bigger write waits for visibility instead (:meth:`fits`).
+    clock: monotonic seconds (tests pass their own).
     """
 
-    def __init__(self, window: float, *, max_rows: int = 20_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, window: float, *, max_rows: int = 20_000, clock: Callable[[], float] = time.monotonic) -> None:
         self.window = float(window)
         self.max_rows = max_rows
         self._clock = clock
@@ -110,8 +109,9 @@ class OwnWrites:
         recent deletes, and updates the filter no longer matches."""
         with self._lock:
             self._prune()
-            return sum(1 for e in self._entries.values()
-                       if e.replaces and (e.record is None or not where.matches(e.record)))
+            return sum(
+                1 for e in self._entries.values() if e.replaces and (e.record is None or not where.matches(e.record))
+            )
 
     def __len__(self) -> int:
         with self._lock:
@@ -119,8 +119,9 @@ class OwnWrites:
             return len(self._entries)
 
     # --- reads ----------------------------------------------------------------------
-    def merge_hits(self, hits: Sequence[ScoredRecord], q: np.ndarray, k: int,
-                   where: RecordFilter) -> list[ScoredRecord]:
+    def merge_hits(
+        self, hits: Sequence[ScoredRecord], q: np.ndarray, k: int, where: RecordFilter
+    ) -> list[ScoredRecord]:
         """The server's ``hits`` with recent versions, deletes and rows merged in; best ``k``."""
         with self._lock:
             if self._nothing_to_merge():
@@ -132,8 +133,11 @@ class OwnWrites:
                     out[record.id] = ScoredRecord(record, hit.similarity)
             # Rows written here are scored with the vector written (the server may hold an older one).
             entries = (self._entries[rid] for rid in self._candidates(where))
-            mine = [(e.record, e.vector) for e in entries
-                    if e.record is not None and e.vector is not None and where.matches(e.record)]
+            mine = [
+                (e.record, e.vector)
+                for e in entries
+                if e.record is not None and e.vector is not None and where.matches(e.record)
+            ]
         if mine:
             matrix = np.stack([v for _, v in mine])
             norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
@@ -142,13 +146,15 @@ class OwnWrites:
                 out[record.id] = ScoredRecord(record, float(score))
         return sorted(out.values(), key=lambda h: -h.similarity)[:k]
 
-    def merge_records(self, records: Iterable[MemoryRecord], where: RecordFilter,
-                      ids: Sequence[str] | None) -> list[MemoryRecord]:
+    def merge_records(
+        self, records: Iterable[MemoryRecord], where: RecordFilter, ids: Sequence[str] | None
+    ) -> list[MemoryRecord]:
         """The server's rows of a get (``ids``) or a scan (``ids`` None), recent writes merged in."""
         return [record for record, _ in self.merge_rows(((r, None) for r in records), where, ids)]
 
-    def merge_rows(self, rows: Iterable[tuple[MemoryRecord, V]], where: RecordFilter,
-                   ids: Sequence[str] | None) -> list[tuple[MemoryRecord, V | np.ndarray]]:
+    def merge_rows(
+        self, rows: Iterable[tuple[MemoryRecord, V]], where: RecordFilter, ids: Sequence[str] | None
+    ) -> list[tuple[MemoryRecord, V | np.ndarray]]:
         """:meth:`merge_records` keeping what comes with each record (its vector): a row written
         here comes with the vector written (the server may hold an older one, or none yet)."""
         with self._lock:
@@ -164,8 +170,12 @@ class OwnWrites:
             for rid in wanted:
                 entry = self._entries[rid]
                 # (a written entry always has its vector; the check is for the type checker)
-                if rid not in out and entry.record is not None and entry.vector is not None \
-                        and where.matches(entry.record):
+                if (
+                    rid not in out
+                    and entry.record is not None
+                    and entry.vector is not None
+                    and where.matches(entry.record)
+                ):
                     out[rid] = (entry.record, entry.vector)
         return list(out.values())
 

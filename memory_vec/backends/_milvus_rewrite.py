@@ -37,12 +37,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BackendError
-from . import _milvus_schema
-from ._milvus_errors import Translate
-from ._milvus_rows import request_batches
-from ._milvus_scan import RowReader
-from .base import RecordFilter
+from memory_vec._model.errors import BackendError
+from memory_vec.backends import _milvus_schema
+from memory_vec.backends._milvus_errors import Translate
+from memory_vec.backends._milvus_rows import request_batches
+from memory_vec.backends._milvus_scan import RowReader
+from memory_vec.backends.base import RecordFilter
 
 __all__ = ["ReadGate", "RewriteResult", "recover", "rewrite", "side_names"]
 
@@ -98,8 +98,9 @@ def side_names(collection: str) -> tuple[str, str]:
     return f"memvec_rewrite_{digest}_new", f"memvec_rewrite_{digest}_old"
 
 
-def recover(client: Any, collection: str, *, data_dir: str | None, timeout: float,
-            translate: Callable[[str], Translate]) -> list[str]:
+def recover(
+    client: Any, collection: str, *, data_dir: str | None, timeout: float, translate: Callable[[str], Translate]
+) -> list[str]:
     """Finish or undo a rewrite a crash interrupted (see the module doc); what was done."""
     new, old = side_names(collection)
     done: list[str] = []
@@ -117,20 +118,38 @@ def recover(client: Any, collection: str, *, data_dir: str | None, timeout: floa
     return done
 
 
-def rewrite(client: Any, collection: str, *, data_dir: str | None, batch: int, timeout: float,
-            num_partitions: int, index_type: str, index_params: dict[str, Any],
-            translate: Callable[[str], Translate]) -> RewriteResult:
+def rewrite(
+    client: Any,
+    collection: str,
+    *,
+    data_dir: str | None,
+    batch: int,
+    timeout: float,
+    num_partitions: int,
+    index_type: str,
+    index_params: dict[str, Any],
+    translate: Callable[[str], Translate],
+) -> RewriteResult:
     """Copy the rows of ``collection`` to a fresh one that takes its place (see the module doc)."""
     recover(client, collection, data_dir=data_dir, timeout=timeout, translate=translate)
     new, old = side_names(collection)
-    _milvus_schema.load(client, collection, index_type=index_type, index_params=index_params, timeout=timeout,
-                        translate=translate)  # not loaded yet when purge() runs without open()
+    _milvus_schema.load(
+        client, collection, index_type=index_type, index_params=index_params, timeout=timeout, translate=translate
+    )  # not loaded yet when purge() runs without open()
     with translate("create the rewrite's copy"):
         info = client.describe_collection(collection, timeout=timeout)
-        _milvus_schema.create_like(client, new, info, num_partitions=num_partitions, index_type=index_type,
-                                   index_params=index_params, timeout=timeout)
-    _milvus_schema.load(client, new, index_type=index_type, index_params=index_params, timeout=timeout,
-                        translate=translate)
+        _milvus_schema.create_like(
+            client,
+            new,
+            info,
+            num_partitions=num_partitions,
+            index_type=index_type,
+            index_params=index_params,
+            timeout=timeout,
+        )
+    _milvus_schema.load(
+        client, new, index_type=index_type, index_params=index_params, timeout=timeout, translate=translate
+    )
     copied = _copy(client, collection, new, batch=batch, timeout=timeout, translate=translate)
     with translate("check the rewrite's copy"):
         client.flush(new, timeout=timeout)
@@ -138,20 +157,24 @@ def rewrite(client: Any, collection: str, *, data_dir: str | None, batch: int, t
     if not source == target == copied:
         with translate("drop an incomplete copy"):
             client.drop_collection(new, timeout=timeout)
-        raise BackendError(f"Milvus Lite rewrite of {collection!r}: copied {copied} rows, the copy holds {target}, "
-                           f"the collection {source}; nothing was replaced (its deleted rows stay on disk)")
+        raise BackendError(
+            f"Milvus Lite rewrite of {collection!r}: copied {copied} rows, the copy holds {target}, "
+            f"the collection {source}; nothing was replaced (its deleted rows stay on disk)"
+        )
     with translate("swap in the rewritten collection"):
         client.rename_collection(collection, old, timeout=timeout)
         client.rename_collection(new, collection, timeout=timeout)
         client.drop_collection(old, timeout=timeout)
     leftovers = _remove_dirs(data_dir, (old,))
-    _milvus_schema.load(client, collection, index_type=index_type, index_params=index_params, timeout=timeout,
-                        translate=translate)
+    _milvus_schema.load(
+        client, collection, index_type=index_type, index_params=index_params, timeout=timeout, translate=translate
+    )
     return RewriteResult(copied, leftovers)
 
 
-def _copy(client: Any, source: str, target: str, *, batch: int, timeout: float,
-          translate: Callable[[str], Translate]) -> int:
+def _copy(
+    client: Any, source: str, target: str, *, batch: int, timeout: float, translate: Callable[[str], Translate]
+) -> int:
     reader = RowReader(client, source, "Strong", timeout, batch, False, translate)
     copied = 0
     page: list[dict[str, Any]] = []
@@ -163,8 +186,14 @@ def _copy(client: Any, source: str, target: str, *, batch: int, timeout: float,
     return copied + _insert(client, target, page, batch, timeout, translate)
 
 
-def _insert(client: Any, target: str, rows: list[dict[str, Any]], batch: int, timeout: float,
-            translate: Callable[[str], Translate]) -> int:
+def _insert(
+    client: Any,
+    target: str,
+    rows: list[dict[str, Any]],
+    batch: int,
+    timeout: float,
+    translate: Callable[[str], Translate],
+) -> int:
     for chunk in request_batches(rows, batch):
         with translate(f"copy {len(chunk)} rows"):
             client.insert(target, chunk, timeout=timeout)
@@ -172,8 +201,9 @@ def _insert(client: Any, target: str, rows: list[dict[str, Any]], batch: int, ti
 
 
 def _count(client: Any, collection: str, timeout: float) -> int:
-    rows = client.query(collection, filter='id != ""', output_fields=["count(*)"], consistency_level="Strong",
-                        timeout=timeout)
+    rows = client.query(
+        collection, filter='id != ""', output_fields=["count(*)"], consistency_level="Strong", timeout=timeout
+    )
     return int(rows[0]["count(*)"]) if rows else 0
 
 

@@ -1,4 +1,4 @@
-"""How a :class:`~memory_vec.records.MemoryRecord` is laid out as a Milvus row.
+"""How a :class:`~memory_vec._model.records.MemoryRecord` is laid out as a Milvus row.
 
 Filterable fields are columns; nullable ones are written as "" / 0.0 in
 their column (Milvus 2.3 has no nullable scalars) and exactly in the
@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..errors import InvalidInputError
-from ..records import MemoryRecord
-from ._milvus_expr import SHARED_OWNER
-from ._milvus_schema import ID_BYTES, TEXT_BYTES
+from memory_vec._model.errors import InvalidInputError
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends._milvus_expr import SHARED_OWNER
+from memory_vec.backends._milvus_schema import ID_BYTES, TEXT_BYTES
 
 __all__ = ["REQUEST_BYTES", "chunks", "from_row", "owner_of", "request_batches", "to_row"]
 
@@ -62,7 +62,8 @@ def to_row(record: MemoryRecord, vector: np.ndarray) -> dict[str, Any]:
         "superseded_by": _clip(record.superseded_by or ""),
         "archived": bool(record.archived),
         "pinned": bool(record.pinned),
-        "expire_at": float(record.expire_at) if record.expire_at is not None and math.isfinite(record.expire_at)
+        "expire_at": float(record.expire_at)
+        if record.expire_at is not None and math.isfinite(record.expire_at)
         else 0.0,
         "subject": _clip(record.subject or ""),
         "text": record.text,
@@ -121,11 +122,12 @@ def from_row(row: dict[str, Any]) -> MemoryRecord:
 def chunks(items: list[T], size: int) -> Iterator[list[T]]:
     """``items`` in consecutive slices of at most ``size``."""
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
-def request_batches(rows: list[dict[str, Any]], max_rows: int,
-                    max_bytes: int = REQUEST_BYTES) -> Iterator[list[dict[str, Any]]]:
+def request_batches(
+    rows: list[dict[str, Any]], max_rows: int, max_bytes: int = REQUEST_BYTES
+) -> Iterator[list[dict[str, Any]]]:
     """Consecutive batches of at most ``max_rows`` rows and (estimated) ``max_bytes``.
 
     A server refuses a request over 64 MiB (gRPC ``serverMaxRecvSize``; 600

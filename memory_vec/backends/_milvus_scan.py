@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..records import MemoryRecord
-from ._milvus_errors import Translate
-from ._milvus_expr import filter_expression, literal
-from ._milvus_rows import chunks, from_row
-from ._milvus_schema import OUTPUT
-from .base import RecordFilter
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends._milvus_errors import Translate
+from memory_vec.backends._milvus_expr import filter_expression, literal
+from memory_vec.backends._milvus_rows import chunks, from_row
+from memory_vec.backends._milvus_schema import OUTPUT
+from memory_vec.backends.base import RecordFilter
 
 __all__ = ["RowReader", "decoded"]
 
@@ -62,8 +62,9 @@ class RowReader:
         for record, row in self.matching(where, None, OUTPUT, with_vectors=True):
             yield record, np.asarray(row["vector"], dtype=np.float32)  # decoded: a view of its page's array
 
-    def matching(self, where: RecordFilter, ids: Sequence[str] | None, fields: list[str], *,
-                 with_vectors: bool = False) -> Iterator[tuple[MemoryRecord, dict[str, Any]]]:
+    def matching(
+        self, where: RecordFilter, ids: Sequence[str] | None, fields: list[str], *, with_vectors: bool = False
+    ) -> Iterator[tuple[MemoryRecord, dict[str, Any]]]:
         """Each matching record with its raw row (``fields``, plus ``vector`` on request)."""
         if with_vectors:
             fields = [*fields, "vector"]
@@ -78,14 +79,20 @@ class RowReader:
             if where.matches(record):
                 yield record, row
 
-    def rows_by_ids(self, ids: Sequence[str], fields: list[str], *, where: RecordFilter | None = None,
-                    action: str = "query") -> Iterator[dict[str, Any]]:
+    def rows_by_ids(
+        self, ids: Sequence[str], fields: list[str], *, where: RecordFilter | None = None, action: str = "query"
+    ) -> Iterator[dict[str, Any]]:
         """The raw rows (``fields``) of ``ids`` that the pushed-down ``where`` selects, unchecked."""
         for chunk in chunks(list(dict.fromkeys(ids)), self.batch):
             expr = filter_expression(where, chunk, partition_key=self.partition_key)
             with self.translate(action):
-                rows = self.client.query(self.collection, filter=expr, output_fields=fields,
-                                         consistency_level=self.level, timeout=self.timeout)
+                rows = self.client.query(
+                    self.collection,
+                    filter=expr,
+                    output_fields=fields,
+                    consistency_level=self.level,
+                    timeout=self.timeout,
+                )
             yield from decoded(rows)
 
     def _by_cursor(self, where: RecordFilter, fields: list[str]) -> Iterator[dict[str, Any]]:
@@ -100,9 +107,14 @@ class RowReader:
             # user's memories, usually) is all in it: one round trip, not a
             # barrier read and then a page. Milvus Lite reads its own state.
             with self.translate("scan"):
-                rows = self.client.query(self.collection, filter=expr or 'id != ""',
-                                         limit=self.batch, output_fields=fields, consistency_level=self.level,
-                                         timeout=self.timeout)
+                rows = self.client.query(
+                    self.collection,
+                    filter=expr or 'id != ""',
+                    limit=self.batch,
+                    output_fields=fields,
+                    consistency_level=self.level,
+                    timeout=self.timeout,
+                )
             if len(rows) < self.batch:
                 yield from decoded(rows)
                 return
@@ -111,9 +123,16 @@ class RowReader:
         while True:
             parts = [*scope, f"id > {literal(last)}" if last is not None else 'id != ""']
             with self.translate("scan"):
-                rows = self.client.query(self.collection, filter=" and ".join(parts), limit=self.batch,
-                                         output_fields=fields, consistency_level=self.level, iterator="True",
-                                         timeout=self.timeout, **page_ts)
+                rows = self.client.query(
+                    self.collection,
+                    filter=" and ".join(parts),
+                    limit=self.batch,
+                    output_fields=fields,
+                    consistency_level=self.level,
+                    iterator="True",
+                    timeout=self.timeout,
+                    **page_ts,
+                )
             page = decoded(rows)  # read from here on: pymilvus' own rows would decode each again
             yield from page
             if len(page) < self.batch:

@@ -14,21 +14,51 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import BackendError, EmbeddingModelMismatchError, SchemaMismatchError
-from ._milvus_errors import Translate
+from memory_vec._model.errors import BackendError, EmbeddingModelMismatchError, SchemaMismatchError
+from memory_vec.backends._milvus_errors import Translate
 
 log = logging.getLogger("memory_vec")
 
-__all__ = ["ID_BYTES", "OUTPUT", "SCALARS", "SCHEMA_VERSION", "SCOPE_FIELDS", "TEXT_BYTES", "create", "create_like",
-           "load", "verify"]
+__all__ = [
+    "ID_BYTES",
+    "OUTPUT",
+    "SCALARS",
+    "SCHEMA_VERSION",
+    "SCOPE_FIELDS",
+    "TEXT_BYTES",
+    "create",
+    "create_like",
+    "load",
+    "verify",
+]
 
 SCHEMA_VERSION = "1"
 _PROP_MODEL, _PROP_DIM, _PROP_SCHEMA = "memvec.model_id", "memvec.dimension", "memvec.schema_version"
 ID_BYTES = 1024  # 256 characters (MAX_ID_LENGTH) of up to 4 UTF-8 bytes
 TEXT_BYTES = 65535
-SCALARS = ("id", "owner", "user_id", "session_id", "agent_id", "role", "kind", "visibility", "timestamp",
-           "seq", "importance", "superseded", "valid_to", "superseded_by", "archived", "pinned", "expire_at",
-           "subject", "text", "metadata", "attrs")
+SCALARS = (
+    "id",
+    "owner",
+    "user_id",
+    "session_id",
+    "agent_id",
+    "role",
+    "kind",
+    "visibility",
+    "timestamp",
+    "seq",
+    "importance",
+    "superseded",
+    "valid_to",
+    "superseded_by",
+    "archived",
+    "pinned",
+    "expire_at",
+    "subject",
+    "text",
+    "metadata",
+    "attrs",
+)
 OUTPUT = list(SCALARS)
 #: The fields of a user's scope filter, indexed in a server collection made here
 #: (Trie on 2.3, INVERTED from 2.4 and on Milvus Lite's server, which has no Trie).
@@ -39,16 +69,27 @@ OUTPUT = list(SCALARS)
 SCOPE_FIELDS = ("user_id", "visibility", "kind")
 
 
-def create(client: Any, collection: str, *, dimension: int, model_id: str, partition_key: bool,
-           num_partitions: int, index_type: str, index_params: dict[str, Any], timeout: float,
-           scope_index: str | None = None) -> None:
+def create(
+    client: Any,
+    collection: str,
+    *,
+    dimension: int,
+    model_id: str,
+    partition_key: bool,
+    num_partitions: int,
+    index_type: str,
+    index_params: dict[str, Any],
+    timeout: float,
+    scope_index: str | None = None,
+) -> None:
     """Create the collection with its vector index, and the :data:`SCOPE_FIELDS`' scalar
     indexes of type ``scope_index`` when given (a server; the caller translates driver errors)."""
     from pymilvus import DataType, MilvusClient  # type: ignore[import-untyped]
 
     pk = partition_key
-    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False,
-                                        description=f"memory-vec records ({model_id}, {dimension}-d)")
+    schema = MilvusClient.create_schema(
+        auto_id=False, enable_dynamic_field=False, description=f"memory-vec records ({model_id}, {dimension}-d)"
+    )
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_BYTES)
     schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimension)
     schema.add_field("owner", DataType.VARCHAR, max_length=ID_BYTES, is_partition_key=pk)
@@ -69,14 +110,22 @@ def create(client: Any, collection: str, *, dimension: int, model_id: str, parti
     extra: dict[str, Any] = {"num_partitions": num_partitions} if pk else {}
     properties = {_PROP_MODEL: model_id, _PROP_DIM: str(dimension), _PROP_SCHEMA: SCHEMA_VERSION}
     if scope_index is None:
-        client.create_collection(collection, schema=schema, index_params=index, consistency_level="Session",
-                                 properties=properties, timeout=timeout, **extra)
+        client.create_collection(
+            collection,
+            schema=schema,
+            index_params=index,
+            consistency_level="Session",
+            properties=properties,
+            timeout=timeout,
+            **extra,
+        )
         return
     # Not loaded here (:func:`load` does it). The scalar indexes come before the vector
     # index: nobody can load the collection before that one exists, and a 2.3 server will not
     # load again a collection whose indexes changed after it was loaded. Empty, they build at once.
-    client.create_collection(collection, schema=schema, consistency_level="Session", properties=properties,
-                             timeout=timeout, **extra)
+    client.create_collection(
+        collection, schema=schema, consistency_level="Session", properties=properties, timeout=timeout, **extra
+    )
     scope = client.prepare_index_params()
     for field in SCOPE_FIELDS:
         scope.add_index(field, index_type=scope_index, index_name=field)
@@ -87,13 +136,30 @@ def create(client: Any, collection: str, *, dimension: int, model_id: str, parti
     client.create_index(collection, index, timeout=timeout)
 
 
-def create_like(client: Any, collection: str, info: dict[str, Any], *, num_partitions: int, index_type: str,
-                index_params: dict[str, Any], timeout: float) -> None:
+def create_like(
+    client: Any,
+    collection: str,
+    info: dict[str, Any],
+    *,
+    num_partitions: int,
+    index_type: str,
+    index_params: dict[str, Any],
+    timeout: float,
+) -> None:
     """Create ``collection`` with the schema of the one ``info`` (``describe_collection``) describes."""
     props = info.get("properties") or {}
     pk = any(f.get("is_partition_key") for f in info.get("fields", []))
-    create(client, collection, dimension=int(props[_PROP_DIM]), model_id=str(props[_PROP_MODEL]), partition_key=pk,
-           num_partitions=num_partitions, index_type=index_type, index_params=index_params, timeout=timeout)
+    create(
+        client,
+        collection,
+        dimension=int(props[_PROP_DIM]),
+        model_id=str(props[_PROP_MODEL]),
+        partition_key=pk,
+        num_partitions=num_partitions,
+        index_type=index_type,
+        index_params=index_params,
+        timeout=timeout,
+    )
 
 
 def verify(info: dict[str, Any], *, collection: str, uri: str, dimension: int, model_id: str) -> None:
@@ -131,8 +197,15 @@ def stored_space(info: dict[str, Any]) -> tuple[int, str]:
 _NO_INDEX_YET = ("index not found", "no vector index", "create index first")
 
 
-def load(client: Any, collection: str, *, index_type: str, index_params: dict[str, Any], timeout: float,
-         translate: Callable[[str], Translate]) -> None:
+def load(
+    client: Any,
+    collection: str,
+    *,
+    index_type: str,
+    index_params: dict[str, Any],
+    timeout: float,
+    translate: Callable[[str], Translate],
+) -> None:
     """Load the collection for search, waiting for (or making) its vector index.
 
     Another process may have created the collection a moment ago and not

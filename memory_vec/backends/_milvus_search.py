@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ..records import MemoryRecord
-from ._milvus_expr import filter_expression
-from ._milvus_rows import from_row
-from ._milvus_scan import RowReader
-from ._milvus_schema import OUTPUT
-from .base import RecordFilter, ScoredRecord
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends._milvus_expr import filter_expression
+from memory_vec.backends._milvus_rows import from_row
+from memory_vec.backends._milvus_scan import RowReader
+from memory_vec.backends._milvus_schema import OUTPUT
+from memory_vec.backends.base import RecordFilter, ScoredRecord
 
 __all__ = ["search"]
 
@@ -34,8 +34,9 @@ log = logging.getLogger("memory_vec")
 _MAX_TOPK = 16384  # Milvus' limit on limit/offset
 
 
-def search(reader: RowReader, q: np.ndarray, k: int, where: RecordFilter, *, search_params: dict[str, Any],
-           exact_limit: int) -> list[ScoredRecord]:
+def search(
+    reader: RowReader, q: np.ndarray, k: int, where: RecordFilter, *, search_params: dict[str, Any], exact_limit: int
+) -> list[ScoredRecord]:
     """The ``k`` matching records nearest to ``q`` by cosine, best first."""
     if k <= 0:
         return []
@@ -53,9 +54,14 @@ def search(reader: RowReader, q: np.ndarray, k: int, where: RecordFilter, *, sea
             params["ef"] = max(int(params["ef"]), limit)
         with reader.translate("search"):
             result = reader.client.search(
-                reader.collection, data=[q.tolist()], limit=limit, filter=expr, output_fields=OUTPUT,
+                reader.collection,
+                data=[q.tolist()],
+                limit=limit,
+                filter=expr,
+                output_fields=OUTPUT,
                 search_params={"metric_type": "COSINE", "params": params},
-                consistency_level=reader.level, timeout=reader.timeout,
+                consistency_level=reader.level,
+                timeout=reader.timeout,
             )
         raw = list(result[0]) if result else []
         hits = []
@@ -90,11 +96,15 @@ def _say_search_was_short(returned: int, matching: int) -> None:
         "memory-vec: the Milvus server's filtered search returned %d rows where at least %d match; each "
         "such query now reads the scope's rows and scores them here (complete, but slower). On Milvus 2.3 "
         "the interim index of growing segments does this: start the server with "
-        "queryNode.segcore.interimIndex.enableIndex=false (README, troubleshooting).", returned, matching)
+        "queryNode.segcore.interimIndex.enableIndex=false (README, troubleshooting).",
+        returned,
+        matching,
+    )
 
 
-def _exact_if_short(reader: RowReader, q: np.ndarray, k: int, where: RecordFilter,
-                    exact_limit: int) -> list[ScoredRecord] | None:
+def _exact_if_short(
+    reader: RowReader, q: np.ndarray, k: int, where: RecordFilter, exact_limit: int
+) -> list[ScoredRecord] | None:
     """Score every matching row after a search came back short (None: too many rows to).
 
     One filtered read of the rows with their vectors: a separate count
@@ -111,8 +121,9 @@ def _exact_if_short(reader: RowReader, q: np.ndarray, k: int, where: RecordFilte
     return top_k(records, vectors, q, k)
 
 
-def top_k(records: Sequence[MemoryRecord], vectors: Sequence[Sequence[float]], q: np.ndarray,
-          k: int) -> list[ScoredRecord]:
+def top_k(
+    records: Sequence[MemoryRecord], vectors: Sequence[Sequence[float]], q: np.ndarray, k: int
+) -> list[ScoredRecord]:
     """The ``k`` records whose vectors are nearest to ``q`` by cosine, best first (stable on ties)."""
     if not records:
         return []

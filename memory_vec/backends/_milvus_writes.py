@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import EmbeddingModelMismatchError, InvalidInputError
-from ..records import MemoryRecord
-from ._milvus_expr import filter_expression
-from ._milvus_own_writes import OwnWrites
-from ._milvus_rows import chunks, owner_of, request_batches, to_row
+from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends._milvus_expr import filter_expression
+from memory_vec.backends._milvus_own_writes import OwnWrites
+from memory_vec.backends._milvus_rows import chunks, owner_of, request_batches, to_row
 
 if TYPE_CHECKING:
-    from ._milvus_errors import Translate
-    from ._milvus_scan import RowReader
+    from memory_vec.backends._milvus_errors import Translate
+    from memory_vec.backends._milvus_scan import RowReader
 
 __all__ = ["MilvusWrites"]
 
@@ -43,6 +43,7 @@ class MilvusWrites:
     _own_window: float
 
     if TYPE_CHECKING:
+
         def drop(self) -> None: ...
         def open(self, *, dimension: int, model_id: str) -> None: ...
         def _ready(self) -> Any: ...
@@ -95,10 +96,17 @@ class MilvusWrites:
             latest = {r.id: r for r in records}
             if not latest:
                 return
-            mine = {i: (v, _owner(self._own.record_of(i))) for i in latest
-                    if self._own is not None and (v := self._own.vector_of(i)) is not None}
-            stored = {row["id"]: (row["vector"], row["owner"]) for row in self._reader(client).rows_by_ids(
-                [i for i in latest if i not in mine], ["id", "owner", "vector"], action="read records to update")}
+            mine = {
+                i: (v, _owner(self._own.record_of(i)))
+                for i in latest
+                if self._own is not None and (v := self._own.vector_of(i)) is not None
+            }
+            stored = {
+                row["id"]: (row["vector"], row["owner"])
+                for row in self._reader(client).rows_by_ids(
+                    [i for i in latest if i not in mine], ["id", "owner", "vector"], action="read records to update"
+                )
+            }
             stored.update(mine)  # this process' recent version (the server may not show it yet)
             rows = [to_row(latest[i], np.asarray(stored[i][0], dtype=np.float32)) for i in latest if i in stored]
             moved = [r["id"] for r in rows if self._pk_enabled and stored[r["id"]][1] != r["owner"]]
@@ -106,14 +114,19 @@ class MilvusWrites:
             self._write(client, rows, moved)
             written = [latest[r["id"]] for r in rows]
             if written:
-                self._remember(written, np.stack([np.asarray(stored[r.id][0], dtype=np.float32) for r in written]),
-                               replaces=True)
+                self._remember(
+                    written, np.stack([np.asarray(stored[r.id][0], dtype=np.float32) for r in written]), replaces=True
+                )
 
     def _moved_ids(self, client: Any, rows: list[dict[str, Any]]) -> list[str]:
         # A record whose partition-key value changes is deleted first: an upsert
         # only replaces rows inside the partition the new value hashes to.
-        owners = {row["id"]: row["owner"] for row in self._reader(client).rows_by_ids(
-            [r["id"] for r in rows], ["id", "owner"], action="read records before upsert")}
+        owners = {
+            row["id"]: row["owner"]
+            for row in self._reader(client).rows_by_ids(
+                [r["id"] for r in rows], ["id", "owner"], action="read records before upsert"
+            )
+        }
         if self._own is not None:
             owners.update({r["id"]: _owner(mine) for r in rows if (mine := self._own.record_of(r["id"])) is not None})
         return [r["id"] for r in rows if r["id"] in owners and owners[r["id"]] != r["owner"]]

@@ -27,8 +27,12 @@ _SLUG_CHARS = 40
 
 def chroma_name(name: str) -> str:
     """``name`` if Chroma accepts it (also no ``..``, not an IP address), else ``mv-<ascii>-<digest>``."""
-    if _CHROMA_OK.fullmatch(name) and ".." not in name and not _is_ip_address(name) \
-            and not _LOOKS_MAPPED.fullmatch(name):
+    if (
+        _CHROMA_OK.fullmatch(name)
+        and ".." not in name
+        and not _is_ip_address(name)
+        and not _LOOKS_MAPPED.fullmatch(name)
+    ):
         return name
     return _mapped(name, "-")
 

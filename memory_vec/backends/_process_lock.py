@@ -1,7 +1,7 @@
 """One process at a time on an embedded store: an exclusive ``fcntl.flock``.
 
 Embedded Chroma and Milvus Lite are single-process. A second process that
-opens the same store gets a clear :class:`~memory_vec.errors.StoreLockedError`
+opens the same store gets a clear :class:`~memory_vec._model.errors.StoreLockedError`
 instead of corruption or an unrelated driver error. Within one process the
 lock is shared and reference counted (several cores may open one store). A
 forked child inherits the parent's hold but not the store: opening it again
@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 
-from ..errors import StoreLockedError
+from memory_vec._model.errors import StoreLockedError
 
 __all__ = ["acquire", "inherited_from", "release"]
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InvalidInputError
-from ..records import MemoryRecord
+from memory_vec._model.errors import InvalidInputError
+from memory_vec._model.records import MemoryRecord
 
 __all__ = ["decode", "encode", "stack_vectors", "unit"]
 

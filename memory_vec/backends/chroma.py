@@ -45,19 +45,26 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import BackendError, ConfigError, EmbeddingModelMismatchError, InvalidInputError
-from ..records import MemoryRecord
-from . import _chroma_lock, _chroma_purge
-from ._chroma_collection import HNSW_KEYS, SCHEMA_VERSION, check_compatible, chroma_name, connect, get_or_create
-from ._chroma_collection import import_chromadb as import_chromadb
-from ._chroma_errors import Translate, is_not_found
-from ._chroma_filters import NothingMatches, owner_wheres, where_clause
-from ._chroma_query import query_where, score_ids
-from ._chroma_rows import clear_stale_keys, decode, encode, rewritten, rows_with_vectors, zip_page
-from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec._model.errors import BackendError, ConfigError, EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends import _chroma_lock, _chroma_purge
+from memory_vec.backends._chroma_collection import (
+    HNSW_KEYS,
+    SCHEMA_VERSION,
+    check_compatible,
+    chroma_name,
+    connect,
+    get_or_create,
+)
+from memory_vec.backends._chroma_collection import import_chromadb as import_chromadb
+from memory_vec.backends._chroma_errors import Translate, is_not_found
+from memory_vec.backends._chroma_filters import NothingMatches, owner_wheres, where_clause
+from memory_vec.backends._chroma_query import query_where, score_ids
+from memory_vec.backends._chroma_rows import clear_stale_keys, decode, encode, rewritten, rows_with_vectors, zip_page
+from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
-    from ..config import MemoryConfig
+    from memory_vec._model.config import MemoryConfig
 
 __all__ = ["SCHEMA_VERSION", "ChromaBackend"]
 
@@ -126,8 +133,9 @@ class ChromaBackend(BaseBackend):
         # A query scope (one user's rows, the shared rows) of at most this many rows is scored
         # exactly instead of by Chroma's filtered HNSW search (see _chroma_query).
         if isinstance(exact_limit, bool) or not isinstance(exact_limit, int) or not 0 <= exact_limit <= 100_000:
-            raise ConfigError(f"Chroma backend option exact_limit must be an integer from 0 to 100000, "
-                              f"got {exact_limit!r}")
+            raise ConfigError(
+                f"Chroma backend option exact_limit must be an integer from 0 to 100000, got {exact_limit!r}"
+            )
         self.exact_limit = exact_limit
         # A server serialises writers itself; an embedded store is one process only.
         self.supports_multiprocess = url is not None
@@ -147,9 +155,13 @@ class ChromaBackend(BaseBackend):
             raise ConfigError(
                 f"MemoryConfig.backend_options: got {unknown} for backend 'chroma'; allowed: {', '.join(_OPTIONS)}"
             )
-        common: dict[str, Any] = {"collection": config.collection, "headers": options.get("headers"),
-                                  "tenant": options.get("tenant"), "database": options.get("database"),
-                                  "hnsw": options.get("hnsw")}
+        common: dict[str, Any] = {
+            "collection": config.collection,
+            "headers": options.get("headers"),
+            "tenant": options.get("tenant"),
+            "database": options.get("database"),
+            "hnsw": options.get("hnsw"),
+        }
         if "exact_limit" in options:
             common["exact_limit"] = options["exact_limit"]
         if config.url is None:
@@ -227,14 +239,20 @@ class ChromaBackend(BaseBackend):
         server (``url``) nothing is done here: the report says what it keeps.
         """
         if self.path is None:
-            return PurgeReport(False, 0, ((
-                f"chroma server {self.url}: deleted records stay in the server's write-ahead log and free pages "
-                "(chroma.sqlite3 under its --path) until its vector index checkpoints; to remove them, stop the "
-                "server and run ChromaBackend(path=DIR, collection=...).purge() on its directory"),))
+            return PurgeReport(
+                False,
+                0,
+                (
+                    (
+                        f"chroma server {self.url}: deleted records stay in the server's write-ahead log and "
+                        "free pages (chroma.sqlite3 under its --path) until its vector index checkpoints; to remove "
+                        "them, stop the server and run ChromaBackend(path=DIR, collection=...).purge() on its directory"
+                    ),
+                ),
+            )
         with self._lock, self._translated("purge deleted records"):
             self._connect()
-            collection = self._collection or self._client.get_collection(self.collection_name,
-                                                                         embedding_function=None)
+            collection = self._collection or self._client.get_collection(self.collection_name, embedding_function=None)
             return _chroma_purge.purge(self.path, str(collection.id))
 
     @property
@@ -272,8 +290,12 @@ class ChromaBackend(BaseBackend):
                 if not new:
                     stored = collection.get(ids=ids, include=["metadatas"])
                     metadatas = clear_stale_keys(dict(zip(stored["ids"], stored["metadatas"])), ids, metadatas)
-                collection.upsert(ids=ids, embeddings=vectors[start:end], metadatas=metadatas,
-                                  documents=[r.text for r in records[start:end]])
+                collection.upsert(
+                    ids=ids,
+                    embeddings=vectors[start:end],
+                    metadatas=metadatas,
+                    documents=[r.text for r in records[start:end]],
+                )
 
     def update(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
@@ -283,7 +305,7 @@ class ChromaBackend(BaseBackend):
         encoded = {r.id: encode(r) for r in records}  # encoding errors surface before anything is written
         with self._lock, self._translated("update records"):
             for start in range(0, len(records), self._max_batch):
-                chunk = list(records[start:start + self._max_batch])
+                chunk = list(records[start : start + self._max_batch])
                 stored = collection.get(ids=[r.id for r in chunk], include=["metadatas", "documents"])
                 old = {row_id: (doc, meta) for row_id, doc, meta in zip_page(stored)}
                 chunk = [r for r in chunk if r.id in old]  # update() never creates rows
@@ -299,16 +321,19 @@ class ChromaBackend(BaseBackend):
                 page = collection.get(ids=new_text, include=["embeddings"])
                 if page["ids"]:  # not deleted in between
                     texts = {r.id: r.text for r in chunk}
-                    collection.update(ids=page["ids"], metadatas=rewritten(old, page["ids"], encoded),
-                                      documents=[texts[i] for i in page["ids"]],
-                                      embeddings=np.asarray(page["embeddings"], dtype=np.float32))
+                    collection.update(
+                        ids=page["ids"],
+                        metadatas=rewritten(old, page["ids"], encoded),
+                        documents=[texts[i] for i in page["ids"]],
+                        embeddings=np.asarray(page["embeddings"], dtype=np.float32),
+                    )
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         collection = self._readable()
         with self._lock, self._translated("delete records"):
             doomed = [row_id for row_id, _, _ in self._rows(collection, where, ids, include=[])]
             for start in range(0, len(doomed), self._max_batch):
-                collection.delete(ids=doomed[start:start + self._max_batch])
+                collection.delete(ids=doomed[start : start + self._max_batch])
             return len(doomed)
 
     # --- reads -----------------------------------------------------------------------------
@@ -322,8 +347,16 @@ class ChromaBackend(BaseBackend):
         if where.ids is not None:
             return score_ids(collection, q[0], where, max_batch=self._max_batch, translate=self._translated)[:k]
         narrows = [chroma_where] if where.user_id is None else owner_wheres(where)
-        return query_where(collection, q, k, where, narrows, translate=self._translated,
-                           exact_limit=self.exact_limit, max_batch=self._max_batch)
+        return query_where(
+            collection,
+            q,
+            k,
+            where,
+            narrows,
+            translate=self._translated,
+            exact_limit=self.exact_limit,
+            max_batch=self._max_batch,
+        )
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         if not ids:
@@ -336,7 +369,7 @@ class ChromaBackend(BaseBackend):
             for start in range(0, len(wanted), self._max_batch):
                 # By id only, filtered here: Chroma's metadata filter costs
                 # hundreds of ms at 10k rows even when the ids are known.
-                page = collection.get(ids=wanted[start:start + self._max_batch], include=["metadatas", "documents"])
+                page = collection.get(ids=wanted[start : start + self._max_batch], include=["metadatas", "documents"])
                 for row_id, doc, meta in zip_page(page):
                     record = decode(row_id, doc, meta)
                     if where.matches(record):
@@ -346,8 +379,10 @@ class ChromaBackend(BaseBackend):
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         collection = self._readable()
         with self._translated("scan records"):
-            out = [decode(row_id, doc, meta)
-                   for row_id, doc, meta in self._rows(collection, where, None, include=["metadatas", "documents"])]
+            out = [
+                decode(row_id, doc, meta)
+                for row_id, doc, meta in self._rows(collection, where, None, include=["metadatas", "documents"])
+            ]
         out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
         return out if limit is None else out[:limit]
 
@@ -369,11 +404,13 @@ class ChromaBackend(BaseBackend):
                             records.append(record)
                             rows.append(np.asarray(vector, dtype=np.float32))
             else:
-                found = {row_id: decode(row_id, doc, meta) for row_id, doc, meta
-                         in self._rows(collection, where, None, include=["metadatas", "documents"])}
+                found = {
+                    row_id: decode(row_id, doc, meta)
+                    for row_id, doc, meta in self._rows(collection, where, None, include=["metadatas", "documents"])
+                }
                 ids = list(found)
                 for start in range(0, len(ids), self._max_batch):
-                    page = collection.get(ids=ids[start:start + self._max_batch], include=["embeddings"])
+                    page = collection.get(ids=ids[start : start + self._max_batch], include=["embeddings"])
                     for row_id, vector in zip(page["ids"], page["embeddings"]):
                         records.append(found[row_id])  # a row deleted in between is left out
                         rows.append(np.asarray(vector, dtype=np.float32))
@@ -388,8 +425,9 @@ class ChromaBackend(BaseBackend):
             return sum(1 for _ in self._rows(collection, where, None, include=[]))
 
     # --- internals -------------------------------------------------------------------------
-    def _rows(self, collection: Any, where: RecordFilter | None, ids: Sequence[str] | None,
-              *, include: list[str]) -> Iterator[tuple[str, Any, Any]]:
+    def _rows(
+        self, collection: Any, where: RecordFilter | None, ids: Sequence[str] | None, *, include: list[str]
+    ) -> Iterator[tuple[str, Any, Any]]:
         """Matching rows as (id, document, metadata), paged so no response grows unbounded."""
         try:
             chroma_where = where_clause(where) if where is not None else None
@@ -406,7 +444,7 @@ class ChromaBackend(BaseBackend):
             if where is not None and where.ids is not None:
                 wanted = [i for i in wanted if i in set(where.ids)]
             for start in range(0, len(wanted), self._max_batch):
-                page = collection.get(ids=wanted[start:start + self._max_batch], where=chroma_where, include=include)
+                page = collection.get(ids=wanted[start : start + self._max_batch], where=chroma_where, include=include)
                 yield from zip_page(page)
             return
         id_filter = list(where.ids) if where is not None and where.ids is not None else None
@@ -443,8 +481,9 @@ class ChromaBackend(BaseBackend):
         self.check_usable()
         if self._client is not None:
             return
-        self._client, self._max_batch = connect(path=self.path, url=self.url, headers=self.headers,
-                                                tenant=self.tenant, database=self.database)
+        self._client, self._max_batch = connect(
+            path=self.path, url=self.url, headers=self.headers, tenant=self.tenant, database=self.database
+        )
 
     def _translated(self, action: str) -> Translate:
         return Translate(self.url or self.path, action)

@@ -2,9 +2,9 @@
 
 ``GuardedBackend`` runs every call of the wrapped backend in a small thread
 pool and waits at most ``timeout`` seconds: a hung server becomes a
-:class:`~memory_vec.errors.BackendTimeoutError` the core can degrade on,
+:class:`~memory_vec._model.errors.BackendTimeoutError` the core can degrade on,
 instead of a stuck chat turn. Calls that fail with
-:class:`~memory_vec.errors.BackendUnavailableError` (a lost connection) are
+:class:`~memory_vec._model.errors.BackendUnavailableError` (a lost connection) are
 retried with exponential backoff; every other error is raised at once
 (retrying a bad filter or a model mismatch cannot help).
 
@@ -31,9 +31,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from ..errors import BackendError, BackendTimeoutError, BackendUnavailableError
-from ..records import MemoryRecord
-from .base import (
+from memory_vec._model.errors import BackendError, BackendTimeoutError, BackendUnavailableError
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends.base import (
     Backend,
     BackendLimits,
     BaseBackend,
@@ -76,8 +76,9 @@ class GuardedBackend(BaseBackend):
         max_workers: worker threads (bounds the calls that may hang at once).
     """
 
-    def __init__(self, inner: Backend, *, timeout: float, retries: int = 2, backoff: float = 0.2,
-                 max_workers: int = 4) -> None:
+    def __init__(
+        self, inner: Backend, *, timeout: float, retries: int = 2, backoff: float = 0.2, max_workers: int = 4
+    ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
         if retries < 0:
@@ -150,8 +151,10 @@ class GuardedBackend(BaseBackend):
         """Forward ``reset`` (used by ``reembed``) without a timeout: it may rewrite a large store."""
         inner = self.inner
         if not isinstance(inner, _Resettable):
-            raise BackendError(f"the {type(inner).__name__} backend has no reset(dimension=, model_id=), which "
-                               "reembed needs to re-create the collection for the new model")
+            raise BackendError(
+                f"the {type(inner).__name__} backend has no reset(dimension=, model_id=), which "
+                "reembed needs to re-create the collection for the new model"
+            )
         inner.reset(dimension=dimension, model_id=model_id)
 
     def purge(self) -> PurgeReport:

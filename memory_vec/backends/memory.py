@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import EmbeddingModelMismatchError, InvalidInputError
-from ..records import MemoryRecord
-from .base import BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends.base import BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 __all__ = ["InMemoryBackend"]
 
@@ -114,7 +114,7 @@ class InMemoryBackend(BaseBackend):
             for key in [k for k, part in self._parts.items() if not len(part)]:
                 del self._parts[key]
             for part in self._parts.values():
-                part.vectors[len(part):] = 0.0
+                part.vectors[len(part) :] = 0.0
         return PurgeReport(True, 0, ("memory: in process memory only, no files",))
 
     def drop(self) -> None:
@@ -244,8 +244,11 @@ class InMemoryBackend(BaseBackend):
         with self._lock:
             records, rows = [], []
             if where.ids is not None:
-                places = [(self._parts[key], self._parts[key].row[i])
-                          for i in dict.fromkeys(where.ids) if (key := self._owner.get(i)) is not None]
+                places = [
+                    (self._parts[key], self._parts[key].row[i])
+                    for i in dict.fromkeys(where.ids)
+                    if (key := self._owner.get(i)) is not None
+                ]
             else:
                 places = [(part, i) for part in self._partitions_for(where) for i in range(len(part))]
             for part, i in places:

@@ -46,24 +46,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError, EmbeddingModelMismatchError, InvalidInputError
-from ..records import MemoryRecord
-from . import _milvus_client, _milvus_schema, _names
-from . import _milvus_consistency as consistency
-from ._milvus_errors import Translate
-from ._milvus_expr import filter_expression
-from ._milvus_lock import LiteLock
-from ._milvus_own_writes import OwnWrites
-from ._milvus_rewrite import ReadGate, recover, rewrite
-from ._milvus_rows import chunks
-from ._milvus_scan import RowReader
-from ._milvus_schema import SCHEMA_VERSION
-from ._milvus_search import search
-from ._milvus_writes import MilvusWrites
-from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec._model.errors import ConfigError, EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends import _milvus_client, _milvus_schema, _names
+from memory_vec.backends import _milvus_consistency as consistency
+from memory_vec.backends._milvus_errors import Translate
+from memory_vec.backends._milvus_expr import filter_expression
+from memory_vec.backends._milvus_lock import LiteLock
+from memory_vec.backends._milvus_own_writes import OwnWrites
+from memory_vec.backends._milvus_rewrite import ReadGate, recover, rewrite
+from memory_vec.backends._milvus_rows import chunks
+from memory_vec.backends._milvus_scan import RowReader
+from memory_vec.backends._milvus_schema import SCHEMA_VERSION
+from memory_vec.backends._milvus_search import search
+from memory_vec.backends._milvus_writes import MilvusWrites
+from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
-    from ..config import MemoryConfig
+    from memory_vec._model.config import MemoryConfig
 
 __all__ = ["SCHEMA_VERSION", "MilvusBackend"]
 
@@ -82,7 +82,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
     sync call in a worker thread (from :class:`BaseBackend`).
 
     A Milvus Lite path is single-process: a second process opening it gets
-    :class:`~memory_vec.errors.StoreLockedError`. Use a server (or Milvus
+    :class:`~memory_vec._model.errors.StoreLockedError`. Use a server (or Milvus
     Lite's ``milvus-lite server``) to share a store between processes.
     """
 
@@ -92,8 +92,9 @@ class MilvusBackend(MilvusWrites, BaseBackend):
     # 65535 bytes and ids 1024 (the schema's max_length); the server refuses a JSON field
     # over 65536 bytes (Lite has no limit). pymilvus encodes JSON integers up to 2**64 - 1
     # and both engines accept 500 levels of nesting: the library's int64 range and depth stay.
-    limits = BackendLimits(max_text_bytes=_milvus_schema.TEXT_BYTES, max_id_bytes=_milvus_schema.ID_BYTES,
-                           max_metadata_bytes=65536)
+    limits = BackendLimits(
+        max_text_bytes=_milvus_schema.TEXT_BYTES, max_id_bytes=_milvus_schema.ID_BYTES, max_metadata_bytes=65536
+    )
 
     def __init__(
         self,
@@ -141,10 +142,14 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         self.collection = self.given_name = collection  # a server may need another (_names)
         self.is_server = uri.startswith(("http://", "https://"))
         consistency_level = consistency.check_level(consistency_level or ("Bounded" if self.is_server else "Session"))
-        if isinstance(own_writes_window, bool) or not isinstance(own_writes_window, (int, float)) \
-                or not 0 <= own_writes_window <= 3600:
-            raise ConfigError(f"Milvus backend_options['own_writes_window'] must be seconds in [0, 3600], "
-                              f"got {own_writes_window!r}")
+        if (
+            isinstance(own_writes_window, bool)
+            or not isinstance(own_writes_window, (int, float))
+            or not 0 <= own_writes_window <= 3600
+        ):
+            raise ConfigError(
+                f"Milvus backend_options['own_writes_window'] must be seconds in [0, 3600], got {own_writes_window!r}"
+            )
         self.persistent = True
         # A Lite path is one process at a time; a server is shared.
         self.supports_multiprocess = self.is_server
@@ -163,8 +168,9 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         self._consistency = consistency_level
         self._own_window = float(own_writes_window)
         # Reads that do not wait for this process' writes get them merged in.
-        self._own = (OwnWrites(own_writes_window)
-                     if self.is_server and consistency_level in ("Bounded", "Eventually") else None)
+        self._own = (
+            OwnWrites(own_writes_window) if self.is_server and consistency_level in ("Bounded", "Eventually") else None
+        )
         self._exact_limit = max(0, int(exact_fallback_limit))
         self._client: Any = None
         self._client_pid = 0  # the process that connected it (a forked child reconnects)
@@ -182,9 +188,19 @@ class MilvusBackend(MilvusWrites, BaseBackend):
     def from_config(cls, config: MemoryConfig) -> MilvusBackend:
         """Build from :class:`~memory_vec.MemoryConfig` (``url`` None → Lite under ``persist_dir``)."""
         options = dict(config.backend_options)
-        known = {"token", "db_name", "index_type", "index_params", "search_params", "partition_key",
-                 "num_partitions", "batch_size", "consistency_level", "exact_fallback_limit",
-                 "own_writes_window"}
+        known = {
+            "token",
+            "db_name",
+            "index_type",
+            "index_params",
+            "search_params",
+            "partition_key",
+            "num_partitions",
+            "batch_size",
+            "consistency_level",
+            "exact_fallback_limit",
+            "own_writes_window",
+        }
         unknown = sorted(set(options) - known)
         if unknown:
             raise ConfigError(
@@ -201,8 +217,9 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         with self._mutex:
             client = self._connect()
             if not self.is_server:
-                recover(client, self.collection, data_dir=self._data_dir(), timeout=self._timeout,
-                        translate=self._translate)
+                recover(
+                    client, self.collection, data_dir=self._data_dir(), timeout=self._timeout, translate=self._translate
+                )
             with self._translate("open the collection"):
                 self.collection = _names.milvus_collection(client, self.given_name, self.is_server, self._timeout)
                 before_2_4 = consistency.server_before_2_4(client, is_server=self.is_server, timeout=self._timeout)
@@ -211,23 +228,37 @@ class MilvusBackend(MilvusWrites, BaseBackend):
                     try:
                         pk = self._partition_key if self._partition_key is not None else not before_2_4
                         _milvus_schema.create(
-                            client, self.collection, dimension=dimension, model_id=model_id, partition_key=pk,
-                            num_partitions=self._num_partitions, index_type=self._index_type,
-                            index_params=self._index_params, timeout=self._timeout,
-                            scope_index=("Trie" if before_2_4 else "INVERTED") if self.is_server else None)
+                            client,
+                            self.collection,
+                            dimension=dimension,
+                            model_id=model_id,
+                            partition_key=pk,
+                            num_partitions=self._num_partitions,
+                            index_type=self._index_type,
+                            index_params=self._index_params,
+                            timeout=self._timeout,
+                            scope_index=("Trie" if before_2_4 else "INVERTED") if self.is_server else None,
+                        )
                     except Exception:  # another process may have created it first: verify that one
                         if not client.has_collection(self.collection, timeout=self._timeout):
                             raise
                 info = client.describe_collection(self.collection, timeout=self._timeout)
             mismatch = None
             try:
-                _milvus_schema.verify(info, collection=self.collection, uri=self.uri, dimension=dimension,
-                                      model_id=model_id)
+                _milvus_schema.verify(
+                    info, collection=self.collection, uri=self.uri, dimension=dimension, model_id=model_id
+                )
             except EmbeddingModelMismatchError as exc:  # open for reading what it holds (reembed), then raise
                 mismatch, (dimension, model_id) = exc, _milvus_schema.stored_space(info)
             self._pk_enabled = any(f.get("is_partition_key") for f in info.get("fields", []))
-            _milvus_schema.load(client, self.collection, index_type=self._index_type, index_params=self._index_params,
-                                timeout=self._timeout, translate=self._translate)
+            _milvus_schema.load(
+                client,
+                self.collection,
+                index_type=self._index_type,
+                index_params=self._index_params,
+                timeout=self._timeout,
+                translate=self._translate,
+            )
             self._barrier_after_delete = consistency.barrier_after_delete(self._consistency, before_2_4=before_2_4)
             self._read_one(client, "Strong")  # rows acknowledged before this open are visible to Session reads
             self._dimension, self._model_id = dimension, model_id
@@ -275,18 +306,33 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         For a server, nothing is done here: the report says what it keeps.
         """
         if self.is_server:
-            return PurgeReport(False, 0, ((
-                f"milvus server {self.uri}: deleted rows stay in the server's files (a Milvus server: until "
-                "compaction and garbage collection, and in its message queue until retention ends; a milvus-lite "
-                "server: until its stopped data directory is purged; see the README)"),))
+            return PurgeReport(
+                False,
+                0,
+                (
+                    (
+                        f"milvus server {self.uri}: deleted rows stay in the server's files (a Milvus server: until "
+                        "compaction and garbage collection, and in its message queue until retention ends; a "
+                        "milvus-lite "
+                        "server: until its stopped data directory is purged; see the README)"
+                    ),
+                ),
+            )
         with self._mutex, self._gate.exclusive():
             if not self._dirty:
                 return PurgeReport(True, 0, ("milvus-lite: nothing deleted since the last purge",))
             client = self._connect()
-            result = rewrite(client, self.collection, data_dir=self._data_dir(), batch=self._batch,
-                             timeout=self._timeout, num_partitions=self._num_partitions,
-                             index_type=self._index_type, index_params=self._index_params,
-                             translate=self._translate)
+            result = rewrite(
+                client,
+                self.collection,
+                data_dir=self._data_dir(),
+                batch=self._batch,
+                timeout=self._timeout,
+                num_partitions=self._num_partitions,
+                index_type=self._index_type,
+                index_params=self._index_params,
+                translate=self._translate,
+            )
             self._dirty = False
             if self._dimension is not None:
                 self._read_one(client, "Strong")
@@ -320,8 +366,9 @@ class MilvusBackend(MilvusWrites, BaseBackend):
             self._lock_handle = LiteLock.acquire(self.uri)
         try:
             with self._translate(f"connect to Milvus at {self.uri}"):
-                self._client = _milvus_client.connect(self.uri, timeout=self._timeout, token=self._token,
-                                                      db_name=self._db_name, dedicated=inherited)
+                self._client = _milvus_client.connect(
+                    self.uri, timeout=self._timeout, token=self._token, db_name=self._db_name, dedicated=inherited
+                )
                 self._client_pid = os.getpid()
         except BaseException:
             self._client = None
@@ -378,8 +425,14 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         with self._gate.reading():  # never wait for the mutex inside the gate: purge holds both
             # Rows merged from this process' writes may hide server hits: ask for as many more.
             extra = 0 if self._own is None else min(self._own.shadowing(where), 1000)
-            hits = search(self._reader(client), q, k + extra, where, search_params=self._search_params,
-                          exact_limit=self._exact_limit)
+            hits = search(
+                self._reader(client),
+                q,
+                k + extra,
+                where,
+                search_params=self._search_params,
+                exact_limit=self._exact_limit,
+            )
         return hits if self._own is None else self._own.merge_hits(hits, q, k, where)
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
@@ -427,8 +480,9 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         # A count cannot merge own writes it does not know are on the server: it waits for them.
         level = "Session" if self._own is not None else self._consistency
         with self._gate.reading(), self._translate("count"):
-            rows = client.query(self.collection, filter=expr, output_fields=["count(*)"],
-                                consistency_level=level, timeout=self._timeout)
+            rows = client.query(
+                self.collection, filter=expr, output_fields=["count(*)"], consistency_level=level, timeout=self._timeout
+            )
         return int(rows[0]["count(*)"]) if rows else 0
 
     def _iter_rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
@@ -441,10 +495,17 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         return self._own.merge_records(self._iter_rows(client, where, ids), where, ids)
 
     def _reader(self, client: Any) -> RowReader:
-        return RowReader(client, self.collection, self._consistency, self._timeout, self._batch, self.is_server,
-                         self._translate, self._pk_enabled)
+        return RowReader(
+            client,
+            self.collection,
+            self._consistency,
+            self._timeout,
+            self._batch,
+            self.is_server,
+            self._translate,
+            self._pk_enabled,
+        )
 
     # --- errors -------------------------------------------------------------------------
     def _translate(self, action: str) -> Translate:
         return Translate(self.uri, self.collection, self._timeout, action)
-

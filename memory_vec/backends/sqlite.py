@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import (
+from memory_vec._model.errors import (
     BackendError,
     BackendTimeoutError,
     ConfigError,
@@ -49,12 +49,12 @@ from ..errors import (
     InvalidInputError,
     SchemaMismatchError,
 )
-from ..records import MemoryRecord
-from ._sqlite_rows import decode, encode, stack_vectors, unit
-from .base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends._sqlite_rows import decode, encode, stack_vectors, unit
+from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
-    from ..config import MemoryConfig
+    from memory_vec._model.config import MemoryConfig
 
 __all__ = ["FILE_NAME", "SCHEMA_VERSION", "SQLiteBackend"]
 
@@ -64,11 +64,15 @@ _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's bound-parameter limit
 
 _SCHEMA = (
-    ("CREATE TABLE IF NOT EXISTS collections (name TEXT PRIMARY KEY, model_id TEXT NOT NULL, "
-     "dimension INTEGER NOT NULL)"),
-    ("CREATE TABLE IF NOT EXISTS records (collection TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT NOT NULL, "
-     "session_id TEXT NOT NULL, visibility TEXT NOT NULL, record TEXT NOT NULL, vector BLOB NOT NULL, "
-     "PRIMARY KEY (collection, id))"),
+    (
+        "CREATE TABLE IF NOT EXISTS collections (name TEXT PRIMARY KEY, model_id TEXT NOT NULL, "
+        "dimension INTEGER NOT NULL)"
+    ),
+    (
+        "CREATE TABLE IF NOT EXISTS records (collection TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT NOT NULL, "
+        "session_id TEXT NOT NULL, visibility TEXT NOT NULL, record TEXT NOT NULL, vector BLOB NOT NULL, "
+        "PRIMARY KEY (collection, id))"
+    ),
     "CREATE INDEX IF NOT EXISTS records_owner ON records (collection, user_id, session_id)",
     "CREATE INDEX IF NOT EXISTS records_shared ON records (collection, visibility)",
 )
@@ -95,7 +99,7 @@ def _owner_clause(where: RecordFilter | None) -> tuple[str, list[str]]:
 
 def _chunks(items: Sequence[str]) -> Iterator[list[str]]:
     for start in range(0, len(items), _CHUNK):
-        yield list(items[start:start + _CHUNK])
+        yield list(items[start : start + _CHUNK])
 
 
 class SQLiteBackend(BaseBackend):
@@ -121,8 +125,7 @@ class SQLiteBackend(BaseBackend):
     # above the library's, so the library defaults apply.
     limits = BackendLimits()
 
-    def __init__(self, *, path: str | os.PathLike[str], collection: str = "memory_vec",
-                 timeout: float = 30.0) -> None:
+    def __init__(self, *, path: str | os.PathLike[str], collection: str = "memory_vec", timeout: float = 30.0) -> None:
         self.path = os.path.abspath(path)
         self.collection_name = collection
         self.timeout = timeout
@@ -135,13 +138,20 @@ class SQLiteBackend(BaseBackend):
     @classmethod
     def from_config(cls, config: MemoryConfig) -> SQLiteBackend:
         if config.backend_options:
-            raise ConfigError(f"MemoryConfig.backend_options: got {sorted(config.backend_options)} for backend "
-                              "'sqlite', which takes none; remove them")
+            raise ConfigError(
+                f"MemoryConfig.backend_options: got {sorted(config.backend_options)} for backend "
+                "'sqlite', which takes none; remove them"
+            )
         if config.url is not None:
-            raise ConfigError(f"MemoryConfig.url: got {config.url!r}; backend 'sqlite' is a local file under "
-                              "persist_dir and takes no url")
-        return cls(path=os.path.join(config.persist_dir, FILE_NAME), collection=config.collection,
-                   timeout=config.backend_timeout)
+            raise ConfigError(
+                f"MemoryConfig.url: got {config.url!r}; backend 'sqlite' is a local file under "
+                "persist_dir and takes no url"
+            )
+        return cls(
+            path=os.path.join(config.persist_dir, FILE_NAME),
+            collection=config.collection,
+            timeout=config.backend_timeout,
+        )
 
     def __repr__(self) -> str:
         return f"SQLiteBackend(path={self.path!r}, collection={self.collection_name!r})"
@@ -159,11 +169,13 @@ class SQLiteBackend(BaseBackend):
             self._verified = False
             self._connect()
             with self._write("open the collection") as conn:
-                row = conn.execute("SELECT model_id, dimension FROM collections WHERE name = ?",
-                                   (self.collection_name,)).fetchone()
+                row = conn.execute(
+                    "SELECT model_id, dimension FROM collections WHERE name = ?", (self.collection_name,)
+                ).fetchone()
                 if row is None:
-                    conn.execute("INSERT INTO collections VALUES (?, ?, ?)",
-                                 (self.collection_name, model_id, dimension))
+                    conn.execute(
+                        "INSERT INTO collections VALUES (?, ?, ?)", (self.collection_name, model_id, dimension)
+                    )
                     row = (model_id, dimension)
             self._model_id, self._dimension = row[0], int(row[1])
             if (self._model_id, self._dimension) != (model_id, dimension):
@@ -213,8 +225,10 @@ class SQLiteBackend(BaseBackend):
         wal = self.path + "-wal"
         left = os.path.getsize(wal) if os.path.exists(wal) else 0
         if busy or left:
-            note = (f"sqlite: another connection was reading {self.path}; its write-ahead log ({left} bytes) "
-                    "still holds old pages: call purge() again")
+            note = (
+                f"sqlite: another connection was reading {self.path}; its write-ahead log ({left} bytes) "
+                "still holds old pages: call purge() again"
+            )
             return PurgeReport(False, 1, (note,))
         return PurgeReport(True, 0, ("sqlite: deleted rows overwritten, write-ahead log checkpointed and truncated",))
 
@@ -231,8 +245,10 @@ class SQLiteBackend(BaseBackend):
             raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
         with self._lock:
             self._check_writable(vectors.shape[1])
-            rows = [(self.collection_name, r.id, r.user_id, r.session_id, r.visibility, encode(r), v.tobytes())
-                    for r, v in zip(records, unit(vectors))]  # encoding errors surface before any write
+            rows = [
+                (self.collection_name, r.id, r.user_id, r.session_id, r.visibility, encode(r), v.tobytes())
+                for r, v in zip(records, unit(vectors))
+            ]  # encoding errors surface before any write
             with self._write("write records") as conn:
                 conn.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
 
@@ -243,8 +259,11 @@ class SQLiteBackend(BaseBackend):
             self._check_writable(None)
             rows = [(r.user_id, r.session_id, r.visibility, encode(r), self.collection_name, r.id) for r in records]
             with self._write("update records") as conn:  # a missing id matches no row: nothing is created
-                conn.executemany("UPDATE records SET user_id = ?, session_id = ?, visibility = ?, record = ? "
-                                 "WHERE collection = ? AND id = ?", rows)
+                conn.executemany(
+                    "UPDATE records SET user_id = ?, session_id = ?, visibility = ?, record = ? "
+                    "WHERE collection = ? AND id = ?",
+                    rows,
+                )
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         with self._lock, self._write("delete records") as conn:
@@ -256,8 +275,10 @@ class SQLiteBackend(BaseBackend):
                 doomed = [r.id for r in self._records(conn, where, ids)]
             deleted = 0
             for chunk in _chunks(doomed):
-                deleted += conn.execute(f"DELETE FROM records WHERE collection = ? AND id IN ({_marks(chunk)})",
-                                        [self.collection_name, *chunk]).rowcount
+                deleted += conn.execute(
+                    f"DELETE FROM records WHERE collection = ? AND id IN ({_marks(chunk)})",
+                    [self.collection_name, *chunk],
+                ).rowcount
             return deleted
 
     # --- reads -----------------------------------------------------------------------------
@@ -279,7 +300,7 @@ class SQLiteBackend(BaseBackend):
                 # Decode best-first in growing batches: most queries need only the top few rows.
                 start, batch = 0, max(4 * k, 32)
                 while start < len(order) and len(hits) < k:
-                    chosen = order[start:start + batch]
+                    chosen = order[start : start + batch]
                     found = {r.id: r for r in self._by_id(conn, [ids[i] for i in chosen])}
                     for i in chosen:
                         record = found.get(ids[i])
@@ -321,14 +342,16 @@ class SQLiteBackend(BaseBackend):
     def count(self, where: RecordFilter | None = None) -> int:
         with self._lock, self._read("count records") as conn:
             if where is None:
-                (n,) = conn.execute("SELECT COUNT(*) FROM records WHERE collection = ?",
-                                    (self.collection_name,)).fetchone()
+                (n,) = conn.execute(
+                    "SELECT COUNT(*) FROM records WHERE collection = ?", (self.collection_name,)
+                ).fetchone()
                 return int(n)
             return sum(1 for _ in self._records(conn, where, None))
 
     # --- internals -------------------------------------------------------------------------
-    def _select(self, conn: sqlite3.Connection, columns: str, where: RecordFilter | None,
-                ids: Sequence[str] | None) -> Iterator[Any]:
+    def _select(
+        self, conn: sqlite3.Connection, columns: str, where: RecordFilter | None, ids: Sequence[str] | None
+    ) -> Iterator[Any]:
         """Rows of this collection that the owner conditions (and ``ids``) allow."""
         owner, params = _owner_clause(where)
         sql = f"SELECT {columns} FROM records WHERE collection = ?{owner}"
@@ -341,8 +364,9 @@ class SQLiteBackend(BaseBackend):
         for chunk in _chunks(list(dict.fromkeys(ids))):
             yield from conn.execute(f"{sql} AND id IN ({_marks(chunk)})", [self.collection_name, *params, *chunk])
 
-    def _records(self, conn: sqlite3.Connection, where: RecordFilter | None,
-                 ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
+    def _records(
+        self, conn: sqlite3.Connection, where: RecordFilter | None, ids: Sequence[str] | None
+    ) -> Iterator[MemoryRecord]:
         for (payload,) in self._select(conn, "record", where, ids):
             record = decode(payload)
             if where is None or where.matches(record):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import threading
 
-from .base import BaseEmbedder, Embedder, normalize_rows
-from .models import (
+from memory_vec.embeddings.base import BaseEmbedder, Embedder, normalize_rows
+from memory_vec.embeddings.hashing import DeterministicHashEmbedder
+from memory_vec.embeddings.models import (
     E5_SMALL_ID,
     MINILM_ID,
     E5SmallEmbedder,
@@ -22,6 +23,7 @@ __all__ = [
     "E5_SMALL_ID",
     "MINILM_ID",
     "BaseEmbedder",
+    "DeterministicHashEmbedder",
     "E5SmallEmbedder",
     "Embedder",
     "LangChainEmbedder",
@@ -45,8 +47,6 @@ def get_embedder(name: str, *, device: str = "cpu", batch_size: int = 32) -> Emb
             if name in _E5_NAMES:
                 embedder = E5SmallEmbedder(batch_size=batch_size)
             elif name.startswith("hash"):
-                from ..testing.fakes import DeterministicHashEmbedder
-
                 dim = int(name.split(":", 1)[1]) if ":" in name else 64
                 embedder = DeterministicHashEmbedder(dimension=dim)
             else:

@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import EmbeddingError
+from memory_vec._model.errors import EmbeddingError
 
 __all__ = ["BaseEmbedder", "Embedder", "normalize_rows"]
 
@@ -94,8 +94,7 @@ class BaseEmbedder:
             )
         if self._dimension is not None and vectors.shape[1] != self._dimension:
             raise EmbeddingError(
-                f"Embedding model {self.model_id!r} returned dimension {vectors.shape[1]}, "
-                f"expected {self._dimension}."
+                f"Embedding model {self.model_id!r} returned dimension {vectors.shape[1]}, expected {self._dimension}."
             )
         self._dimension = int(vectors.shape[1])
         return vectors

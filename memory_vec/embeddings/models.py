@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DependencyMissingError
-from .base import BaseEmbedder
+from memory_vec._model.errors import DependencyMissingError
+from memory_vec.embeddings.base import BaseEmbedder
 
 __all__ = [
     "E5_SMALL_ID",
@@ -133,7 +133,12 @@ class E5SmallEmbedder(BaseEmbedder):
 class LangChainEmbedder(BaseEmbedder):
     """Wraps a LangChain ``Embeddings`` the user already has."""
 
-    def __init__(self, embeddings: Any, *, model_id: str | None = None, default_threshold: float = 0.2,
+    def __init__(
+        self,
+        embeddings: Any,
+        *,
+        model_id: str | None = None,
+        default_threshold: float = 0.2,
         symmetric: bool = True,
     ) -> None:
         self._embeddings = embeddings
@@ -147,13 +152,13 @@ class LangChainEmbedder(BaseEmbedder):
         return np.asarray(self._embeddings.embed_documents(texts))
 
     async def aembed_query(self, text: str) -> np.ndarray:
-        from .base import normalize_rows
+        from memory_vec.embeddings.base import normalize_rows
 
         row: np.ndarray = normalize_rows(np.asarray([await self._embeddings.aembed_query(text)]))[0]
         return row
 
     async def aembed_documents(self, texts: Any) -> np.ndarray:
-        from .base import normalize_rows
+        from memory_vec.embeddings.base import normalize_rows
 
         texts = list(texts)
         if not texts:
@@ -164,7 +169,12 @@ class LangChainEmbedder(BaseEmbedder):
 class LlamaIndexEmbedder(BaseEmbedder):
     """Wraps a LlamaIndex ``BaseEmbedding`` the user already has."""
 
-    def __init__(self, embed_model: Any, *, model_id: str | None = None, default_threshold: float = 0.2,
+    def __init__(
+        self,
+        embed_model: Any,
+        *,
+        model_id: str | None = None,
+        default_threshold: float = 0.2,
         symmetric: bool = True,
     ) -> None:
         self._embed_model = embed_model

@@ -1,7 +1,7 @@
 """Working-state stores: in memory, SQLite (default for persistent backends), Redis.
 
 A store belongs to one collection: the caller that owns the collection (the
-:class:`~memory_vec.store.Store`) creates it with :func:`create_state_store`
+:class:`~memory_vec._storage.store.Store`) creates it with :func:`create_state_store`
 and closes it. There is no process-wide registry.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError
-from ._legacy import claim_legacy_sessions, legacy_state_path
-from .base import (
+from memory_vec._model.errors import ConfigError
+from memory_vec.state._legacy import claim_legacy_sessions, legacy_state_path
+from memory_vec.state.base import (
     KEYWORD_LOG_LIMIT,
     DeadLetter,
     KeywordChanges,
@@ -20,11 +20,11 @@ from .base import (
     StateStore,
     WorkingState,
 )
-from .memory import InMemoryStateStore
-from .sqlite import SQLiteStateStore, sqlite_state_path
+from memory_vec.state.memory import InMemoryStateStore
+from memory_vec.state.sqlite import SQLiteStateStore, sqlite_state_path
 
 if TYPE_CHECKING:
-    from ..config import MemoryConfig
+    from memory_vec._model.config import MemoryConfig
 
 __all__ = [
     "KEYWORD_LOG_LIMIT",
@@ -64,7 +64,7 @@ def create_state_store(config: MemoryConfig) -> StateStore:
         return InMemoryStateStore()
     if kind == "sqlite":
         return SQLiteStateStore(sqlite_state_path(config.persist_dir, config.backend, config.collection))
-    from .redis import RedisStateStore
+    from memory_vec.state.redis import RedisStateStore
 
     if config.redis_url is None:
         raise ConfigError("state='redis' needs redis_url (got None); set MemoryConfig.redis_url to a redis:// URL")

@@ -19,8 +19,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import StateStoreError
-from .base import StateMessage, StateStore, WorkingState
+from memory_vec._model.errors import StateStoreError
+from memory_vec.state.base import StateMessage, StateStore, WorkingState
 
 __all__ = ["LEGACY_STATE_FILE", "claim_legacy_sessions", "legacy_state_path"]
 
@@ -34,9 +34,7 @@ def legacy_state_path(persist_dir: str) -> str:
     return os.path.join(persist_dir, LEGACY_STATE_FILE)
 
 
-def claim_legacy_sessions(
-    legacy_path: str, target: StateStore, owns: Callable[[Sequence[str]], set[str]]
-) -> int:
+def claim_legacy_sessions(legacy_path: str, target: StateStore, owns: Callable[[Sequence[str]], set[str]]) -> int:
     """Move the sessions of one collection from a 0.1 state file into ``target``.
 
     Args:
@@ -59,8 +57,9 @@ def claim_legacy_sessions(
         return 0
     try:
         # mode=rw: a file removed since the check is not created again, empty.
-        conn = sqlite3.connect(Path(legacy_path).absolute().as_uri() + "?mode=rw", uri=True, timeout=600,
-                               isolation_level=None)
+        conn = sqlite3.connect(
+            Path(legacy_path).absolute().as_uri() + "?mode=rw", uri=True, timeout=600, isolation_level=None
+        )
     except sqlite3.Error as exc:
         raise StateStoreError(f"Cannot open the 0.1 working-state file {legacy_path!r}: {exc}") from exc
     try:
@@ -84,8 +83,7 @@ def _claim(conn: sqlite3.Connection, target: StateStore, owns: Callable[[Sequenc
         claimed = 0
         # A session row without messages, or (never written by 0.1) messages without a row.
         keys = conn.execute(
-            "SELECT user_id, session_id FROM sessions UNION SELECT user_id, session_id FROM messages "
-            "ORDER BY 1, 2"
+            "SELECT user_id, session_id FROM sessions UNION SELECT user_id, session_id FROM messages ORDER BY 1, 2"
         ).fetchall()
         for user_id, session_id in keys:
             state = _read(conn, user_id, session_id)
@@ -97,7 +95,8 @@ def _claim(conn: sqlite3.Connection, target: StateStore, owns: Callable[[Sequenc
                 log.warning(
                     "Working state of user %r, session %r in the 0.1 file has no recent messages; "
                     "it cannot be matched to a collection and goes to the first collection opened.",
-                    user_id, session_id,
+                    user_id,
+                    session_id,
                 )
             if session_id not in target.sessions(user_id):  # else copied before a crash
                 target.replace(state)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ._letters import letter_from_json
-from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges
+from memory_vec.state._letters import letter_from_json
+from memory_vec.state.base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges
 
 __all__ = [
     "LOGS_SCHEMA",
@@ -41,14 +41,12 @@ CREATE INDEX IF NOT EXISTS dead_letters_by_user ON dead_letters (user_id, failed
 
 def log_writes(conn: sqlite3.Connection, user_id: str, ids: Sequence[str]) -> int:
     conn.execute("INSERT OR IGNORE INTO keyword_users (user_id) VALUES (?)", (user_id,))
-    (counter, floor) = conn.execute(
-        "SELECT counter, floor FROM keyword_users WHERE user_id=?", (user_id,)
-    ).fetchone()
+    (counter, floor) = conn.execute("SELECT counter, floor FROM keyword_users WHERE user_id=?", (user_id,)).fetchone()
     if not ids:
         return int(counter)
     new_counter = counter + len(ids)
     new_floor = max(floor, new_counter - KEYWORD_LOG_LIMIT)
-    kept = list(ids)[max(0, new_floor - counter):]  # never insert what the trim would drop at once
+    kept = list(ids)[max(0, new_floor - counter) :]  # never insert what the trim would drop at once
     first = new_counter - len(kept) + 1
     conn.executemany(
         "INSERT INTO keyword_log (user_id, pos, record_id) VALUES (?, ?, ?)",
@@ -56,16 +54,12 @@ def log_writes(conn: sqlite3.Connection, user_id: str, ids: Sequence[str]) -> in
     )
     if new_floor > floor:
         conn.execute("DELETE FROM keyword_log WHERE user_id=? AND pos<=?", (user_id, new_floor))
-    conn.execute(
-        "UPDATE keyword_users SET counter=?, floor=? WHERE user_id=?", (new_counter, new_floor, user_id)
-    )
+    conn.execute("UPDATE keyword_users SET counter=?, floor=? WHERE user_id=?", (new_counter, new_floor, user_id))
     return int(new_counter)
 
 
 def keyword_changes(conn: sqlite3.Connection, user_id: str, *, after: int, generation: int) -> KeywordChanges:
-    row = conn.execute(
-        "SELECT generation, counter, floor FROM keyword_users WHERE user_id=?", (user_id,)
-    ).fetchone()
+    row = conn.execute("SELECT generation, counter, floor FROM keyword_users WHERE user_id=?", (user_id,)).fetchone()
     current, counter, floor = (int(v) for v in row) if row is not None else (0, 0, 0)
     if generation != current or not floor <= after <= counter:
         return KeywordChanges(current, counter, None)
@@ -81,9 +75,7 @@ def reset_keywords(conn: sqlite3.Connection, user_id: str) -> int:
     conn.execute("INSERT OR IGNORE INTO keyword_users (user_id) VALUES (?)", (user_id,))
     # Every reader rebuilds after a reset: the entries so far are no use to anyone.
     conn.execute("DELETE FROM keyword_log WHERE user_id=?", (user_id,))
-    conn.execute(
-        "UPDATE keyword_users SET generation=generation+1, floor=counter WHERE user_id=?", (user_id,)
-    )
+    conn.execute("UPDATE keyword_users SET generation=generation+1, floor=counter WHERE user_id=?", (user_id,))
     (generation,) = conn.execute("SELECT generation FROM keyword_users WHERE user_id=?", (user_id,)).fetchone()
     return int(generation)
 

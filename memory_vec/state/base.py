@@ -24,8 +24,10 @@ also keeps two small per-collection logs the engine needs across processes:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+from memory_vec._model.session import NewMessage, StateMessage, WorkingState
 
 __all__ = ["DeadLetter", "KeywordChanges", "Marks", "NewMessage", "StateMessage", "StateStore", "WorkingState"]
 
@@ -33,45 +35,6 @@ __all__ = ["DeadLetter", "KeywordChanges", "Marks", "NewMessage", "StateMessage"
 KEYWORD_LOG_LIMIT = 10_000
 #: ``unflushed_marks``: the state store's time now, and each lease with its deadline.
 Marks = tuple[float, list[tuple[str, float]]]
-
-
-@dataclass(frozen=True)
-class NewMessage:
-    """A message to append; the store assigns its sequence number."""
-
-    id: str
-    role: str
-    content: str
-    timestamp: float
-    tokens: int
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StateMessage:
-    seq: int
-    id: str
-    role: str
-    content: str
-    timestamp: float
-    tokens: int
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class WorkingState:
-    user_id: str
-    session_id: str
-    summary: str = ""
-    summary_tokens: int = 0
-    messages: list[StateMessage] = field(default_factory=list)
-    next_seq: int = 1
-    folded_through: int = 0  # highest sequence number folded into the summary
-    updated_at: float = 0.0
-
-    @property
-    def recent_tokens(self) -> int:
-        return sum(m.tokens for m in self.messages)
 
 
 @dataclass(frozen=True)
@@ -94,7 +57,7 @@ class DeadLetter:
     """A record the backend refused while the rest of its batch was stored.
 
     ``record`` is the record as a plain dict (``dataclasses.asdict`` of a
-    :class:`~memory_vec.records.MemoryRecord`) and ``vector`` its stored
+    :class:`~memory_vec._model.records.MemoryRecord`) and ``vector`` its stored
     vector, so a retry needs no model.
     """
 
@@ -113,8 +76,7 @@ class StateStore(Protocol):
 
     def load(self, user_id: str, session_id: str) -> WorkingState: ...
 
-    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *,
-               first_seq: int = 1) -> list[int]:
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *, first_seq: int = 1) -> list[int]:
         """Append atomically; the seqs given continue ``next_seq``, and are never
         below ``first_seq`` (a state lost while its messages stayed stored
         must not hand out their seqs again)."""

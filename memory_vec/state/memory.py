@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
+from memory_vec.state.base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
 
 __all__ = ["InMemoryStateStore"]
 
@@ -53,8 +53,7 @@ class InMemoryStateStore:
             state = self._states.get((user_id, session_id))
             return copy.deepcopy(state) if state is not None else WorkingState(user_id, session_id)
 
-    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *,
-               first_seq: int = 1) -> list[int]:
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *, first_seq: int = 1) -> list[int]:
         with self._lock:
             state = self._get(user_id, session_id)
             state.next_seq = max(state.next_seq, first_seq)

@@ -17,7 +17,7 @@ Per user and per collection (see :class:`~memory_vec.state.base.StateStore`):
 * ``memvec:<ns>:pw:<user>`` sorted set: leases on sessions with rows not stored yet (unflushed.py),
   ``"<writer token> <session>"`` -> deadline in Redis server time (hosts' clocks need not agree).
 
-Shared vector cache (:mod:`memory_vec.vector_cache`): ``memvec:<ns>:v:<kind><digest>``
+Shared vector cache (:mod:`memory_vec._storage.vector_cache`): ``memvec:<ns>:v:<kind><digest>``
 strings of float32 bytes, expiring after ``VECTOR_TTL_S``: the vectors of
 recent texts, keyed by a digest of model id and text (never the text), so a
 user whose turns go to different worker processes is not embedded twice.
@@ -40,9 +40,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import DependencyMissingError, StateStoreError
-from ._letters import letter_from_json, letters_to_json
-from ._redis_scripts import (
+from memory_vec._model.errors import DependencyMissingError, StateStoreError
+from memory_vec.state._letters import letter_from_json, letters_to_json
+from memory_vec.state._redis_scripts import (
     APPEND,
     CLEAR,
     CLEAR_EXPIRED,
@@ -52,7 +52,15 @@ from ._redis_scripts import (
     MARK_UNFLUSHED,
     UNFLUSHED,
 )
-from .base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, Marks, NewMessage, StateMessage, WorkingState
+from memory_vec.state.base import (
+    KEYWORD_LOG_LIMIT,
+    DeadLetter,
+    KeywordChanges,
+    Marks,
+    NewMessage,
+    StateMessage,
+    WorkingState,
+)
 
 __all__ = ["VECTOR_TTL_S", "RedisStateStore"]
 
@@ -174,15 +182,17 @@ class RedisStateStore:
         replies = _changes(changes[0]) if changes else []
         return _state(user_id, session_id, meta, members), _marks(*leases), replies
 
-    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *,
-               first_seq: int = 1) -> list[int]:
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *, first_seq: int = 1) -> list[int]:
         if not messages:
             return []
-        payloads = [json.dumps([m.id, m.role, m.content, m.timestamp, m.tokens, m.metadata], ensure_ascii=False)
-                    for m in messages]
+        payloads = [
+            json.dumps([m.id, m.role, m.content, m.timestamp, m.tokens, m.metadata], ensure_ascii=False)
+            for m in messages
+        ]
         with self._errors("append messages"):
-            seqs = self._append(keys=self._keys(user_id, session_id),
-                                args=[session_id, repr(time.time()), int(first_seq), *payloads])
+            seqs = self._append(
+                keys=self._keys(user_id, session_id), args=[session_id, repr(time.time()), int(first_seq), *payloads]
+            )
         return [int(s) for s in seqs]
 
     def commit_fold(
@@ -199,9 +209,16 @@ class RedisStateStore:
         with self._errors("commit a summary fold"):
             done = self._fold(
                 keys=self._keys(user_id, session_id),
-                args=[int(expected_folded_through), int(folded_through), summary, int(summary_tokens),
-                      repr(time.time()), session_id, "0" if expected_summary is None else "1",
-                      expected_summary or ""],
+                args=[
+                    int(expected_folded_through),
+                    int(folded_through),
+                    summary,
+                    int(summary_tokens),
+                    repr(time.time()),
+                    session_id,
+                    "0" if expected_summary is None else "1",
+                    expected_summary or "",
+                ],
             )
         return bool(int(done))
 
@@ -220,11 +237,16 @@ class RedisStateStore:
         with self._errors("replace a session"):
             pipe = self._client.pipeline(transaction=True)
             pipe.delete(meta_key, msgs_key)
-            pipe.hset(meta_key, mapping={
-                "summary": state.summary, "summary_tokens": int(state.summary_tokens),
-                "next_seq": int(state.next_seq), "folded_through": int(state.folded_through),
-                "updated_at": repr(time.time()),
-            })
+            pipe.hset(
+                meta_key,
+                mapping={
+                    "summary": state.summary,
+                    "summary_tokens": int(state.summary_tokens),
+                    "next_seq": int(state.next_seq),
+                    "folded_through": int(state.folded_through),
+                    "updated_at": repr(time.time()),
+                },
+            )
             if state.messages:
                 pipe.zadd(msgs_key, {_encode(m): m.seq for m in state.messages})
             pipe.sadd(user_key, state.session_id)
@@ -239,8 +261,12 @@ class RedisStateStore:
             return 0
         # A member is "<seq>:" + the JSON list [id, ...]: matched by its encoded id, atomically.
         with self._errors("drop messages"):
-            return int(self._drop(keys=self._keys(user_id, session_id)[1:2],
-                                  args=[json.dumps(i, ensure_ascii=False) for i in dict.fromkeys(ids)]))
+            return int(
+                self._drop(
+                    keys=self._keys(user_id, session_id)[1:2],
+                    args=[json.dumps(i, ensure_ascii=False) for i in dict.fromkeys(ids)],
+                )
+            )
 
     def sessions(self, user_id: str) -> list[str]:
         with self._errors("list sessions"):
@@ -265,8 +291,12 @@ class RedisStateStore:
     def keyword_changes_many(self, asks: Sequence[tuple[str, int, int]]) -> list[KeywordChanges]:
         """``keyword_changes`` of several ``(log key, after, generation)`` in one script call."""
         with self._errors("read the keyword log"):
-            return _changes(self._changes(keys=[k for user, _, _ in asks for k in self._keyword_keys(user)],
-                                          args=[int(n) for _, after, generation in asks for n in (after, generation)]))
+            return _changes(
+                self._changes(
+                    keys=[k for user, _, _ in asks for k in self._keyword_keys(user)],
+                    args=[int(n) for _, after, generation in asks for n in (after, generation)],
+                )
+            )
 
     def reset_keywords(self, user_id: str) -> int:
         meta_key, log_key = self._keyword_keys(user_id)
@@ -315,8 +345,9 @@ class RedisStateStore:
         with self._errors("read dead letters"):
             payloads = self._client.hvals(self._prefix + "dl")
         found = [letter_from_json(p) for p in payloads]
-        return sorted((d for d in found if user_id is None or d.user_id == user_id),
-                      key=lambda d: (d.failed_at, d.record_id))
+        return sorted(
+            (d for d in found if user_id is None or d.user_id == user_id), key=lambda d: (d.failed_at, d.record_id)
+        )
 
     def remove_dead_letters(self, record_ids: Sequence[str]) -> int:
         if not record_ids:
@@ -329,8 +360,9 @@ class RedisStateStore:
         if self._bytes_client is None:
             import redis
 
-            self._bytes_client = redis.Redis.from_url(self.url, socket_timeout=self._timeout,
-                                                      socket_connect_timeout=self._timeout)
+            self._bytes_client = redis.Redis.from_url(
+                self.url, socket_timeout=self._timeout, socket_connect_timeout=self._timeout
+            )
         return self._bytes_client
 
     def cached_vectors(self, keys: Sequence[str]) -> list[bytes | None]:
@@ -407,8 +439,7 @@ def _marks(now: str, flat: list[str]) -> Marks:
 
 
 def _encode(m: StateMessage) -> str:
-    return f"{m.seq}:" + json.dumps([m.id, m.role, m.content, m.timestamp, m.tokens, m.metadata],
-                                    ensure_ascii=False)
+    return f"{m.seq}:" + json.dumps([m.id, m.role, m.content, m.timestamp, m.tokens, m.metadata], ensure_ascii=False)
 
 
 def _decode(member: str) -> StateMessage:

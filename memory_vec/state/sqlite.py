@@ -9,7 +9,7 @@ the writers' backs; a committed transaction survives a crash (synchronous=FULL).
 The same file holds the collection's keyword log and dead letters
 (see :mod:`memory_vec.state._sqlite_logs`), and the leases background
 writers of this host's processes take on sessions with rows not stored yet
-(``unflushed``, see :mod:`memory_vec.unflushed`; committed without an fsync).
+(``unflushed``, see :mod:`memory_vec._storage.unflushed`; committed without an fsync).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from ..errors import ConfigError, StateStoreError
-from . import _sqlite_logs as logs
-from ._letters import letters_to_json
-from .base import DeadLetter, KeywordChanges, Marks, NewMessage, StateMessage, WorkingState
+from memory_vec._model.errors import ConfigError, StateStoreError
+from memory_vec.state import _sqlite_logs as logs
+from memory_vec.state._letters import letters_to_json
+from memory_vec.state.base import DeadLetter, KeywordChanges, Marks, NewMessage, StateMessage, WorkingState
 
 __all__ = ["SQLiteStateStore", "sqlite_state_path"]
 
@@ -52,14 +52,17 @@ def sqlite_state_path(persist_dir: str, backend: str, collection: str) -> str:
         '/data/state/chroma-notes.sqlite3'
     """
     if not _BACKEND_NAME.fullmatch(backend):
-        raise ConfigError(f"backend {backend!r} cannot name a state file; expected one of the backend names "
-                          "(lower-case letters, digits, '_')")
+        raise ConfigError(
+            f"backend {backend!r} cannot name a state file; expected one of the backend names "
+            "(lower-case letters, digits, '_')"
+        )
     if _PLAIN_NAME.fullmatch(collection):
         name = collection
     else:
         digest = hashlib.sha256(collection.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         name = f"{_UNSAFE_CHARS.sub('_', collection)[:32]}~{digest}"
     return os.path.join(persist_dir, "state", f"{backend}-{name}.sqlite3")
+
 
 _LEASES_KEPT_S = 30 * 86400  # a lease that ran out this long ago is dropped unhealed (maintain() heals)
 
@@ -198,9 +201,7 @@ class SQLiteStateStore:
 
     @staticmethod
     def _ensure(conn: sqlite3.Connection, user_id: str, session_id: str) -> None:
-        conn.execute(
-            "INSERT OR IGNORE INTO sessions (user_id, session_id) VALUES (?, ?)", (user_id, session_id)
-        )
+        conn.execute("INSERT OR IGNORE INTO sessions (user_id, session_id) VALUES (?, ?)", (user_id, session_id))
 
     def load(self, user_id: str, session_id: str) -> WorkingState:
         with self._snapshot("read working state") as conn:
@@ -217,13 +218,10 @@ class SQLiteStateStore:
         state = WorkingState(user_id, session_id)
         if row is not None:
             state.summary, state.summary_tokens, state.next_seq, state.folded_through, state.updated_at = row
-        state.messages = [
-            StateMessage(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows
-        ]
+        state.messages = [StateMessage(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
         return state
 
-    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *,
-               first_seq: int = 1) -> list[int]:
+    def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *, first_seq: int = 1) -> list[int]:
         with self._tx() as conn:
             self._ensure(conn, user_id, session_id)
             (next_seq,) = conn.execute(
@@ -234,8 +232,17 @@ class SQLiteStateStore:
             conn.executemany(
                 "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (user_id, session_id, seq, m.id, m.role, m.content, m.timestamp, m.tokens,
-                     json.dumps(m.metadata, ensure_ascii=False))
+                    (
+                        user_id,
+                        session_id,
+                        seq,
+                        m.id,
+                        m.role,
+                        m.content,
+                        m.timestamp,
+                        m.tokens,
+                        json.dumps(m.metadata, ensure_ascii=False),
+                    )
                     for seq, m in zip(seqs, messages)
                 ],
             )
@@ -256,10 +263,20 @@ class SQLiteStateStore:
         summary_tokens: int,
         expected_summary: str | None = None,
     ) -> bool:
-        sql = ("UPDATE sessions SET summary=?, summary_tokens=?, folded_through=?, updated_at=? "
-               "WHERE user_id=? AND session_id=? AND folded_through=? AND next_seq>?")
-        params: tuple[object, ...] = (summary, summary_tokens, folded_through, time.time(), user_id, session_id,
-                                      expected_folded_through, folded_through)
+        sql = (
+            "UPDATE sessions SET summary=?, summary_tokens=?, folded_through=?, updated_at=? "
+            "WHERE user_id=? AND session_id=? AND folded_through=? AND next_seq>?"
+        )
+        params: tuple[object, ...] = (
+            summary,
+            summary_tokens,
+            folded_through,
+            time.time(),
+            user_id,
+            session_id,
+            expected_folded_through,
+            folded_through,
+        )
         if expected_summary is not None:
             sql, params = sql + " AND summary=?", (*params, expected_summary)
         with self._tx() as conn:  # no row made for a session that has none (a forgotten one stays gone)
@@ -282,19 +299,33 @@ class SQLiteStateStore:
 
     def replace(self, state: WorkingState) -> None:
         with self._tx() as conn:
-            conn.execute(
-                "DELETE FROM messages WHERE user_id=? AND session_id=?", (state.user_id, state.session_id)
-            )
+            conn.execute("DELETE FROM messages WHERE user_id=? AND session_id=?", (state.user_id, state.session_id))
             conn.execute(
                 "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (state.user_id, state.session_id, state.summary, state.summary_tokens, state.next_seq,
-                 state.folded_through, time.time()),
+                (
+                    state.user_id,
+                    state.session_id,
+                    state.summary,
+                    state.summary_tokens,
+                    state.next_seq,
+                    state.folded_through,
+                    time.time(),
+                ),
             )
             conn.executemany(
                 "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (state.user_id, state.session_id, m.seq, m.id, m.role, m.content, m.timestamp, m.tokens,
-                     json.dumps(m.metadata, ensure_ascii=False))
+                    (
+                        state.user_id,
+                        state.session_id,
+                        m.seq,
+                        m.id,
+                        m.role,
+                        m.content,
+                        m.timestamp,
+                        m.tokens,
+                        json.dumps(m.metadata, ensure_ascii=False),
+                    )
                     for m in state.messages
                 ],
             )
@@ -307,13 +338,19 @@ class SQLiteStateStore:
 
     def drop_messages(self, user_id: str, session_id: str, ids: Sequence[str]) -> int:
         with self._tx() as conn:
-            return sum(conn.execute("DELETE FROM messages WHERE user_id=? AND session_id=? AND id=?",
-                                    (user_id, session_id, i)).rowcount for i in dict.fromkeys(ids))
+            return sum(
+                conn.execute(
+                    "DELETE FROM messages WHERE user_id=? AND session_id=? AND id=?", (user_id, session_id, i)
+                ).rowcount
+                for i in dict.fromkeys(ids)
+            )
 
     def sessions(self, user_id: str) -> list[str]:
-        rows = self._conn().execute(
-            "SELECT session_id FROM sessions WHERE user_id=? ORDER BY session_id", (user_id,)
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute("SELECT session_id FROM sessions WHERE user_id=? ORDER BY session_id", (user_id,))
+            .fetchall()
+        )
         return [r[0] for r in rows]
 
     # --- keyword log -----------------------------------------------------------------
@@ -335,8 +372,9 @@ class SQLiteStateStore:
         if marks:
             with self._leases("mark unflushed sessions") as conn:
                 now = time.time()
-                conn.executemany("INSERT OR REPLACE INTO unflushed VALUES (?, ?, ?)",
-                                 [(u, m, now + lease) for u, m in marks])
+                conn.executemany(
+                    "INSERT OR REPLACE INTO unflushed VALUES (?, ?, ?)", [(u, m, now + lease) for u, m in marks]
+                )
                 # As Redis expires a user's leases: a dead worker's, of a user nobody reads again.
                 conn.execute("DELETE FROM unflushed WHERE until<?", (now - _LEASES_KEPT_S,))
 
@@ -349,13 +387,18 @@ class SQLiteStateStore:
         if members:  # only those still expired: one renewed meanwhile is a live lease
             with self._leases("clear expired unflushed sessions") as conn:
                 now = time.time()
-                conn.executemany("DELETE FROM unflushed WHERE user_id=? AND member=? AND until<=?",
-                                 [(user_id, m, now) for m in members])
+                conn.executemany(
+                    "DELETE FROM unflushed WHERE user_id=? AND member=? AND until<=?",
+                    [(user_id, m, now) for m in members],
+                )
 
     def unflushed_marks(self, user_id: str) -> Marks:
         try:
-            rows = self._lease_conn().execute(
-                "SELECT member, until FROM unflushed WHERE user_id=? ORDER BY member", (user_id,)).fetchall()
+            rows = (
+                self._lease_conn()
+                .execute("SELECT member, until FROM unflushed WHERE user_id=? ORDER BY member", (user_id,))
+                .fetchall()
+            )
         except sqlite3.Error as exc:
             raise StateStoreError(f"Cannot read unflushed sessions from {self.path!r}: {exc}") from exc
         return time.time(), [(m, float(until)) for m, until in rows]

@@ -14,6 +14,6 @@ A third-party backend runs the same suite::
 
 from __future__ import annotations
 
-from .fakes import DeterministicHashEmbedder, ScriptedLLM
+from memory_vec.testing.fakes import DeterministicHashEmbedder, ScriptedLLM
 
 __all__ = ["DeterministicHashEmbedder", "ScriptedLLM"]

@@ -1,6 +1,6 @@
 """Conformance contracts of the leases a store shared by processes keeps for
 background writers (``mark_unflushed`` and friends, see
-:mod:`memory_vec.unflushed`). A store without them is skipped: its engine
+:mod:`memory_vec._storage.unflushed`). A store without them is skipped: its engine
 writes inline, or is owned by one process."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ._state_support import HOSTILE_IDS, StateSuiteBase, in_threads
+from memory_vec.testing._state_support import HOSTILE_IDS, StateSuiteBase, in_threads
 
 
 def _leasing(store: Any) -> Any:
@@ -69,7 +69,8 @@ class LeaseContracts(StateSuiteBase):
 
         in_threads(8, worker)
         assert sorted(m for m, _ in store.unflushed_marks("u1")[1]) == sorted(
-            f"w{t} s{i}" for t in range(8) for i in range(0, 20, 2))
+            f"w{t} s{i}" for t in range(8) for i in range(0, 20, 2)
+        )
 
     def test_hostile_ids_are_kept_apart(self, store: Any) -> None:
         store = _leasing(store)

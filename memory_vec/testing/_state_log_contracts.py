@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..state.base import KEYWORD_LOG_LIMIT, KeywordChanges, StateStore
-from ._state_support import HOSTILE_IDS, StateSuiteBase, dead_letter, in_threads, new_message
+from memory_vec.state.base import KEYWORD_LOG_LIMIT, KeywordChanges, StateStore
+from memory_vec.testing._state_support import HOSTILE_IDS, StateSuiteBase, dead_letter, in_threads, new_message
 
 __all__ = ["DeadLetterContracts", "KeywordLogContracts"]
 
@@ -34,7 +34,8 @@ class KeywordLogContracts(StateSuiteBase):
         store.reset_keywords("u")  # must not alias "u:1"
         for n, user in enumerate(HOSTILE_IDS, 1):
             assert store.keyword_changes(user, after=0, generation=0) == KeywordChanges(
-                0, n, tuple(f"{user}-{i}" for i in range(n)))
+                0, n, tuple(f"{user}-{i}" for i in range(n))
+            )
 
     def test_reset_bumps_the_generation(self, store: StateStore) -> None:
         store.log_writes("u1", ["a", "b", "c"])
@@ -61,7 +62,9 @@ class KeywordLogContracts(StateSuiteBase):
         assert store.keyword_changes("u1", after=0, generation=0).ids is None
         assert store.keyword_changes("u1", after=4, generation=0).ids is None
         assert store.keyword_changes("u1", after=5, generation=0).ids == (
-            *(f"a{i}" for i in range(5, 10)), *(f"b{i}" for i in range(limit - 5)))
+            *(f"a{i}" for i in range(5, 10)),
+            *(f"b{i}" for i in range(limit - 5)),
+        )
         assert store.keyword_changes("u1", after=limit + 4, generation=0).ids == (f"b{limit - 6}",)
         # One write larger than the limit keeps its newest ids.
         assert store.log_writes("u2", [f"c{i}" for i in range(limit + 3)]) == limit + 3
@@ -126,12 +129,16 @@ class DeadLetterContracts(StateSuiteBase):
         again = dataclasses.replace(dead_letter("r1", "u1"), error="failed again", failed_at=5.0, vector=[2.0])
         store.add_dead_letters([again])
         assert [(d.record_id, d.error) for d in store.dead_letters()] == [
-            ("r2", "rejected: dimension mismatch"), ("r1", "failed again")]
+            ("r2", "rejected: dimension mismatch"),
+            ("r1", "failed again"),
+        ]
         assert store.dead_letters()[1] == again
 
     def test_remove_dead_letters(self, store: StateStore) -> None:
-        letters = [dead_letter(record_id, user, failed_at=float(i))
-                   for i, (record_id, user) in enumerate(zip(HOSTILE_IDS, reversed(HOSTILE_IDS)))]
+        letters = [
+            dead_letter(record_id, user, failed_at=float(i))
+            for i, (record_id, user) in enumerate(zip(HOSTILE_IDS, reversed(HOSTILE_IDS)))
+        ]
         store.add_dead_letters(letters)
         assert store.remove_dead_letters([HOSTILE_IDS[0], "missing", HOSTILE_IDS[0], HOSTILE_IDS[2]]) == 2
         assert store.dead_letters() == [letters[1], *letters[3:]]

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, TypeVar
 
 import pytest
 
-from ..state.base import DeadLetter, NewMessage, StateStore
+from memory_vec.state.base import DeadLetter, NewMessage, StateStore
 
 __all__ = ["HOSTILE_IDS", "StateSuiteBase", "dead_letter", "in_threads", "new_message"]
 
@@ -36,11 +36,20 @@ def dead_letter(record_id: str, user_id: str = "u1", failed_at: float = 1.0, **f
     """A dead letter whose record looks like ``dataclasses.asdict(MemoryRecord)``."""
     fields.setdefault("session_id", "s1")
     fields.setdefault("error", "rejected: dimension mismatch")
-    fields.setdefault("record", {
-        "id": record_id, "text": f'日本語 "q" 🙂 {record_id}', "user_id": user_id, "timestamp": 1_700_000_000.25,
-        "kind": "message", "metadata": {"k": [1, True, None]}, "valid_to": None, "source_ids": ["a", "b"],
-        "importance": 0.1 + 0.2,
-    })
+    fields.setdefault(
+        "record",
+        {
+            "id": record_id,
+            "text": f'日本語 "q" 🙂 {record_id}',
+            "user_id": user_id,
+            "timestamp": 1_700_000_000.25,
+            "kind": "message",
+            "metadata": {"k": [1, True, None]},
+            "valid_to": None,
+            "source_ids": ["a", "b"],
+            "importance": 0.1 + 0.2,
+        },
+    )
     fields.setdefault("vector", [0.1, -2.5e-8, 1 / 3])
     return DeadLetter(record_id=record_id, user_id=user_id, failed_at=failed_at, **fields)
 
@@ -95,8 +104,16 @@ class StateSuiteBase:
         code = self.subprocess_code(store)
         if code is None:
             pytest.skip("subprocess_code() not provided")
-        children = [subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True) for _ in range(procs)]
+        children = [
+            subprocess.Popen(
+                [sys.executable, "-c", _CHILD],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(procs)
+        ]
         jobs = [json.dumps({"code": code, "op": op, "prefix": f"p{p}", "n": n}) for p in range(procs)]
         outputs = [child.communicate(job, timeout=180) for child, job in zip(children, jobs)]
         for child, (_, err) in zip(children, outputs):

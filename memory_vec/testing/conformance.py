@@ -31,7 +31,7 @@ Capability flags (class attributes):
 - ``supports_threads``: one instance may be used from many threads.
 - ``supports_multiprocess``: several processes may write to one store.
 - ``exclusive_process_lock``: an embedded store that a second process must
-  refuse to open with :class:`~memory_vec.errors.StoreLockedError`.
+  refuse to open with :class:`~memory_vec._model.errors.StoreLockedError`.
 - ``large_batch_size``: rows of the big-batch contract (0 skips it).
 
 Example::
@@ -67,9 +67,9 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 import pytest
 
-from ..backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord, insert_new_of, reads_vectors
-from ..errors import EmbeddingModelMismatchError, InvalidInputError, MemoryVecError, StoreLockedError
-from ..records import MemoryRecord
+from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError, MemoryVecError, StoreLockedError
+from memory_vec._model.records import MemoryRecord
+from memory_vec.backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord, insert_new_of, reads_vectors
 
 __all__ = ["FILTER_CASES", "HOSTILE_STRINGS", "BackendConformance", "make_record", "unit_vector"]
 
@@ -140,21 +140,33 @@ def _corpus() -> list[MemoryRecord]:
         make_record("p1", text="alpha", seq=1, timestamp=T0, kind="message", metadata={"topic": "budget"}),
         make_record("p2", role="assistant", seq=2, timestamp=T0 + 10, metadata={"topic": "travel", "n": 3}),
         make_record("p3", session_id="s2", seq=1, timestamp=T0 + 20, kind="fact", metadata={"flag": True}),
-        make_record("p4", session_id="s2", seq=2, timestamp=T0 + 30, kind="summary", role="system",
-                    metadata={"flag": 1}),
-        make_record("p5", seq=3, timestamp=T0 + 40, kind="fact", valid_to=T0 + 45, superseded_by="p6",
-                    metadata={"flag": False}),
+        make_record(
+            "p4", session_id="s2", seq=2, timestamp=T0 + 30, kind="summary", role="system", metadata={"flag": 1}
+        ),
+        make_record(
+            "p5", seq=3, timestamp=T0 + 40, kind="fact", valid_to=T0 + 45, superseded_by="p6", metadata={"flag": False}
+        ),
         make_record("p6", seq=4, timestamp=T0 + 45, kind="fact", subject="city", metadata={"n": 3.0}),
         make_record("p7", seq=5, timestamp=T0 + 50, archived=True, metadata={"n": 4}),
         make_record("q1", user_id="u2", seq=1, timestamp=T0 + 5, metadata={"topic": "budget"}),
         make_record("q2", user_id="u2", session_id="s2", seq=1, timestamp=T0 + 15, role="tool"),
         make_record("g1", user_id="admin", session_id="sx", kind="fact", visibility="global", timestamp=T0 + 1),
-        make_record("a1", user_id="admin", session_id="sx", kind="fact", visibility="agent", agent_id="bot",
-                    timestamp=T0 + 2),
-        make_record("a2", user_id="admin", session_id="sx", kind="fact", visibility="agent", agent_id="other",
-                    timestamp=T0 + 3),
-        make_record("a3", user_id="u1", session_id="s1", kind="fact", visibility="agent", agent_id="bot",
-                    timestamp=T0 + 4, seq=9),
+        make_record(
+            "a1", user_id="admin", session_id="sx", kind="fact", visibility="agent", agent_id="bot", timestamp=T0 + 2
+        ),
+        make_record(
+            "a2", user_id="admin", session_id="sx", kind="fact", visibility="agent", agent_id="other", timestamp=T0 + 3
+        ),
+        make_record(
+            "a3",
+            user_id="u1",
+            session_id="s1",
+            kind="fact",
+            visibility="agent",
+            agent_id="bot",
+            timestamp=T0 + 4,
+            seq=9,
+        ),
     ]
 
 
@@ -241,11 +253,16 @@ class BackendConformance:
         code = self.subprocess_code(backend)
         if code is None:
             pytest.skip("subprocess_code() not provided")
-        payload = json.dumps({"code": code, "action": action, "dimension": self.dimension,
-                              "model_id": self.model_id, **params})
+        payload = json.dumps(
+            {"code": code, "action": action, "dimension": self.dimension, "model_id": self.model_id, **params}
+        )
         proc = subprocess.run(
             [sys.executable, "-c", "from memory_vec.testing.conformance import _child_main; _child_main()"],
-            input=payload, capture_output=True, text=True, timeout=120, check=False,
+            input=payload,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert proc.returncode == 0, f"child process failed:\n{proc.stderr[-3000:]}"
         result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -276,10 +293,10 @@ class BackendConformance:
         assert sorted(r.id for r in store.scan(EVERYTHING)) == [f"r{i}" for i in range(5)]
 
     def test_upsert_overwrites_fields_and_vector_by_id(self, store: Backend) -> None:
-        store.upsert([make_record("r1", text="old", metadata={"stale": "yes", "keep": 1})],
-                     np.stack([self.vec("old")]))
-        store.upsert([make_record("r1", text="new", role="assistant", metadata={"keep": 2})],
-                     np.stack([self.vec("new")]))
+        store.upsert([make_record("r1", text="old", metadata={"stale": "yes", "keep": 1})], np.stack([self.vec("old")]))
+        store.upsert(
+            [make_record("r1", text="new", role="assistant", metadata={"keep": 2})], np.stack([self.vec("new")])
+        )
         assert store.count() == 1
         [got] = store.get(["r1"])
         assert (got.text, got.role, got.metadata) == ("new", "assistant", {"keep": 2})
@@ -300,8 +317,9 @@ class BackendConformance:
         for case, where in sorted(FILTER_CASES.items()):
             expected = sorted(r.id for r in corpus if where.matches(r))
             assert sorted(r.id for r in store.scan(where)) == expected, case
-            assert sorted(h.record.id for h in store.query(self.vec("p1"), k=len(corpus) + 5, where=where)) \
-                == expected, case
+            assert (
+                sorted(h.record.id for h in store.query(self.vec("p1"), k=len(corpus) + 5, where=where)) == expected
+            ), case
         # An inserted row is an ordinary row: upsert and update rewrite it.
         store.upsert([corpus[0].copy(text="alpha again", metadata={})], np.stack([self.vec("new")]))
         store.update([corpus[1].copy(archived=True)])
@@ -335,10 +353,26 @@ class BackendConformance:
 
     def test_every_field_round_trips(self, store: Backend) -> None:
         full = make_record(
-            "full", text="Full record ✓", role="tool", session_id="s9", timestamp=T0 + 0.125,
-            kind="fact", seq=42, agent_id="bot", importance=0.875, valid_to=T0 + 99.5, superseded_by="next",
-            visibility="agent", subject="budget", source_ids=["m1", "m2"], pinned=True, expire_at=T0 + 1e6,
-            archived=True, recall_count=7, last_recalled_at=T0 + 3.25, metadata={"k": "v"},
+            "full",
+            text="Full record ✓",
+            role="tool",
+            session_id="s9",
+            timestamp=T0 + 0.125,
+            kind="fact",
+            seq=42,
+            agent_id="bot",
+            importance=0.875,
+            valid_to=T0 + 99.5,
+            superseded_by="next",
+            visibility="agent",
+            subject="budget",
+            source_ids=["m1", "m2"],
+            pinned=True,
+            expire_at=T0 + 1e6,
+            archived=True,
+            recall_count=7,
+            last_recalled_at=T0 + 3.25,
+            metadata={"k": "v"},
         )
         bare = make_record("bare")
         self.put(store, [full, bare])
@@ -350,8 +384,15 @@ class BackendConformance:
         metadata = {
             "nested": {"a": [1, 2, {"b": None}], "unicode": "日本語 ✓"},
             "list": ["x", 1, 2.5, True, None],
-            "empty": {}, "none": None, "big": 2**40, "neg": -1.5, "bool": False,
-            "key with spaces": "v", "dotted.key": "v", "$dollar": "v", "quote'key\"": "v",
+            "empty": {},
+            "none": None,
+            "big": 2**40,
+            "neg": -1.5,
+            "bool": False,
+            "key with spaces": "v",
+            "dotted.key": "v",
+            "$dollar": "v",
+            "quote'key\"": "v",
         }
         self.put(store, [make_record("m", metadata=metadata)])
         [got] = store.get(["m"])
@@ -367,9 +408,16 @@ class BackendConformance:
         # this holds the declaration honest: a record exactly at each limit is stored.
         limits = getattr(store, "limits", BackendLimits())
         assert isinstance(limits, BackendLimits)
-        records = [make_record("ints", metadata={
-            "int_min": limits.int_min, "int_max": limits.int_max,
-            "nested": {"list": [limits.int_min, limits.int_max]}})]
+        records = [
+            make_record(
+                "ints",
+                metadata={
+                    "int_min": limits.int_min,
+                    "int_max": limits.int_max,
+                    "nested": {"list": [limits.int_min, limits.int_max]},
+                },
+            )
+        ]
         # One level more than max_metadata_depth if the metadata dict itself counts, so the
         # engine accepts the deepest metadata whichever way a validator counts.
         deep: Any = "leaf"
@@ -390,11 +438,20 @@ class BackendConformance:
         if limits.max_id_bytes is not None:
             # 4-byte characters: 1024 bytes are also the 256 characters the library allows.
             long_id = _exact_bytes("", limits.max_id_bytes, "🙂")
-            records.append(make_record(long_id, user_id=_exact_bytes("", limits.max_id_bytes, "👤"),
-                                       session_id=_exact_bytes("", limits.max_id_bytes, "💬"),
-                                       superseded_by=long_id, source_ids=[long_id]))
-            records.append(make_record("agent-rec", user_id="u8", visibility="agent",
-                                       agent_id=_exact_bytes("", limits.max_id_bytes, "🤖")))
+            records.append(
+                make_record(
+                    long_id,
+                    user_id=_exact_bytes("", limits.max_id_bytes, "👤"),
+                    session_id=_exact_bytes("", limits.max_id_bytes, "💬"),
+                    superseded_by=long_id,
+                    source_ids=[long_id],
+                )
+            )
+            records.append(
+                make_record(
+                    "agent-rec", user_id="u8", visibility="agent", agent_id=_exact_bytes("", limits.max_id_bytes, "🤖")
+                )
+            )
         self.put(store, records)
         got = {r.id: r for r in store.get([r.id for r in records])}
         assert got == {r.id: r for r in records}
@@ -473,8 +530,14 @@ class BackendConformance:
         assert [r.text for r in edited] == ["alpha, edited"]
 
     def test_validity_excludes_superseded_and_archived_by_default(self, store: Backend) -> None:
-        self.put(store, [make_record("cur"), make_record("old", valid_to=T0 + 1, superseded_by="cur"),
-                         make_record("arch", archived=True)])
+        self.put(
+            store,
+            [
+                make_record("cur"),
+                make_record("old", valid_to=T0 + 1, superseded_by="cur"),
+                make_record("arch", archived=True),
+            ],
+        )
         default = RecordFilter(user_id="u1")
         assert [r.id for r in store.scan(default)] == ["cur"]
         assert [h.record.id for h in store.query(self.vec("old"), k=3, where=default)] == ["cur"]
@@ -498,11 +561,27 @@ class BackendConformance:
     def test_update_changes_fields_but_not_vectors(self, store: Backend) -> None:
         self.put(store, [make_record("r1", text="before", metadata={"v": 1}), make_record("r2")])
         [r1] = store.get(["r1"])
-        store.update([r1.copy(text="after", valid_to=T0 + 5, superseded_by="r2", metadata={"w": "x"},
-                              recall_count=3, importance=0.9)])
+        store.update(
+            [
+                r1.copy(
+                    text="after",
+                    valid_to=T0 + 5,
+                    superseded_by="r2",
+                    metadata={"w": "x"},
+                    recall_count=3,
+                    importance=0.9,
+                )
+            ]
+        )
         [got] = store.get(["r1"])
         assert (got.text, got.valid_to, got.superseded_by, got.metadata, got.recall_count, got.importance) == (
-            "after", T0 + 5, "r2", {"w": "x"}, 3, 0.9)
+            "after",
+            T0 + 5,
+            "r2",
+            {"w": "x"},
+            3,
+            0.9,
+        )
         assert store.count(RecordFilter(metadata={"v": 1}, include_superseded=True)) == 0
         assert [r.id for r in store.scan(RecordFilter(user_id="u1"))] == ["r2"]
         everything_of_u1 = RecordFilter(user_id="u1", include_superseded=True)
@@ -514,7 +593,9 @@ class BackendConformance:
         r1, r2 = store.get(["r1", "r2"])
         store.update([r1.copy(text="one, edited", importance=0.2), make_record("ghost"), r2.copy(importance=0.7)])
         assert [(r.id, r.text, r.importance) for r in store.get(["r1", "r2"])] == [
-            ("r1", "one, edited", 0.2), ("r2", "two", 0.7)]
+            ("r1", "one, edited", 0.2),
+            ("r2", "two", 0.7),
+        ]
         assert store.count() == 3
         for rid in ("r1", "r2"):
             [hit] = store.query(self.vec(rid), k=1, where=RecordFilter(user_id="u1"))
@@ -562,8 +643,12 @@ class BackendConformance:
 
     # --- isolation and hostile values ------------------------------------------------------------
     def test_users_and_sessions_are_isolated(self, store: Backend) -> None:
-        records = [make_record(f"{u}-{s}-{i}", user_id=u, session_id=s)
-                   for u in ("u1", "u2") for s in ("s1", "s2") for i in range(3)]
+        records = [
+            make_record(f"{u}-{s}-{i}", user_id=u, session_id=s)
+            for u in ("u1", "u2")
+            for s in ("s1", "s2")
+            for i in range(3)
+        ]
         self.put(store, records)
         for u in ("u1", "u2"):
             hits = store.query(self.vec("u1-s1-0"), k=20, where=RecordFilter(user_id=u))
@@ -577,8 +662,7 @@ class BackendConformance:
     @pytest.mark.parametrize("hostile", HOSTILE_STRINGS, ids=lambda s: repr(s)[:20])
     def test_hostile_values_are_stored_and_filtered_exactly(self, store: Backend, hostile: str) -> None:
         records = [
-            make_record(hostile, user_id=hostile, session_id=hostile, agent_id=hostile,
-                        metadata={hostile: hostile}),
+            make_record(hostile, user_id=hostile, session_id=hostile, agent_id=hostile, metadata={hostile: hostile}),
             make_record("plain", user_id="u1", session_id="s1", metadata={hostile: "other"}),
             make_record("shared", user_id="u3", visibility="agent", agent_id=hostile),
         ]
@@ -589,7 +673,9 @@ class BackendConformance:
         assert [r.id for r in store.scan(RecordFilter(user_id=hostile, session_id=hostile))] == [hostile]
         assert [r.id for r in store.scan(RecordFilter(metadata={hostile: hostile}))] == [hostile]
         assert {r.id for r in store.scan(RecordFilter(user_id="u1", agent_id=hostile, include_shared=True))} == {
-            "plain", "shared"}
+            "plain",
+            "shared",
+        }
         hits = store.query(self.vec(hostile), k=5, where=RecordFilter(user_id=hostile))
         assert [h.record.id for h in hits] == [hostile]
         assert store.delete(where=RecordFilter(user_id=hostile)) == 1
@@ -650,8 +736,10 @@ class BackendConformance:
         rng = np.random.default_rng(7)
         vectors = rng.standard_normal((n, self.dimension)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        records = [make_record(f"big-{i}", user_id=f"user-{i % 100}", session_id=f"s{i % 7}", seq=i,
-                               timestamp=T0 + i) for i in range(n)]
+        records = [
+            make_record(f"big-{i}", user_id=f"user-{i % 100}", session_id=f"s{i % 7}", seq=i, timestamp=T0 + i)
+            for i in range(n)
+        ]
         store.upsert(records, vectors)
         assert store.count() == n
         probe = 4242 % n
@@ -715,12 +803,29 @@ class BackendConformance:
         code = self.subprocess_code(store)
         if code is None:
             pytest.skip("subprocess_code() not provided")
-        payloads = [json.dumps({"code": code, "action": "write_many", "dimension": self.dimension,
-                                "model_id": self.model_id, "prefix": f"proc{p}", "n": 40}) for p in range(4)]
-        procs = [subprocess.Popen([sys.executable, "-c",
-                                   "from memory_vec.testing.conformance import _child_main; _child_main()"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for _ in payloads]
+        payloads = [
+            json.dumps(
+                {
+                    "code": code,
+                    "action": "write_many",
+                    "dimension": self.dimension,
+                    "model_id": self.model_id,
+                    "prefix": f"proc{p}",
+                    "n": 40,
+                }
+            )
+            for p in range(4)
+        ]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", "from memory_vec.testing.conformance import _child_main; _child_main()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in payloads
+        ]
         outputs = [proc.communicate(payload, timeout=180) for proc, payload in zip(procs, payloads)]
         for proc, (_, err) in zip(procs, outputs):
             assert proc.returncode == 0, err[-3000:]

@@ -30,10 +30,10 @@ Example::
 
 from __future__ import annotations
 
-from ..state.base import NewMessage, StateMessage, StateStore, WorkingState
-from ._state_lease_contracts import LeaseContracts
-from ._state_log_contracts import DeadLetterContracts, KeywordLogContracts
-from ._state_support import HOSTILE_IDS, dead_letter, in_threads, new_message
+from memory_vec.state.base import NewMessage, StateMessage, StateStore, WorkingState
+from memory_vec.testing._state_lease_contracts import LeaseContracts
+from memory_vec.testing._state_log_contracts import DeadLetterContracts, KeywordLogContracts
+from memory_vec.testing._state_support import HOSTILE_IDS, dead_letter, in_threads, new_message
 
 __all__ = ["StateStoreConformance", "dead_letter", "in_threads", "new_message"]
 
@@ -56,13 +56,14 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContr
 
     def test_append_keeps_order_and_assigns_seqs(self, store: StateStore) -> None:
         assert store.append("u1", "s1", [new_message(1), new_message(2, metadata={"k": [1, True, None]})]) == [1, 2]
-        assert store.append("u1", "s1", [new_message(3, "日本語 \"q\" 🙂")]) == [3]
+        assert store.append("u1", "s1", [new_message(3, '日本語 "q" 🙂')]) == [3]
         assert store.append("u1", "s1", []) == []
         state = store.load("u1", "s1")
         assert [m.seq for m in state.messages] == [1, 2, 3]
-        assert state.messages[1] == StateMessage(2, "m2", "user", "message 2", new_message(2).timestamp, 3,
-                                                 {"k": [1, True, None]})
-        assert state.messages[2].content == "日本語 \"q\" 🙂"
+        assert state.messages[1] == StateMessage(
+            2, "m2", "user", "message 2", new_message(2).timestamp, 3, {"k": [1, True, None]}
+        )
+        assert state.messages[2].content == '日本語 "q" 🙂'
         assert state.next_seq == 4 and state.recent_tokens == 9
 
     def test_append_starts_no_lower_than_first_seq(self, store: StateStore) -> None:
@@ -102,61 +103,113 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContr
     # --- folds --------------------------------------------------------------------------
     def test_commit_fold_is_compare_and_set(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(i) for i in range(1, 6)])
-        assert store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=3,
-                                 summary="first three", summary_tokens=2)
+        assert store.commit_fold(
+            "u1", "s1", expected_folded_through=0, folded_through=3, summary="first three", summary_tokens=2
+        )
         # A second planner saw folded_through=0 too: its stale fold must fail.
-        assert not store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=4,
-                                     summary="stale", summary_tokens=1)
+        assert not store.commit_fold(
+            "u1", "s1", expected_folded_through=0, folded_through=4, summary="stale", summary_tokens=1
+        )
         state = store.load("u1", "s1")
         assert (state.summary, state.summary_tokens, state.folded_through) == ("first three", 2, 3)
         assert [m.seq for m in state.messages] == [4, 5]
         assert store.append("u1", "s1", [new_message(6)]) == [6]  # seqs never restart
-        assert store.commit_fold("u1", "s1", expected_folded_through=3, folded_through=6,
-                                 summary="all", summary_tokens=1)
+        assert store.commit_fold(
+            "u1", "s1", expected_folded_through=3, folded_through=6, summary="all", summary_tokens=1
+        )
         assert store.load("u1", "s1").messages == []
 
     def test_a_fold_planned_before_a_clear_is_not_committed(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(i) for i in range(1, 9)])
         store.clear("u1", "s1")  # forget() while a background fold summarised them
-        assert not store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=8,
-                                     summary="the forgotten turns", summary_tokens=3, expected_summary="")
+        assert not store.commit_fold(
+            "u1",
+            "s1",
+            expected_folded_through=0,
+            folded_through=8,
+            summary="the forgotten turns",
+            summary_tokens=3,
+            expected_summary="",
+        )
         state = store.load("u1", "s1")
         assert (state.summary, state.folded_through, state.next_seq) == ("", 0, 1)
         assert store.sessions("u1") == []  # nor is the forgotten session made again
 
     def test_concurrent_folds_only_one_wins(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(i) for i in range(1, 11)])
-        results = in_threads(8, lambda t: store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=5,
-                                                            summary=f"by {t}", summary_tokens=1))
+        results = in_threads(
+            8,
+            lambda t: store.commit_fold(
+                "u1", "s1", expected_folded_through=0, folded_through=5, summary=f"by {t}", summary_tokens=1
+            ),
+        )
         assert sorted(results) == [False] * 7 + [True]
         assert [m.seq for m in store.load("u1", "s1").messages] == [6, 7, 8, 9, 10]
 
     def test_commit_fold_checks_the_expected_summary(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(i) for i in range(1, 5)])
-        assert store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=2, summary='S "1" 🙂',
-                                 summary_tokens=2, expected_summary="")  # a new session's summary is ""
+        assert store.commit_fold(
+            "u1",
+            "s1",
+            expected_folded_through=0,
+            folded_through=2,
+            summary='S "1" 🙂',
+            summary_tokens=2,
+            expected_summary="",
+        )  # a new session's summary is ""
         # Same fold position, another summary: a patch planned on a stale summary fails.
-        assert not store.commit_fold("u1", "s1", expected_folded_through=2, folded_through=2, summary="patched",
-                                     summary_tokens=1, expected_summary="S 1")
+        assert not store.commit_fold(
+            "u1",
+            "s1",
+            expected_folded_through=2,
+            folded_through=2,
+            summary="patched",
+            summary_tokens=1,
+            expected_summary="S 1",
+        )
         state = store.load("u1", "s1")
         assert (state.summary, state.summary_tokens, [m.seq for m in state.messages]) == ('S "1" 🙂', 2, [3, 4])
-        assert store.commit_fold("u1", "s1", expected_folded_through=2, folded_through=2, summary="patched",
-                                 summary_tokens=1, expected_summary='S "1" 🙂')
+        assert store.commit_fold(
+            "u1",
+            "s1",
+            expected_folded_through=2,
+            folded_through=2,
+            summary="patched",
+            summary_tokens=1,
+            expected_summary='S "1" 🙂',
+        )
         # Both conditions hold together: the right summary with a stale position fails.
-        assert not store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=3, summary="x",
-                                     summary_tokens=1, expected_summary="patched")
+        assert not store.commit_fold(
+            "u1",
+            "s1",
+            expected_folded_through=0,
+            folded_through=3,
+            summary="x",
+            summary_tokens=1,
+            expected_summary="patched",
+        )
         # None checks the position only.
-        assert store.commit_fold("u1", "s1", expected_folded_through=2, folded_through=3, summary="folded",
-                                 summary_tokens=1)
+        assert store.commit_fold(
+            "u1", "s1", expected_folded_through=2, folded_through=3, summary="folded", summary_tokens=1
+        )
         state = store.load("u1", "s1")
         assert (state.summary, state.folded_through, [m.seq for m in state.messages]) == ("folded", 3, [4])
 
     def test_concurrent_summary_patches_only_one_wins(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(1)])
         store.set_summary("u1", "s1", "base", 1)
-        results = in_threads(8, lambda t: store.commit_fold(
-            "u1", "s1", expected_folded_through=0, folded_through=0, summary=f"patch {t}", summary_tokens=2,
-            expected_summary="base"))
+        results = in_threads(
+            8,
+            lambda t: store.commit_fold(
+                "u1",
+                "s1",
+                expected_folded_through=0,
+                folded_through=0,
+                summary=f"patch {t}",
+                summary_tokens=2,
+                expected_summary="base",
+            ),
+        )
         assert sorted(results) == [False] * 7 + [True]
         state = store.load("u1", "s1")
         assert state.summary == f"patch {results.index(True)}"
@@ -171,10 +224,13 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContr
     # --- whole-session writes -----------------------------------------------------------------
     def test_replace(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(i) for i in range(1, 4)])
-        msgs = [StateMessage(8, "x8", "assistant", "eight", 1.5, 2, {"a": 1}),
-                StateMessage(9, "x9", "user", "nine", 2.5, 1)]
-        store.replace(WorkingState("u1", "s1", summary="S", summary_tokens=1, messages=msgs, next_seq=10,
-                                   folded_through=7))
+        msgs = [
+            StateMessage(8, "x8", "assistant", "eight", 1.5, 2, {"a": 1}),
+            StateMessage(9, "x9", "user", "nine", 2.5, 1),
+        ]
+        store.replace(
+            WorkingState("u1", "s1", summary="S", summary_tokens=1, messages=msgs, next_seq=10, folded_through=7)
+        )
         state = store.load("u1", "s1")
         assert (state.summary, state.next_seq, state.folded_through) == ("S", 10, 7)
         assert state.messages == msgs
@@ -191,13 +247,16 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContr
 
     def test_persists_across_reopen(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(1), new_message(2)])
-        store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=1, summary="one",
-                          summary_tokens=1)
+        store.commit_fold("u1", "s1", expected_folded_through=0, folded_through=1, summary="one", summary_tokens=1)
         before = store.load("u1", "s1")
         with self.reopened(store) as fresh:
             after = fresh.load("u1", "s1")
             assert (after.summary, after.messages, after.next_seq, after.folded_through) == (
-                before.summary, before.messages, before.next_seq, before.folded_through)
+                before.summary,
+                before.messages,
+                before.next_seq,
+                before.folded_through,
+            )
             assert fresh.append("u1", "s1", [new_message(3)]) == [3]
 
     # --- concurrency ---------------------------------------------------------------------------
@@ -223,4 +282,3 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContr
         # Each writer's pair was appended in one call: consecutive seqs.
         by_id = {m.id: m.seq for m in state.messages}
         assert all(by_id[f"m{k}b"] == by_id[f"m{k}"] + 1 for k in keys)
-

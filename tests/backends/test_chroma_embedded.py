@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig
+from memory_vec._model.errors import ConfigError, SchemaMismatchError
 from memory_vec.backends import Backend, RecordFilter, create_backend
 from memory_vec.backends.chroma import ChromaBackend
-from memory_vec.errors import ConfigError, SchemaMismatchError
 from memory_vec.testing.conformance import BackendConformance, make_record
 
 pytestmark = pytest.mark.integration
@@ -80,8 +80,12 @@ def test_exact_limit_scores_a_small_scope_exactly(tmp_path: Path) -> None:
 
 
 def test_config_builds_an_embedded_store_under_persist_dir(tmp_path: Path) -> None:
-    config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path), collection="from-config",
-                          backend_options={"hnsw": {"max_neighbors": 32, "ef_search": 64}})
+    config = MemoryConfig(
+        backend="chroma",
+        persist_dir=str(tmp_path),
+        collection="from-config",
+        backend_options={"hnsw": {"max_neighbors": 32, "ef_search": 64}},
+    )
     backend = create_backend(config)
     try:
         backend.open(dimension=4, model_id="m4")

@@ -12,24 +12,49 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memory_vec._model.records import MemoryRecord
 from memory_vec.backends import RecordFilter
 from memory_vec.backends._chroma_rows import RECORD_JSON, decode, encode
 from memory_vec.backends.chroma import ChromaBackend
-from memory_vec.records import MemoryRecord
 from memory_vec.testing.conformance import DIMENSION, MODEL_ID, T0, make_record, vectors_for
 
 pytestmark = pytest.mark.integration
 
 EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
-COMPACT_KEYS = {"role", "user_id", "session_id", "timestamp", "kind", "seq", "visibility", "archived", "agent_id",
-                "agent_id_is_null", "valid_to_is_null", RECORD_JSON}
+COMPACT_KEYS = {
+    "role",
+    "user_id",
+    "session_id",
+    "timestamp",
+    "kind",
+    "seq",
+    "visibility",
+    "archived",
+    "agent_id",
+    "agent_id_is_null",
+    "valid_to_is_null",
+    RECORD_JSON,
+}
 
 
 def first_layout(record: MemoryRecord) -> dict[str, Any]:
     """The metadata the first layout wrote (memory-vec up to 2026-12-02), kept here to test reading it."""
-    meta: dict[str, Any] = {name: getattr(record, name) for name in (
-        "role", "user_id", "session_id", "timestamp", "kind", "seq", "importance", "visibility", "pinned",
-        "archived", "recall_count")}
+    meta: dict[str, Any] = {
+        name: getattr(record, name)
+        for name in (
+            "role",
+            "user_id",
+            "session_id",
+            "timestamp",
+            "kind",
+            "seq",
+            "importance",
+            "visibility",
+            "pinned",
+            "archived",
+            "recall_count",
+        )
+    }
     for name in ("agent_id", "superseded_by", "subject"):
         value = getattr(record, name)
         meta[name], meta[f"{name}_is_null"] = ("" if value is None else value), value is None
@@ -47,12 +72,24 @@ def first_layout(record: MemoryRecord) -> dict[str, Any]:
 def rich(record_id: str, **fields: Any) -> MemoryRecord:
     """A record with every field away from its default."""
     base: dict[str, Any] = {
-        "text": f"预算是 {record_id} 🎯", "role": "assistant", "kind": "fact", "seq": 7, "timestamp": T0 + 3.25,
-        "agent_id": "bot", "importance": 0.875,
+        "text": f"预算是 {record_id} 🎯",
+        "role": "assistant",
+        "kind": "fact",
+        "seq": 7,
+        "timestamp": T0 + 3.25,
+        "agent_id": "bot",
+        "importance": 0.875,
         "metadata": {"topic": "budget", "n": 3, "flag": True, "nested": {"a": [1, "二"]}},
-        "valid_to": T0 + 9.5, "superseded_by": "newer", "visibility": "agent", "subject": "budget",
-        "source_ids": ["m1", "m2"], "pinned": True, "expire_at": T0 + 86400.0, "archived": False,
-        "recall_count": 4, "last_recalled_at": T0 + 7.0,
+        "valid_to": T0 + 9.5,
+        "superseded_by": "newer",
+        "visibility": "agent",
+        "subject": "budget",
+        "source_ids": ["m1", "m2"],
+        "pinned": True,
+        "expire_at": T0 + 86400.0,
+        "archived": False,
+        "recall_count": 4,
+        "last_recalled_at": T0 + 7.0,
     }
     base.update(fields)
     return make_record(record_id, **base)
@@ -71,8 +108,19 @@ def raw(store: ChromaBackend) -> Any:
 
 
 def test_a_row_has_a_dozen_keys_and_round_trips_every_field(store: ChromaBackend) -> None:
-    records = [rich("r1"), rich("r2", agent_id=None, valid_to=None, superseded_by=None, subject=None,
-                                expire_at=None, last_recalled_at=None, metadata={})]
+    records = [
+        rich("r1"),
+        rich(
+            "r2",
+            agent_id=None,
+            valid_to=None,
+            superseded_by=None,
+            subject=None,
+            expire_at=None,
+            last_recalled_at=None,
+            metadata={},
+        ),
+    ]
     store.upsert(records, vectors_for(records))
     page = raw(store).get(ids=["r1", "r2"], include=["metadatas"])
     for meta in page["metadatas"]:
@@ -82,11 +130,17 @@ def test_a_row_has_a_dozen_keys_and_round_trips_every_field(store: ChromaBackend
 
 
 def test_rows_of_the_first_layout_are_read_filtered_and_rewritten(store: ChromaBackend) -> None:
-    old = [rich("old1", valid_to=None, superseded_by=None, archived=False),
-           rich("old2", metadata={"topic": "travel"}, valid_to=None, superseded_by=None)]
+    old = [
+        rich("old1", valid_to=None, superseded_by=None, archived=False),
+        rich("old2", metadata={"topic": "travel"}, valid_to=None, superseded_by=None),
+    ]
     new = [rich("new1", valid_to=None, superseded_by=None)]
-    raw(store).upsert(ids=[r.id for r in old], embeddings=vectors_for(old), metadatas=[first_layout(r) for r in old],
-                      documents=[r.text for r in old])
+    raw(store).upsert(
+        ids=[r.id for r in old],
+        embeddings=vectors_for(old),
+        metadatas=[first_layout(r) for r in old],
+        documents=[r.text for r in old],
+    )
     store.upsert(new, vectors_for(new))
     assert store.get(["old1", "old2", "new1"], where=EVERYTHING) == [*old, *new]
     # The caller's metadata filters both layouts alike, in every read and in delete.

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig
+from memory_vec._model.errors import BackendUnavailableError
 from memory_vec.backends import Backend, create_backend
 from memory_vec.backends.chroma import ChromaBackend
 from memory_vec.backends.guard import GuardedBackend
-from memory_vec.errors import BackendUnavailableError
 from memory_vec.testing.conformance import BackendConformance, make_record
 from tests._services import Service, free_port
 
@@ -50,8 +50,13 @@ class TestChromaServer(BackendConformance):
 
 
 def test_config_with_url_builds_a_guarded_server_backend(chroma_server: Service) -> None:
-    config = MemoryConfig(backend="chroma", url=chroma_server.url, collection=f"cfg-{uuid.uuid4().hex[:8]}",
-                          backend_timeout=5, backend_retries=1)
+    config = MemoryConfig(
+        backend="chroma",
+        url=chroma_server.url,
+        collection=f"cfg-{uuid.uuid4().hex[:8]}",
+        backend_timeout=5,
+        backend_retries=1,
+    )
     backend = create_backend(config)
     assert isinstance(backend, GuardedBackend) and isinstance(backend.inner, ChromaBackend)
     try:
@@ -75,15 +80,17 @@ def test_a_new_collections_index_still_being_flushed_is_retried_not_fatal() -> N
     writer makes the race common: tests/reliability/test_isolation.py failed 1 run in 3)."""
     from chromadb.errors import InternalError
 
+    from memory_vec._model.errors import BackendError
     from memory_vec.backends._chroma_errors import Translate
-    from memory_vec.errors import BackendError
 
-    racing = InternalError("Error executing plan: Internal error: Error creating hnsw segment reader: "
-                           "Nothing found on disk")
+    racing = InternalError(
+        "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
+    )
     with pytest.raises(BackendUnavailableError, match="still writing"), Translate("http://x", "scan records"):
         raise racing
-    damaged = InternalError("Error constructing hnsw segment reader: Error creating hnsw segment reader: "
-                            "Error loading hnsw index")
+    damaged = InternalError(
+        "Error constructing hnsw segment reader: Error creating hnsw segment reader: Error loading hnsw index"
+    )
     with pytest.raises(BackendError) as caught, Translate("http://x", "scan records"):
         raise damaged
     assert not isinstance(caught.value, BackendUnavailableError)  # a damaged index is not retried

@@ -10,8 +10,22 @@ from memory_vec.backends._names import chroma_name, milvus_name
 
 CHROMA_RULE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")
 MILVUS_RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
-AWKWARD = ["用户记忆", "my memories", "ab", "x", "-lead", "trail.", "a..b", "127.0.0.1", "::1", "a" * 600,
-           "Team.Notes_v2-1", "我的 notes", "café", "\U0001f600emoji"]
+AWKWARD = [
+    "用户记忆",
+    "my memories",
+    "ab",
+    "x",
+    "-lead",
+    "trail.",
+    "a..b",
+    "127.0.0.1",
+    "::1",
+    "a" * 600,
+    "Team.Notes_v2-1",
+    "我的 notes",
+    "café",
+    "\U0001f600emoji",
+]
 
 
 @pytest.mark.parametrize("name", ["memory_vec", "team-notes.v2", "abc", "A1_b-2.c3"])
@@ -71,4 +85,3 @@ def test_a_legacy_server_collection_is_used_only_under_a_name_a_server_refuses()
     assert milvus_collection(Server(), "team a", True, 1.0) == mapped  # the mapped one exists: it wins
     assert milvus_collection(Server(), mapped, True, 1.0) == milvus_name(mapped) != mapped
     assert milvus_collection(Empty(), "team a", False, 1.0) == "team a"  # Milvus Lite keeps any name
-

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memory_vec._model.errors import BackendTimeoutError, BackendUnavailableError, InvalidInputError
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.backends.guard import GuardedBackend
-from memory_vec.errors import BackendTimeoutError, BackendUnavailableError, InvalidInputError
 from memory_vec.testing.conformance import BackendConformance, make_record
 
 

@@ -50,15 +50,17 @@ class TestMilvusLite(BackendConformance):
 
 def test_unknown_or_bad_options_are_config_errors_before_anything_is_created(tmp_path: Path) -> None:
     from memory_vec import MemoryConfig, MemoryCore
-    from memory_vec.errors import ConfigError
+    from memory_vec._model.errors import ConfigError
     from memory_vec.testing import DeterministicHashEmbedder
 
     store = tmp_path / "store"
-    for options, named in (({"consistency": "Strong"}, "consistency"),
-                           ({"consistency_level": "Sometimes"}, "consistency_level"),
-                           ({"own_writes_window": -1}, "own_writes_window"),
-                           ({"own_writes_window": float("nan")}, "own_writes_window"),
-                           ({"own_writes_window": "10"}, "own_writes_window")):
+    for options, named in (
+        ({"consistency": "Strong"}, "consistency"),
+        ({"consistency_level": "Sometimes"}, "consistency_level"),
+        ({"own_writes_window": -1}, "own_writes_window"),
+        ({"own_writes_window": float("nan")}, "own_writes_window"),
+        ({"own_writes_window": "10"}, "own_writes_window"),
+    ):
         config = MemoryConfig(backend="milvus", persist_dir=str(store), backend_options=options)
         with pytest.raises(ConfigError, match=named):
             MemoryCore(config, embedder=DeterministicHashEmbedder(dimension=16))
@@ -68,8 +70,11 @@ def test_unknown_or_bad_options_are_config_errors_before_anything_is_created(tmp
 def test_consistency_level_is_taken_from_backend_options(tmp_path: Path) -> None:
     from memory_vec import MemoryConfig
 
-    config = MemoryConfig(backend="milvus", persist_dir=str(tmp_path),
-                          backend_options={"consistency_level": "Strong", "exact_fallback_limit": 0})
+    config = MemoryConfig(
+        backend="milvus",
+        persist_dir=str(tmp_path),
+        backend_options={"consistency_level": "Strong", "exact_fallback_limit": 0},
+    )
     backend = MilvusBackend.from_config(config)
     assert (backend._consistency, backend._exact_limit) == ("Strong", 0)
 
@@ -96,12 +101,23 @@ def test_rows_decoded_in_bulk_equal_what_pymilvus_decodes_row_by_row(tmp_path: P
     from memory_vec.backends.base import RecordFilter
 
     client = MilvusClient(str(tmp_path / "decode.db"))
-    _milvus_schema.create(client, "c", dimension=8, model_id="m", partition_key=False, num_partitions=1,
-                          index_type="FLAT", index_params={}, timeout=30)
+    _milvus_schema.create(
+        client,
+        "c",
+        dimension=8,
+        model_id="m",
+        partition_key=False,
+        num_partitions=1,
+        index_type="FLAT",
+        index_params={},
+        timeout=30,
+    )
     rng = np.random.default_rng(7)
     metadata = [{}, {"topic": "预算", "nested": {"a": [1, 2.5, None]}}, {"emoji": "👍", "n": -3}, {"s": "x" * 500}]
-    records = [make_record(f"r{i}", text=f"第{i}条", metadata=metadata[i % 4], source_ids=[f"r{i - 1}"] if i else [])
-               for i in range(37)]
+    records = [
+        make_record(f"r{i}", text=f"第{i}条", metadata=metadata[i % 4], source_ids=[f"r{i - 1}"] if i else [])
+        for i in range(37)
+    ]
     vectors = rng.standard_normal((37, 8)).astype(np.float32)
     client.insert("c", [to_row(r, v) for r, v in zip(records, vectors, strict=True)])
     fields = [*_milvus_schema.OUTPUT, "vector"]

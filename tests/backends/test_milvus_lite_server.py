@@ -64,8 +64,11 @@ def scope_index_types(backend: MilvusBackend) -> dict[str, str]:
     from memory_vec.backends._milvus_schema import SCOPE_FIELDS
 
     client = backend._client
-    return {field: client.describe_index(backend.collection, field).get("index_type", "")
-            for field in SCOPE_FIELDS if client.list_indexes(backend.collection, field_name=field)}
+    return {
+        field: client.describe_index(backend.collection, field).get("index_type", "")
+        for field in SCOPE_FIELDS
+        if client.list_indexes(backend.collection, field_name=field)
+    }
 
 
 def test_a_lite_server_collection_gets_the_scope_indexes_lite_has(milvus_lite_server: Service) -> None:
@@ -86,7 +89,8 @@ def test_a_lite_server_collection_gets_the_scope_indexes_lite_has(milvus_lite_se
 
 
 def test_a_server_collection_named_before_names_were_mapped_stays_in_use(
-    milvus_lite_server: Service, monkeypatch: pytest.MonkeyPatch,
+    milvus_lite_server: Service,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Milvus Lite served over a URL took any name, so stores made before names were
     mapped for servers (memory_vec.backends._names) hold "my memories" as given: they

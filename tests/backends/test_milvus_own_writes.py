@@ -70,7 +70,9 @@ def test_a_delete_by_filter_hides_matching_server_rows_but_not_rows_written_afte
     assert [r.id for r in own.merge_records(server, RecordFilter(user_id="u1"), None)] == ["s2"]
     own.wrote([again], vectors_for([again]))
     assert {r.text for r in own.merge_records(server, RecordFilter(user_id="u1"), None)} == {
-        "written again", "text of s2"}
+        "written again",
+        "text of s2",
+    }
 
 
 def test_writes_leave_after_the_window_and_an_overflow_asks_for_one_waiting_read() -> None:
@@ -201,9 +203,16 @@ def test_a_users_read_merges_what_checking_every_written_row_merges(seed: int) -
             for _ in range(int(rng.integers(1, 4))):
                 rid = f"r{int(rng.integers(60))}"  # ids come back: a row rewritten under another owner
                 visibility = str(rng.choice(["private", "private", "global", "agent"]))
-                batch.append(make_record(rid, user_id=str(rng.choice(users)), visibility=visibility,
-                                         agent_id="bot" if visibility == "agent" else None,
-                                         kind=str(rng.choice(["message", "fact"])), timestamp=float(step)))
+                batch.append(
+                    make_record(
+                        rid,
+                        user_id=str(rng.choice(users)),
+                        visibility=visibility,
+                        agent_id="bot" if visibility == "agent" else None,
+                        kind=str(rng.choice(["message", "fact"])),
+                        timestamp=float(step),
+                    )
+                )
             replaces = bool(rng.random() < 0.3)
             for own in (indexed, reference):
                 own.wrote(batch, vectors_for(batch), replaces=replaces)
@@ -218,12 +227,19 @@ def test_a_users_read_merges_what_checking_every_written_row_merges(seed: int) -
         server = [make_record(f"r{int(i)}", user_id=str(rng.choice(users))) for i in rng.integers(60, size=5)]
         q = unit_vector(step)
         for user in [*users, None]:
-            for where in (RecordFilter(user_id=user), RecordFilter(user_id=user, include_shared=True, agent_id="bot"),
-                          RecordFilter(user_id=user, include_shared=True, kinds=("fact",))):
-                rows = [(record.id, record.user_id, record.visibility)
-                        for record, _ in indexed.merge_rows(((r, None) for r in server), where, None)]
-                want = [(record.id, record.user_id, record.visibility)
-                        for record, _ in reference.merge_rows(((r, None) for r in server), where, None)]
+            for where in (
+                RecordFilter(user_id=user),
+                RecordFilter(user_id=user, include_shared=True, agent_id="bot"),
+                RecordFilter(user_id=user, include_shared=True, kinds=("fact",)),
+            ):
+                rows = [
+                    (record.id, record.user_id, record.visibility)
+                    for record, _ in indexed.merge_rows(((r, None) for r in server), where, None)
+                ]
+                want = [
+                    (record.id, record.user_id, record.visibility)
+                    for record, _ in reference.merge_rows(((r, None) for r in server), where, None)
+                ]
                 assert sorted(rows) == sorted(want), where
                 hits = [h.record.id for h in indexed.merge_hits([], q, 100, where)]
                 assert hits == [h.record.id for h in reference.merge_hits([], q, 100, where)], where

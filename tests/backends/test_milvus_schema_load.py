@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.mark.parametrize("message", [
-    "index not found[collection=c]",  # 2.4+
-    "there is no vector index on collection: c, please create index firstly",  # 2.3
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "index not found[collection=c]",  # 2.4+
+        "there is no vector index on collection: c, please create index firstly",  # 2.3
+    ],
+)
 def test_loading_a_collection_another_process_is_still_indexing_waits_for_its_index(message: str) -> None:
     """Four processes opening one new server collection: one loads before the creator's index exists."""
     from memory_vec.backends._milvus_errors import Translate
@@ -26,8 +29,14 @@ def test_loading_a_collection_another_process_is_still_indexing_waits_for_its_in
             return ["vector"]  # the creator's index arrived meanwhile
 
     client = Client()
-    load(client, "c", index_type="HNSW", index_params={}, timeout=5.0,
-         translate=lambda action: Translate("http://server", "c", 5.0, action))
+    load(
+        client,
+        "c",
+        index_type="HNSW",
+        index_params={},
+        timeout=5.0,
+        translate=lambda action: Translate("http://server", "c", 5.0, action),
+    )
     assert client.loads == 2
 
 

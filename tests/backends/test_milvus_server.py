@@ -68,8 +68,13 @@ def test_strong_reader_sees_another_process_writes_at_once(milvus_server: Servic
     reader.open(dimension=DIMENSION, model_id=MODEL_ID)
     try:
         assert reader.count() == 0
-        done = subprocess.run([sys.executable, "-c", _CHILD_WRITES, milvus_server.url, name],
-                              capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD_WRITES, milvus_server.url, name],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         # Strong: the long-lived reader needs no reopen to see acknowledged writes.
         assert reader.count(RecordFilter(user_id="u9")) == 12
@@ -80,7 +85,8 @@ def test_strong_reader_sees_another_process_writes_at_once(milvus_server: Servic
 
 
 def test_a_search_the_server_answers_short_is_completed_and_explained(
-    milvus_server: Service, caplog: pytest.LogCaptureFixture,
+    milvus_server: Service,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """One user's 300 rows among 6,000 in growing segments: the 2.3 server's
     interim index returns a fraction of them; the backend still answers all
@@ -93,11 +99,17 @@ def test_a_search_the_server_answers_short_is_completed_and_explained(
     try:
         records = [make_record(f"r{i}", user_id="u0" if i < 300 else f"u{i // 10}") for i in range(6000)]
         for start in range(0, len(records), 1000):
-            writer.upsert(records[start:start + 1000], vectors_for(records[start:start + 1000]))
+            writer.upsert(records[start : start + 1000], vectors_for(records[start : start + 1000]))
         reader.open(dimension=DIMENSION, model_id=MODEL_ID)
         q = vectors_for(records[:1])[0]
-        raw = reader._client.search(name, data=[q.tolist()], limit=200, filter='user_id == "u0"',
-                                    output_fields=["id"], consistency_level="Strong")
+        raw = reader._client.search(
+            name,
+            data=[q.tolist()],
+            limit=200,
+            filter='user_id == "u0"',
+            output_fields=["id"],
+            consistency_level="Strong",
+        )
         _milvus_search._told_short.clear()
         with caplog.at_level(logging.WARNING, logger="memory_vec"):
             hits = reader.query(q, k=200, where=RecordFilter(user_id="u0"))
@@ -116,8 +128,7 @@ def test_a_search_the_server_answers_short_is_completed_and_explained(
 
 
 @pytest.mark.parametrize("level", ["Bounded", "Session"])
-def test_scans_smaller_than_a_page_as_big_as_one_and_bigger_read_every_row(milvus_server: Service,
-                                                                             level: str) -> None:
+def test_scans_smaller_than_a_page_as_big_as_one_and_bigger_read_every_row(milvus_server: Service, level: str) -> None:
     """A server scan reads at its level first (one plain read, which holds a small scope whole),
     then pages by id when the scope fills that read: no row lost or repeated at either edge."""
     name = f"pages_{uuid.uuid4().hex[:10]}"
@@ -166,9 +177,11 @@ def test_a_user_scope_on_a_collection_without_partition_key_is_filtered_without_
     filters: list[str] = []
     client = backend._client
     for method in ("query", "search"):
+
         def recorded(*args: object, _inner: object = getattr(client, method), **kwargs: object) -> object:
             filters.append(str(kwargs.get("filter", "")))
             return _inner(*args, **kwargs)  # type: ignore[operator]
+
         setattr(client, method, recorded)
     try:
         where = RecordFilter(user_id="alice", agent_id="a", include_shared=True, kinds=("message", "fact"))
@@ -195,8 +208,11 @@ def test_a_server_collection_indexes_its_scope_fields_and_sealed_reads_stay_exac
     try:
         assert scope_index_types(backend) == dict.fromkeys(_milvus_schema.SCOPE_FIELDS, "Trie")
         users = ["alice", "alice2", "ali", 'al"ice', "用户", "用户甲"]
-        records = [make_record(f"{i}-{kind}", user_id=u, kind=kind) for i, u in enumerate(users)
-                   for kind in ("message", "fact", "summary")]
+        records = [
+            make_record(f"{i}-{kind}", user_id=u, kind=kind)
+            for i, u in enumerate(users)
+            for kind in ("message", "fact", "summary")
+        ]
         records.append(make_record("shared", user_id="bob", visibility="global"))
         backend.upsert(records, vectors_for(records))
         backend.flush()

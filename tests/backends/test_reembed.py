@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.records import MemoryRecord
+from memory_vec._pipelines.embed_text import EmbedTextPolicy
+from memory_vec._pipelines.maintenance import reembed
 from memory_vec.backends import Backend, InMemoryBackend, RecordFilter
 from memory_vec.backends.chroma import ChromaBackend
-from memory_vec.embed_text import EmbedTextPolicy
-from memory_vec.errors import EmbeddingModelMismatchError, InvalidInputError
-from memory_vec.maintenance import reembed
-from memory_vec.records import MemoryRecord
 from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import DeterministicHashEmbedder
 
@@ -23,9 +23,19 @@ POLICY = EmbedTextPolicy.from_config(MemoryConfig())  # the default stored-vecto
 
 
 def _fill(backend: Backend, embedder: DeterministicHashEmbedder) -> list[MemoryRecord]:
-    records = [MemoryRecord(id=f"r{i}", text=t, role="user", user_id="u1", session_id="s1",
-                            timestamp=1.7e9 + i, seq=i, valid_to=(1.7e9 if i == 3 else None))
-               for i, t in enumerate(TEXTS)]
+    records = [
+        MemoryRecord(
+            id=f"r{i}",
+            text=t,
+            role="user",
+            user_id="u1",
+            session_id="s1",
+            timestamp=1.7e9 + i,
+            seq=i,
+            valid_to=(1.7e9 if i == 3 else None),
+        )
+        for i, t in enumerate(TEXTS)
+    ]
     backend.upsert(records, embedder.embed_documents(TEXTS))
     return records
 
@@ -33,8 +43,12 @@ def _fill(backend: Backend, embedder: DeterministicHashEmbedder) -> list[MemoryR
 def test_reembed_core_switches_model_and_keeps_every_record() -> None:
     old, new = DeterministicHashEmbedder(32), DeterministicHashEmbedder(48)
     backend = InMemoryBackend()
-    core = MemoryCore(MemoryConfig(user_id="u1", session_id="s1", score_threshold=0.0),
-                      embedder=old, backend=backend, state_store=InMemoryStateStore())
+    core = MemoryCore(
+        MemoryConfig(user_id="u1", session_id="s1", score_threshold=0.0),
+        embedder=old,
+        backend=backend,
+        state_store=InMemoryStateStore(),
+    )
     records = _fill(backend, old)
     result = reembed(core, new, batch_size=3, progress=False)
     assert (result.records, result.model_id, result.dimension) == (4, "hash-48", 48)
@@ -81,8 +95,9 @@ def test_failing_embedder_leaves_the_store_untouched() -> None:
 
     old = DeterministicHashEmbedder(32)
     backend = InMemoryBackend()
-    core = MemoryCore(MemoryConfig(user_id="u1", session_id="s1"), embedder=old, backend=backend,
-                      state_store=InMemoryStateStore())
+    core = MemoryCore(
+        MemoryConfig(user_id="u1", session_id="s1"), embedder=old, backend=backend, state_store=InMemoryStateStore()
+    )
     _fill(backend, old)
     broken = Broken(48)
     broken._dimension = 48  # skip the probe call, which would fail too
@@ -100,7 +115,8 @@ def test_reembed_rejects_bad_input() -> None:
 
 @pytest.mark.parametrize("backend_name", ["sqlite", "chroma", "milvus"])
 def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
-        backend_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memory_vec import release_stores
 
     old, new = DeterministicHashEmbedder(32), DeterministicHashEmbedder(48)
@@ -113,7 +129,7 @@ def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
     total = len(MemoryCore(config, embedder=old).export_memories()["records"])
     release_stores()
 
-    from memory_vec.store import open_store
+    from memory_vec._storage.store import open_store
 
     store = open_store(config)  # a config path, as `memory-vec reembed --model ...` runs it
     real_upsert, calls = store.backend.upsert, []
@@ -131,8 +147,15 @@ def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
     assert store.backend.count() < total  # half rewritten
     with pytest.raises(InvalidInputError, match="did not finish"):
         reembed(config, DeterministicHashEmbedder(40), progress=False)  # another model must wait
-    late = MemoryRecord(id="late", text="written while the rewrite was broken", role="user", user_id="u1",
-                        session_id="s9", timestamp=1.8e9, seq=1)
+    late = MemoryRecord(
+        id="late",
+        text="written while the rewrite was broken",
+        role="user",
+        user_id="u1",
+        session_id="s9",
+        timestamp=1.8e9,
+        seq=1,
+    )
     store.backend.open(dimension=new.dimension, model_id=POLICY.space_id(new.model_id))  # a writer on the new
     store.backend.upsert([late], new.embed_documents([late.text]))  # model that was not stopped
     assert reembed(config, new, batch_size=8, progress=False).records == total + 1  # finished from the journal

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memory_vec._model.records import MemoryRecord
 from memory_vec.backends._milvus_own_writes import OwnWrites
 from memory_vec.backends.base import RecordFilter
 from memory_vec.backends.milvus import MilvusBackend
 from memory_vec.backends.sqlite import SQLiteBackend
-from memory_vec.records import MemoryRecord
 from memory_vec.testing.conformance import DIMENSION, MODEL_ID, make_record
 
 pytestmark = pytest.mark.integration
@@ -31,8 +31,16 @@ def _corpus() -> list[MemoryRecord]:
     return [
         make_record("a1", user_id="alice", seq=1, timestamp=T0, metadata={"topic": "budget", "n": 3}),
         make_record("a2", user_id="alice", seq=2, timestamp=T0 + 1, kind="fact", metadata={"topic": "travel"}),
-        make_record("a3", user_id="alice", seq=3, timestamp=T0 + 2, kind="fact", valid_to=T0 + 5,
-                    superseded_by="a2", metadata={"topic": "budget"}),
+        make_record(
+            "a3",
+            user_id="alice",
+            seq=3,
+            timestamp=T0 + 2,
+            kind="fact",
+            valid_to=T0 + 5,
+            superseded_by="a2",
+            metadata={"topic": "budget"},
+        ),
         make_record("a4", user_id="alice", seq=4, timestamp=T0 + 3, archived=True),
         make_record("a5", user_id="alice", session_id="s2", seq=5, timestamp=T0 + 4, role="assistant"),
         make_record("b1", user_id="bob", seq=1, timestamp=T0, metadata={"topic": "budget"}),
@@ -96,8 +104,9 @@ def _check(backend: Any, where: RecordFilter, written: dict[str, np.ndarray]) ->
 
 
 @pytest.mark.parametrize("name", list(FILTERS))
-def test_records_are_those_of_scan_each_with_its_stored_vector(backend: Any, written: dict[str, np.ndarray],
-                                                               name: str) -> None:
+def test_records_are_those_of_scan_each_with_its_stored_vector(
+    backend: Any, written: dict[str, np.ndarray], name: str
+) -> None:
     where = FILTERS[name]
     records = _check(backend, where, written)
     assert {r.id for r in records} == {r.id for r in _corpus() if where.matches(r)}
@@ -135,8 +144,9 @@ def test_the_cosine_of_a_returned_vector_is_what_query_reports(backend: Any, wri
         assert hit.similarity == pytest.approx(mine[hit.record.id], abs=1e-4)
 
 
-def test_a_deleted_record_is_gone_and_an_updated_one_keeps_its_vector(backend: Any,
-                                                                      written: dict[str, np.ndarray]) -> None:
+def test_a_deleted_record_is_gone_and_an_updated_one_keeps_its_vector(
+    backend: Any, written: dict[str, np.ndarray]
+) -> None:
     assert backend.delete(ids=["a1"]) == 1
     (a2,) = backend.get(["a2"])
     backend.update([a2.copy(importance=0.9, metadata={"topic": "moved"})])
@@ -195,8 +205,11 @@ def test_own_writes_merge_rows_matches_merge_records() -> None:
     kept = make_record("z", user_id="u1")
     own.wrote([stale.copy(text="new")], np.ones((1, 4), dtype=np.float32))
     own.deleted(["y"])
-    server = [(stale, np.zeros(4, dtype=np.float32)), (gone, np.zeros(4, dtype=np.float32)),
-              (kept, np.full(4, 2.0, dtype=np.float32))]
+    server = [
+        (stale, np.zeros(4, dtype=np.float32)),
+        (gone, np.zeros(4, dtype=np.float32)),
+        (kept, np.full(4, 2.0, dtype=np.float32)),
+    ]
     where = RecordFilter(user_id="u1")
     rows = own.merge_rows(server, where, None)
     assert [r for r, _ in rows] == own.merge_records([r for r, _ in server], where, None)

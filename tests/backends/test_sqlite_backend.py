@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig
+from memory_vec._model.errors import ConfigError, EmbeddingModelMismatchError
 from memory_vec.backends import Backend, RecordFilter, create_backend
 from memory_vec.backends.sqlite import SQLiteBackend
-from memory_vec.errors import ConfigError, EmbeddingModelMismatchError
 from memory_vec.testing.conformance import BackendConformance, make_record, unit_vector
 
 

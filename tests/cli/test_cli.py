@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.cli import main
+from memory_vec._cli.main import main
 
 
 @pytest.fixture
@@ -114,18 +114,23 @@ def test_not_found_and_bad_input_exit_codes(config_file: Path, capsys: pytest.Ca
 
 def test_backend_unavailable_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Nothing listens on port 9: the backend cannot be reached.
-    code, err, _ = run(capsys, "stats", "--backend", "chroma", "--url", "http://127.0.0.1:9",
-                       "--persist-dir", str(tmp_path), "--json")
+    code, err, _ = run(
+        capsys, "stats", "--backend", "chroma", "--url", "http://127.0.0.1:9", "--persist-dir", str(tmp_path), "--json"
+    )
     assert code == 3, err
 
 
-def test_env_config_and_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_env_config_and_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("MEMORY_VEC_BACKEND", "memory")
     monkeypatch.setenv("MEMORY_VEC_EMBEDDING_MODEL", "hash:64")
     monkeypatch.setenv("MEMORY_VEC_PERSIST_DIR", str(tmp_path / "env-store"))
-    core = MemoryCore(MemoryConfig(backend="memory", embedding_model="hash:64",
-                                   persist_dir=str(tmp_path / "env-store"), user_id="bob"))
+    core = MemoryCore(
+        MemoryConfig(
+            backend="memory", embedding_model="hash:64", persist_dir=str(tmp_path / "env-store"), user_id="bob"
+        )
+    )
     core.add_message("user", "hello there")  # no fact in it: one record
     code, stats, _ = run(capsys, "stats", "--json")
     assert code == 0 and stats["records"] == 1
@@ -147,8 +152,9 @@ def test_forget_prints_receipt(core: MemoryCore, config_file: Path, capsys: pyte
     assert code == 1 and receipt["records_deleted"] == 0
 
 
-def test_export_then_import_round_trip(core: MemoryCore, config_file: Path, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_then_import_round_trip(
+    core: MemoryCore, config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     core.add_messages([("user", "我对花生过敏。"), ("assistant", "记住了。")])
     before = sorted((r.id, r.text) for r in core.backend.scan(_all("alice")))
     cfg = ["--config", str(config_file)]
@@ -185,24 +191,37 @@ def test_reembed(core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixt
     assert core.backend.count(_all("alice")) == n
 
 
-def test_reembed_not_available(config_file: Path, monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(sys.modules, "memory_vec.maintenance", None)  # import raises ImportError
+def test_reembed_not_available(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "memory_vec._pipelines.maintenance", None)  # import raises ImportError
     code, err, _ = run(capsys, "reembed", "--model", "hash:32", "--config", str(config_file), "--json")
     assert code == 2 and err["error"] == "NotAvailableError" and "not available" in err["message"]
 
 
-def test_compact_merges_duplicate_facts(core: MemoryCore, config_file: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from memory_vec.records import MemoryRecord
+def test_compact_merges_duplicate_facts(
+    core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memory_vec._model.records import MemoryRecord
 
     a = core.remember("I prefer window seats.", importance=0.9)
     # Duplicates written directly (the conflict check would refuse them):
     # same text up to case and punctuation, from other sessions.
     vec = core.embedder.embed_documents(["i prefer window seats"])
-    dups = [MemoryRecord(id=f"dup{i}", text=t, role="user", user_id="alice", session_id=f"s{i}",
-                         timestamp=1_700_000_000.0 + i, kind="fact", importance=0.5, source_ids=[f"m{i}"])
-            for i, t in enumerate(["i prefer WINDOW seats", "I prefer window seats!!"])]
+    dups = [
+        MemoryRecord(
+            id=f"dup{i}",
+            text=t,
+            role="user",
+            user_id="alice",
+            session_id=f"s{i}",
+            timestamp=1_700_000_000.0 + i,
+            kind="fact",
+            importance=0.5,
+            source_ids=[f"m{i}"],
+        )
+        for i, t in enumerate(["i prefer WINDOW seats", "I prefer window seats!!"])
+    ]
     core.backend.upsert(dups, vec.repeat(2, axis=0))
     cfg = ["--config", str(config_file)]
 
@@ -225,9 +244,15 @@ def test_compact_merges_duplicate_facts(core: MemoryCore, config_file: Path,
 def test_demo_subprocess(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     store = tmp_path / "demo-store"
-    proc = subprocess.run([sys.executable, "-m", "memory_vec", "demo", "--turns", "30", "--every", "10",
-                           "--persist-dir", str(store)],
-                          capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memory_vec", "demo", "--turns", "30", "--every", "10", "--persist-dir", str(store)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "summary" in out and "recent" in out and "relevant" in out
@@ -241,31 +266,57 @@ def test_demo_subprocess(tmp_path: Path) -> None:
     listing = next(line for line in out.splitlines() if " list --config " in line)
     assert (store / "memory.yaml").exists()
     config = listing.split(" --config ")[1].split()[0]
-    proc = subprocess.run([sys.executable, "-m", "memory_vec", "list", "--config", config, "--kind", "fact",
-                           "--include-superseded", "--json"], capture_output=True, text=True, env=env,
-                          timeout=300, cwd=tmp_path, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memory_vec",
+            "list",
+            "--config",
+            config,
+            "--kind",
+            "fact",
+            "--include-superseded",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     texts = {r["text"]: r["valid_to"] is None for r in json.loads(proc.stdout)["records"]}
     assert texts["Our travel budget is 5000 euros for the whole trip."] is False  # kept, superseded
     assert texts["Update: the travel budget is now 8000 euros."] is True
 
 
-def test_dead_letters_list_retry_drop(core: MemoryCore, config_file: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_dead_letters_list_retry_drop(core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import dataclasses
     import time
 
-    from memory_vec.records import MemoryRecord
+    from memory_vec._model.records import MemoryRecord
     from memory_vec.state.base import DeadLetter
 
     cfg = ["--config", str(config_file)]
     code, text, _ = run(capsys, "dead-letters", *cfg)
     assert code == 0 and "(no dead letters)" in text
-    records = [MemoryRecord(id=f"dl{i}", text=f"refused note {i}", role="user", user_id="alice", session_id="s1",
-                            timestamp=time.time()) for i in range(2)]
+    records = [
+        MemoryRecord(
+            id=f"dl{i}", text=f"refused note {i}", role="user", user_id="alice", session_id="s1", timestamp=time.time()
+        )
+        for i in range(2)
+    ]
     vector = [float(x) for x in core.embedder.embed_documents(["refused note"])[0]]
-    core.store.state.add_dead_letters([DeadLetter(r.id, r.user_id, r.session_id, "BackendError: refused",
-                                                  time.time(), dataclasses.asdict(r), vector) for r in records])
+    core.store.state.add_dead_letters(
+        [
+            DeadLetter(
+                r.id, r.user_id, r.session_id, "BackendError: refused", time.time(), dataclasses.asdict(r), vector
+            )
+            for r in records
+        ]
+    )
     code, data, _ = run(capsys, "dead-letters", "list", *cfg, "--json")
     assert code == 0 and [d["record_id"] for d in data["dead_letters"]] == ["dl0", "dl1"]
     code, data, _ = run(capsys, "dead-letters", "retry", *cfg, "--id", "dl0", "--json")
@@ -276,23 +327,38 @@ def test_dead_letters_list_retry_drop(core: MemoryCore, config_file: Path,
     assert core.dead_letters() == []
 
 
-def test_dead_letters_user_limits_retry_and_drop(core: MemoryCore, config_file: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_dead_letters_user_limits_retry_and_drop(
+    core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import dataclasses
     import time
 
-    from memory_vec.records import MemoryRecord
+    from memory_vec._model.records import MemoryRecord
     from memory_vec.state.base import DeadLetter
 
     cfg = ["--config", str(config_file)]
     letters = []
     for user in ("alice", "bob"):
         for i in range(2):
-            r = MemoryRecord(id=f"{user}{i}", text=f"{user} note {i}", role="user", user_id=user, session_id="s1",
-                             timestamp=time.time())
-            letters.append(DeadLetter(r.id, user, "s1", "BackendError: refused", time.time(),
-                                      dataclasses.asdict(r), [float(x) for x in core.embedder.embed_documents(
-                                          [r.text])[0]]))
+            r = MemoryRecord(
+                id=f"{user}{i}",
+                text=f"{user} note {i}",
+                role="user",
+                user_id=user,
+                session_id="s1",
+                timestamp=time.time(),
+            )
+            letters.append(
+                DeadLetter(
+                    r.id,
+                    user,
+                    "s1",
+                    "BackendError: refused",
+                    time.time(),
+                    dataclasses.asdict(r),
+                    [float(x) for x in core.embedder.embed_documents([r.text])[0]],
+                )
+            )
     core.store.state.add_dead_letters(letters)
     code, data, _ = run(capsys, "dead-letters", "drop", *cfg, "--user", "alice", "--json")
     assert code == 0 and data == {"dropped": 2}
@@ -307,8 +373,12 @@ def test_dead_letters_user_limits_retry_and_drop(core: MemoryCore, config_file: 
 def test_backfill_dates(config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     older = MemoryCore(MemoryConfig.from_yaml(config_file).with_overrides(resolve_dates=False))
     may_8 = 1683547200.0  # 2023-05-08 12:00 UTC
-    older.add_messages([{"role": "user", "content": "I moved house yesterday", "timestamp": may_8},
-                        {"role": "assistant", "content": "Congratulations!", "timestamp": may_8}])
+    older.add_messages(
+        [
+            {"role": "user", "content": "I moved house yesterday", "timestamp": may_8},
+            {"role": "assistant", "content": "Congratulations!", "timestamp": may_8},
+        ]
+    )
     cfg = ["--config", str(config_file)]
     code, data, _ = run(capsys, "backfill-dates", *cfg, "--dry-run", "--json")
     assert code == 0 and data == {"checked": 2, "dated": 1, "dry_run": True}
@@ -321,6 +391,7 @@ def test_backfill_dates(config_file: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_an_unusable_persist_dir_exits_2_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "forget", "--backend", "sqlite", "--persist-dir", "/proc/self/no-such-dir",
-                       "--user", "alice")
+    code, _, err = run(
+        capsys, "forget", "--backend", "sqlite", "--persist-dir", "/proc/self/no-such-dir", "--user", "alice"
+    )
     assert code == 2 and "ConfigError: persist_dir '/proc/self/no-such-dir'" in err and "Traceback" not in err

@@ -1,4 +1,4 @@
-"""Folds by a slow summarizer run off the turn (memory_vec.background): the
+"""Folds by a slow summarizer run off the turn (memory_vec._pipelines.background): the
 turn does not wait, flush() and close() do, and nothing is lost when a fold
 never ran."""
 
@@ -41,15 +41,26 @@ class GatedSummarizer:
 
 
 def _config(**overrides: Any) -> MemoryConfig:
-    settings: dict[str, Any] = {"user_id": "u1", "session_id": "s1", "max_token_limit": 200,
-                                "summary_max_tokens": 60, "keep_recent_turns": 2, "fact_extractor": "none",
-                                **overrides}
+    settings: dict[str, Any] = {
+        "user_id": "u1",
+        "session_id": "s1",
+        "max_token_limit": 200,
+        "summary_max_tokens": 60,
+        "keep_recent_turns": 2,
+        "fact_extractor": "none",
+        **overrides,
+    }
     return MemoryConfig(**settings)
 
 
 def _core(summarizer: Any, **overrides: Any) -> MemoryCore:
-    return MemoryCore(_config(**overrides), embedder=DeterministicHashEmbedder(64), summarizer=summarizer,
-                      backend=InMemoryBackend(), state_store=InMemoryStateStore())
+    return MemoryCore(
+        _config(**overrides),
+        embedder=DeterministicHashEmbedder(64),
+        summarizer=summarizer,
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),
+    )
 
 
 def _chat_until_fold_due(core: MemoryCore, turns: int = 6) -> list[Any]:
@@ -86,8 +97,9 @@ def test_summary_in_background_false_folds_inside_the_turn() -> None:
 
 
 def test_the_offline_extractive_summarizer_folds_inline_by_default() -> None:
-    core = MemoryCore(_config(), embedder=DeterministicHashEmbedder(64), backend=InMemoryBackend(),
-                      state_store=InMemoryStateStore())
+    core = MemoryCore(
+        _config(), embedder=DeterministicHashEmbedder(64), backend=InMemoryBackend(), state_store=InMemoryStateStore()
+    )
     assert any(r.summarized for r in _chat_until_fold_due(core))
     core.close()
 

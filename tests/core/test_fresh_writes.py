@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryRecord
+from memory_vec._model.errors import BackendUnavailableError
+from memory_vec._storage.writer import RecordWriter, WriterSettings
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.errors import BackendUnavailableError
-from memory_vec.writer import RecordWriter, WriterSettings
 
 
 class CallLog(InMemoryBackend):
@@ -41,8 +41,7 @@ class CallLog(InMemoryBackend):
 
 def _record(i: int, **fields) -> MemoryRecord:  # type: ignore[no-untyped-def]
     fields.setdefault("text", f"note {i}")
-    return MemoryRecord(id=f"r{i}", role="user", user_id="u1", session_id="s1", timestamp=1_700_000_000.0 + i,
-                        **fields)
+    return MemoryRecord(id=f"r{i}", role="user", user_id="u1", session_id="s1", timestamp=1_700_000_000.0 + i, **fields)
 
 
 def _vectors(n: int) -> np.ndarray:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from memory_vec._model.errors import BackendError, BackendUnavailableError, RecordRejectedError
+from memory_vec._pipelines.resolution import fact_id
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.errors import BackendError, BackendUnavailableError, RecordRejectedError
-from memory_vec.resolution import fact_id
 from memory_vec.state import InMemoryStateStore
 
 EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
@@ -99,8 +99,9 @@ def test_heal_restores_the_supersede_in_both_fact_modes(make_core, extractor: st
     backend, state = Outage(), InMemoryStateStore()
     first = make_core(backend=backend, state=state, fact_extractor=extractor)
     first.add_message("user", "My favourite city is Lisbon.")
-    _crashed_after(lambda **kw: make_core(fact_extractor=extractor, **kw), backend, state,
-                   "My favourite city is now Porto.")
+    _crashed_after(
+        lambda **kw: make_core(fact_extractor=extractor, **kw), backend, state, "My favourite city is now Porto."
+    )
     restarted = make_core(backend=backend, state=state, fact_extractor=extractor)
     restarted.build_context("favourite city")
     hits = restarted.recall("favourite city", k=5)
@@ -170,7 +171,8 @@ class DiesAtCall(Outage):
 @pytest.mark.parametrize("background", [False, True])
 @pytest.mark.parametrize("die_at", [1, 2])
 def test_a_flush_cut_between_its_calls_never_leaves_the_old_value_current(
-        make_core, background: bool, die_at: int) -> None:  # type: ignore[no-untyped-def]
+    make_core, background: bool, die_at: int
+) -> None:  # type: ignore[no-untyped-def]
     backend, state = DiesAtCall(), InMemoryStateStore()
     make_core(backend=backend, state=state).add_message("user", "The budget is 5000 dollars.")
     doomed = make_core(backend=backend, state=state, background_writes=background, flush_interval=300.0)
@@ -194,8 +196,12 @@ def test_heal_never_supersedes_what_was_said_after_the_lost_message(make_core, e
     backend, state = Outage(), InMemoryStateStore()
     worker = make_core(backend=backend, state=state, fact_extractor=extractor)  # has healed s1 already
     worker.add_message("user", "The budget is 5000 dollars.")
-    lost = _crashed_after(lambda **kw: make_core(fact_extractor=extractor, **kw), backend, state,
-                          "Actually the budget is now 8000 dollars.")
+    lost = _crashed_after(
+        lambda **kw: make_core(fact_extractor=extractor, **kw),
+        backend,
+        state,
+        "Actually the budget is now 8000 dollars.",
+    )
     later = worker.add_message("user", "Sorry, the budget is 6500 dollars after all.")
     restarted = make_core(backend=backend, state=state, fact_extractor=extractor)
     restarted.build_context("what is the budget")
@@ -230,7 +236,7 @@ def test_a_refused_supersede_in_heal_still_restores_the_message_once(make_core) 
 
 def test_heal_finds_the_facts_that_arrived_whatever_the_extractor_says_now(make_core) -> None:  # type: ignore[no-untyped-def]
     from memory_vec import MemoryConfig, MemoryCore
-    from memory_vec.conflict import ExtractedFact
+    from memory_vec._rules.conflict import ExtractedFact
     from memory_vec.testing import DeterministicHashEmbedder
 
     class ChangeableLLM:  # stands in for an LLM extractor: another answer on the second call
@@ -241,16 +247,22 @@ def test_heal_finds_the_facts_that_arrived_whatever_the_extractor_says_now(make_
                 return []
             self.calls += 1
             if self.calls == 1:
-                return [ExtractedFact("Remind me tomorrow", None, 0.2, transient=True),
-                        ExtractedFact("User lives in Lisbon", "home", 0.8)]
+                return [
+                    ExtractedFact("Remind me tomorrow", None, 0.2, transient=True),
+                    ExtractedFact("User lives in Lisbon", "home", 0.8),
+                ]
             return [ExtractedFact("The user lives in Lisbon", "home", 0.8)]
 
     llm, backend, state = ChangeableLLM(), Outage(), InMemoryStateStore()
 
     def with_llm() -> MemoryCore:
-        return MemoryCore(MemoryConfig(user_id="u1", session_id="s1", score_threshold=0.0),
-                          embedder=DeterministicHashEmbedder(dimension=64), backend=backend, state_store=state,
-                          extractor=llm)
+        return MemoryCore(
+            MemoryConfig(user_id="u1", session_id="s1", score_threshold=0.0),
+            embedder=DeterministicHashEmbedder(dimension=64),
+            backend=backend,
+            state_store=state,
+            extractor=llm,
+        )
 
     first = with_llm().add_message("user", "Remind me tomorrow. I live in Lisbon.")
     backend.delete(ids=[first.id])  # the facts arrived, the message did not
@@ -269,8 +281,9 @@ def test_a_refused_message_in_heal_is_a_dead_letter_once_not_a_retry_every_turn(
             super().upsert(records, vectors)
 
     backend, state = RefusesPorto(), InMemoryStateStore()
-    lost = _crashed_after(lambda **kw: make_core(fact_extractor="none", **kw), backend, state,
-                          "My favourite city is Porto.")
+    lost = _crashed_after(
+        lambda **kw: make_core(fact_extractor="none", **kw), backend, state, "My favourite city is Porto."
+    )
     backend.refuse = True
     restarted = make_core(backend=backend, state=state, fact_extractor="none")
     restarted.add_message("user", "The weather is nice today.")  # heals first: the refusal is not its error

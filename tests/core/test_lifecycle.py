@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import time
 
+from memory_vec._model.records import MemoryRecord
+from memory_vec._rules.lifecycle import LifecyclePolicy, memory_value, plan_consolidation, plan_lifecycle
 from memory_vec.backends import RecordFilter
-from memory_vec.lifecycle import LifecyclePolicy, memory_value, plan_consolidation, plan_lifecycle
-from memory_vec.records import MemoryRecord
 
 DAY = 86400.0
 NOW = 1_700_000_000.0
@@ -12,8 +12,15 @@ NOW = 1_700_000_000.0
 
 def rec(i: str, *, age_days: float = 0, importance: float = 0.5, **kw) -> MemoryRecord:  # type: ignore[no-untyped-def]
     kw.setdefault("session_id", "s")
-    return MemoryRecord(id=i, text=kw.pop("text", f"text {i}"), role="user", user_id="u",
-                        timestamp=NOW - age_days * DAY, importance=importance, **kw)
+    return MemoryRecord(
+        id=i,
+        text=kw.pop("text", f"text {i}"),
+        role="user",
+        user_id="u",
+        timestamp=NOW - age_days * DAY,
+        importance=importance,
+        **kw,
+    )
 
 
 def test_value_uses_the_ranking_decay_with_importance_floor_and_reinforcement() -> None:
@@ -27,27 +34,44 @@ def test_value_uses_the_ranking_decay_with_importance_floor_and_reinforcement() 
 
 def test_ttl_expire_at_and_grace() -> None:
     p = LifecyclePolicy(ttl_days_by_kind={"message": 30})
-    plan = plan_lifecycle([rec("old", age_days=31), rec("new", age_days=1), rec("pinned", age_days=99, pinned=True),
-                           rec("exp", expire_at=NOW - 1), rec("arch", archived=True, expire_at=NOW - 1),
-                           rec("arch-waiting", archived=True, expire_at=NOW + DAY)], now=NOW, policy=p)
+    plan = plan_lifecycle(
+        [
+            rec("old", age_days=31),
+            rec("new", age_days=1),
+            rec("pinned", age_days=99, pinned=True),
+            rec("exp", expire_at=NOW - 1),
+            rec("arch", archived=True, expire_at=NOW - 1),
+            rec("arch-waiting", archived=True, expire_at=NOW + DAY),
+        ],
+        now=NOW,
+        policy=p,
+    )
     assert sorted(plan.expire) == ["arch", "exp", "old"] and plan.evict == [] and plan.archive == []
 
 
 def test_caps_evict_lowest_value_oldest_never_pinned() -> None:
     p = LifecyclePolicy(max_per_user=2)
-    records = [rec("pinned-low", importance=0.1, pinned=True), rec("low-old", importance=0.2, age_days=5),
-               rec("low-new", importance=0.2), rec("high", importance=0.9)]
+    records = [
+        rec("pinned-low", importance=0.1, pinned=True),
+        rec("low-old", importance=0.2, age_days=5),
+        rec("low-new", importance=0.2),
+        rec("high", importance=0.9),
+    ]
     plan = plan_lifecycle(records, now=NOW, policy=p)
     assert plan.evict == ["low-old", "low-new"]
-    per_session = plan_lifecycle([rec("a", session_id="x"), rec("b", session_id="x", importance=0.9),
-                                  rec("c", session_id="y")], now=NOW, policy=LifecyclePolicy(max_per_session=1))
+    per_session = plan_lifecycle(
+        [rec("a", session_id="x"), rec("b", session_id="x", importance=0.9), rec("c", session_id="y")],
+        now=NOW,
+        policy=LifecyclePolicy(max_per_session=1),
+    )
     assert per_session.evict == ["a"]
 
 
 def test_forgetting_archives_decayed_memories() -> None:
     p = LifecyclePolicy(half_life_days=7, forget_below=0.1)
-    plan = plan_lifecycle([rec("stale", age_days=60), rec("fresh"), rec("stale-pinned", age_days=60, pinned=True)],
-                          now=NOW, policy=p)
+    plan = plan_lifecycle(
+        [rec("stale", age_days=60), rec("fresh"), rec("stale-pinned", age_days=60, pinned=True)], now=NOW, policy=p
+    )
     assert plan.archive == ["stale"]
 
 
@@ -87,14 +111,35 @@ def test_maintain_applies_the_plan(make_core) -> None:  # type: ignore[no-untype
 
 
 def test_compact_merges_duplicates_via_supersede(make_core) -> None:  # type: ignore[no-untyped-def]
-    from memory_vec.records import MemoryRecord as R
+    from memory_vec._model.records import MemoryRecord as R
 
     core = make_core()
     vec = core.embedder.embed_documents(["I prefer window seats"] * 2)
-    core.backend.upsert([R(id="f1", text="I prefer window seats", role="user", user_id="u1", session_id="s1",
-                           timestamp=1.0, kind="fact", source_ids=["m1"]),
-                         R(id="f2", text="I prefer window seats!", role="user", user_id="u1", session_id="s1",
-                           timestamp=2.0, kind="fact", source_ids=["m2"])], vec)
+    core.backend.upsert(
+        [
+            R(
+                id="f1",
+                text="I prefer window seats",
+                role="user",
+                user_id="u1",
+                session_id="s1",
+                timestamp=1.0,
+                kind="fact",
+                source_ids=["m1"],
+            ),
+            R(
+                id="f2",
+                text="I prefer window seats!",
+                role="user",
+                user_id="u1",
+                session_id="s1",
+                timestamp=2.0,
+                kind="fact",
+                source_ids=["m2"],
+            ),
+        ],
+        vec,
+    )
     merged = core.compact()
     assert merged == {"f2": ["f1"]}
     assert core.get("f1").superseded_by == "f2" and set(core.get("f2").source_ids) == {"m1", "m2", "f1"}

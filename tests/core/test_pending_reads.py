@@ -1,5 +1,5 @@
 """A row the background writer stores *while* a read runs is read right
-(memory_vec/pending_reads.py): neither lost (a new row: not in the backend's
+(memory_vec/_storage/pending_reads.py): neither lost (a new row: not in the backend's
 answer, no longer queued) nor served in its old version (a supersede: the
 backend answered before the write, the queue dropped it after).
 
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryRecord
+from memory_vec._model.errors import BackendUnavailableError
+from memory_vec._storage.writer import RecordWriter, WriterSettings
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.errors import BackendUnavailableError
-from memory_vec.writer import RecordWriter, WriterSettings
 
 CURRENT = RecordFilter(user_id="u1")  # superseded rows excluded
 
@@ -51,8 +51,15 @@ class StoresDuringReads(InMemoryBackend):
 
 
 def _record(i: int, **fields: Any) -> MemoryRecord:
-    return MemoryRecord(id=f"r{i}", text=f"the budget is {i}000", role="user", user_id="u1", session_id="s1",
-                        timestamp=1_700_000_000.0 + i, **fields)
+    return MemoryRecord(
+        id=f"r{i}",
+        text=f"the budget is {i}000",
+        role="user",
+        user_id="u1",
+        session_id="s1",
+        timestamp=1_700_000_000.0 + i,
+        **fields,
+    )
 
 
 def _r1_stored(backend: InMemoryBackend) -> RecordWriter:
@@ -83,7 +90,8 @@ def queued() -> Iterator[tuple[StoresDuringReads, RecordWriter]]:
 
 
 def test_a_query_while_the_writer_stores_serves_the_new_value_only(
-        queued: tuple[StoresDuringReads, RecordWriter]) -> None:
+    queued: tuple[StoresDuringReads, RecordWriter],
+) -> None:
     backend, writer = queued
     hits = writer.query(np.ones(4, dtype=np.float32), k=5, where=CURRENT)
     assert writer.pending_count == 0 and backend.during is None  # the write did happen during the read
@@ -92,7 +100,8 @@ def test_a_query_while_the_writer_stores_serves_the_new_value_only(
 
 @pytest.mark.parametrize("read", ["get", "scan"])
 def test_get_and_scan_while_the_writer_stores_serve_the_new_value_only(
-        queued: tuple[StoresDuringReads, RecordWriter], read: str) -> None:
+    queued: tuple[StoresDuringReads, RecordWriter], read: str
+) -> None:
     backend, writer = queued
     rows = writer.get(["r1", "r2"], where=CURRENT) if read == "get" else writer.scan(CURRENT)
     assert writer.pending_count == 0 and backend.during is None
@@ -104,7 +113,8 @@ def test_get_and_scan_while_the_writer_stores_serve_the_new_value_only(
 
 
 def test_a_queued_row_that_leaves_the_queue_unstored_is_not_served(
-        queued: tuple[StoresDuringReads, RecordWriter]) -> None:
+    queued: tuple[StoresDuringReads, RecordWriter],
+) -> None:
     """Forgotten (or refused) while the read ran: the backend has no row, the
     queue no longer has it: the read leaves it out."""
     backend, writer = queued

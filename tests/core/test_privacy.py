@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_vec.privacy import RegexRedactor, luhn_ok
+from memory_vec._rules.privacy import RegexRedactor, luhn_ok
 
 CASES = [
     ("write to jane.doe+x@example.co.uk please", "write to [EMAIL] please"),
@@ -12,8 +12,10 @@ CASES = [
     ("身份证11010519491231002X", "身份证[ID_CARD]"),
     ("card 4111 1111 1111 1111 ok", "card [CARD] ok"),
     ("not a card 4111 1111 1111 1112", "not a card 4111 1111 1111 1112"),  # fails Luhn
-    ("budget 5000, year 2023, order 123456789, date 2023-05-08",
-     "budget 5000, year 2023, order 123456789, date 2023-05-08"),
+    (
+        "budget 5000, year 2023, order 123456789, date 2023-05-08",
+        "budget 5000, year 2023, order 123456789, date 2023-05-08",
+    ),
 ]
 
 
@@ -36,7 +38,7 @@ def test_redaction_happens_before_storage_embedding_and_state(make_core) -> None
 
 
 def test_custom_redactor_is_pluggable(make_core) -> None:  # type: ignore[no-untyped-def]
-    from memory_vec.privacy import Redactor
+    from memory_vec._rules.privacy import Redactor
 
     class Names(Redactor):
         name = "names"
@@ -49,7 +51,12 @@ def test_custom_redactor_is_pluggable(make_core) -> None:  # type: ignore[no-unt
     from memory_vec.state import InMemoryStateStore
 
     base = make_core()
-    core = MemoryCore(MemoryConfig(user_id="u"), embedder=base.embedder, backend=InMemoryBackend(),
-                      state_store=InMemoryStateStore(), redactor=Names())
+    core = MemoryCore(
+        MemoryConfig(user_id="u"),
+        embedder=base.embedder,
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),
+        redactor=Names(),
+    )
     r = core.add_message("user", "Alice likes tea")
     assert core.backend.get([r.id])[0].text == "[NAME] likes tea"

@@ -41,8 +41,12 @@ def test_chinese_end_to_end_summary_and_recall() -> None:
     core.add_message("user", "我的预算是5000元，金额请保留两位小数。")
     core.add_message("assistant", "好的，预算5000元，金额保留两位小数。")
     core.add_message("user", "我对花生过敏，千万不要推荐含花生的菜。")
-    fillers = ["今天天气不错，我们去公园散步吧。", "最近在看一本关于历史的书，很有意思。",
-               "周末想去爬山，你有什么推荐吗？", "我昨天做了红烧肉，味道还可以。"]
+    fillers = [
+        "今天天气不错，我们去公园散步吧。",
+        "最近在看一本关于历史的书，很有意思。",
+        "周末想去爬山，你有什么推荐吗？",
+        "我昨天做了红烧肉，味道还可以。",
+    ]
     for i in range(12):
         core.add_message("user", fillers[i % 4])
         core.add_message("assistant", "好的，听起来很不错。" + fillers[(i + 1) % 4])

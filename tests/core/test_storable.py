@@ -1,4 +1,4 @@
-"""Framework text made storable for the adapters (memory_vec.storable), and a
+"""Framework text made storable for the adapters (memory_vec._rules.storable), and a
 long question that must not fail the turn it is asked in."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from memory_vec import MemoryConfig, MessageInput
-from memory_vec.errors import ContentTooLargeError, InvalidContentError, InvalidMetadataError
-from memory_vec.storable import check_inputs, storable_text
+from memory_vec._model.errors import ContentTooLargeError, InvalidContentError, InvalidMetadataError
+from memory_vec._rules.storable import check_inputs, storable_text
 
 
 def test_text_the_core_takes_is_left_as_it_is() -> None:
@@ -31,11 +31,14 @@ def test_long_text_is_cut_on_a_character_boundary_with_a_note(unit: str) -> None
     assert notes == [f"cut from {len((unit * 5000).encode())} to {size} bytes"]
 
 
-@pytest.mark.parametrize(("message", "error"), [
-    (MessageInput("user", "\x00"), InvalidContentError),
-    (MessageInput("user", "x" * 5000), ContentTooLargeError),
-    (MessageInput("user", "ok", metadata={"k": {1, 2}}), InvalidMetadataError),
-])
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        (MessageInput("user", "\x00"), InvalidContentError),
+        (MessageInput("user", "x" * 5000), ContentTooLargeError),
+        (MessageInput("user", "ok", metadata={"k": {1, 2}}), InvalidMetadataError),
+    ],
+)
 def test_check_inputs_raises_what_add_messages_would(message: MessageInput, error: type[Exception]) -> None:
     with pytest.raises(error):
         check_inputs([message], MemoryConfig(max_content_bytes=4096))

@@ -1,4 +1,4 @@
-"""The stored-vector policy (memory_vec.embed_text): what each stored vector
+"""The stored-vector policy (memory_vec._pipelines.embed_text): what each stored vector
 is under each method, what a turn embeds, and the migration of a store made
 by another policy (reembed)."""
 
@@ -13,18 +13,22 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore, release_stores
+from memory_vec._model.errors import EmbeddingModelMismatchError
+from memory_vec._model.records import MemoryRecord
+from memory_vec._pipelines.embed_text import EmbedTextPolicy
+from memory_vec._pipelines.maintenance import reembed
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.embed_text import EmbedTextPolicy
 from memory_vec.embeddings.base import normalize_rows
-from memory_vec.errors import EmbeddingModelMismatchError
-from memory_vec.maintenance import reembed
-from memory_vec.records import MemoryRecord
 from memory_vec.state import InMemoryStateStore
 from memory_vec.state.base import NewMessage
 from memory_vec.testing import DeterministicHashEmbedder
 
-CHAT = [("assistant", "How was the pottery workshop?"), ("user", "Great, I made a bowl."),
-        ("assistant", "Nice! What colour?"), ("user", "Blue, like the sea.")]
+CHAT = [
+    ("assistant", "How was the pottery workshop?"),
+    ("user", "Great, I made a bowl."),
+    ("assistant", "Nice! What colour?"),
+    ("user", "Blue, like the sea."),
+]
 
 
 class CountingEmbedder(DeterministicHashEmbedder):
@@ -84,8 +88,13 @@ def test_a_burst_of_user_messages_is_mixed_with_what_came_before() -> None:
     """A user message without a reply (one of a burst) is a unit of its own:
     its plain vector plus the unit before's, so a short "and in blue" is found
     by its context; the texts are the ones the turn has anyway (no more to embed)."""
-    turns = [("user", "I made a bowl."), ("assistant", "Nice!"), ("user", "at the workshop"),
-             ("user", "in blue"), ("assistant", "Lovely.")]
+    turns = [
+        ("user", "I made a bowl."),
+        ("assistant", "Nice!"),
+        ("user", "at the workshop"),
+        ("user", "in blue"),
+        ("assistant", "Lovely."),
+    ]
     plan = EmbedTextPolicy().plan_window(turns, [2, 3, 4])
     assert plan.texts == ("I made a bowl.\nNice!", "at the workshop", "in blue\nLovely.")
     assert plan.own == (1, 2, 2) and plan.context == (0, 1, 1)
@@ -136,15 +145,21 @@ def test_the_policy_is_part_of_the_id_a_collection_records() -> None:
 
 
 def test_records_follow_the_rule_whatever_their_order() -> None:
-    records = [MemoryRecord(id=f"m{i}", text=text, role=role, user_id="u", session_id="s", timestamp=float(i),
-                            seq=i + 1) for i, (role, text) in enumerate(CHAT)]
-    fact = MemoryRecord(id="f", text="made a bowl", role="user", user_id="u", session_id="s", timestamp=1.0,
-                        kind="fact", seq=2)
+    records = [
+        MemoryRecord(id=f"m{i}", text=text, role=role, user_id="u", session_id="s", timestamp=float(i), seq=i + 1)
+        for i, (role, text) in enumerate(CHAT)
+    ]
+    fact = MemoryRecord(
+        id="f", text="made a bowl", role="user", user_id="u", session_id="s", timestamp=1.0, kind="fact", seq=2
+    )
     policy = EmbedTextPolicy(method="pair", chars=500, weight=0.5)
     plan = policy.plan_records([records[3], fact, records[1]], known=records)
     window = policy.plan_window(CHAT, [3, 1])
     assert [plan.texts[i] for i in plan.own] == [
-        window.texts[window.own[0]], "made a bowl", window.texts[window.own[1]]]
+        window.texts[window.own[0]],
+        "made a bowl",
+        window.texts[window.own[1]],
+    ]
     assert plan.texts[plan.context[0] or 0] == window.texts[window.context[0] or 0]
     assert plan.context[1] is None
 
@@ -217,8 +232,14 @@ def test_healing_and_import_store_the_vector_a_normal_write_stores(make_core) ->
 
 def test_reembed_migrates_a_store_made_by_the_text_method(tmp_path: Path) -> None:
     emb = DeterministicHashEmbedder(64)
-    old = MemoryConfig(backend="sqlite", persist_dir=str(tmp_path), user_id="u1", session_id="s1",
-                       contextual_method="text", score_threshold=0.0)
+    old = MemoryConfig(
+        backend="sqlite",
+        persist_dir=str(tmp_path),
+        user_id="u1",
+        session_id="s1",
+        contextual_method="text",
+        score_threshold=0.0,
+    )
     chat = [("user", "Where do you live?"), ("assistant", "In Lisbon, near the river.")]
     with MemoryCore(old, embedder=emb) as core:
         core.add_messages(chat)
@@ -251,8 +272,13 @@ def test_an_upgrade_keeps_using_a_store_made_by_the_earlier_default(
     naming the migration; nothing is refused and no vectors of two policies
     end up in one collection."""
     emb = DeterministicHashEmbedder(64)
-    base = {"backend": "sqlite", "persist_dir": str(tmp_path), "user_id": "u1", "session_id": "s1",
-            "score_threshold": 0.0}
+    base = {
+        "backend": "sqlite",
+        "persist_dir": str(tmp_path),
+        "user_id": "u1",
+        "session_id": "s1",
+        "score_threshold": 0.0,
+    }
     with MemoryCore(MemoryConfig(**base, contextual_method="text"), embedder=emb) as core:
         core.add_messages([("user", "My budget is 5000."), ("assistant", "Noted.")])
     release_stores()
@@ -279,8 +305,14 @@ def test_per_request_cores_of_one_store_share_the_vector_cache(tmp_path: Path) -
     exchange's vector (same store, same process), and a cached vector is
     never served for another model."""
     emb = CountingEmbedder(64)
-    config = MemoryConfig(backend="sqlite", persist_dir=str(tmp_path), user_id="u1", session_id="s1",
-                          fact_extractor="none", score_threshold=0.0)
+    config = MemoryConfig(
+        backend="sqlite",
+        persist_dir=str(tmp_path),
+        user_id="u1",
+        session_id="s1",
+        fact_extractor="none",
+        score_threshold=0.0,
+    )
     first = MemoryCore(config, embedder=emb)
     first.build_context("Where do you live?")
     first.add_messages([("user", "Where do you live?"), ("assistant", "In Lisbon, near the river.")])
@@ -342,7 +374,7 @@ def test_the_shared_tier_is_written_off_the_turn_and_forget_comes_after_the_puts
     """A put does not wait for the shared tier (a Redis round trip), and a
     forget is run after the puts queued before it: no vector of the forgotten
     user's text lands after the forget."""
-    from memory_vec.vector_cache import VectorCache
+    from memory_vec._storage.vector_cache import VectorCache
 
     tier = BlockingTier()
     calls = tier.calls
@@ -357,7 +389,7 @@ def test_the_shared_tier_is_written_off_the_turn_and_forget_comes_after_the_puts
 
 
 def test_a_shared_tier_serves_what_this_process_never_embedded() -> None:
-    from memory_vec.vector_cache import VectorCache
+    from memory_vec._storage.vector_cache import VectorCache
 
     tier = DictTier()
     worker_a, worker_b = VectorCache(8, shared=tier), VectorCache(8, shared=tier)
@@ -379,7 +411,7 @@ def test_a_read_racing_a_forget_does_not_bring_the_forgotten_vectors_back() -> N
     """The forget waits behind queued puts; a read in that window finds the
     user's vector in the shared tier and keeps it here: the forget clears
     this process's copy again once the tier has let go."""
-    from memory_vec.vector_cache import VectorCache
+    from memory_vec._storage.vector_cache import VectorCache
 
     tier = BlockingTier(blocked={"later"})
     cache = VectorCache(8, shared=tier)
@@ -398,7 +430,7 @@ def test_a_read_racing_a_forget_does_not_bring_the_forgotten_vectors_back() -> N
 
 
 def test_close_sends_the_queued_puts_and_ends_the_sender_thread() -> None:
-    from memory_vec.vector_cache import VectorCache
+    from memory_vec._storage.vector_cache import VectorCache
 
     def senders() -> int:
         return sum(t.name == "memvec-vector-cache" for t in threading.enumerate())
@@ -421,8 +453,8 @@ def test_close_sends_the_queued_puts_and_ends_the_sender_thread() -> None:
 def test_close_does_not_hang_on_a_shared_tier_that_does_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Redis down at close: close waits a bounded time, drops the puts still
     queued, and the thread ends once the call in progress returns."""
-    from memory_vec import vector_cache
-    from memory_vec.vector_cache import VectorCache
+    from memory_vec._storage import vector_cache
+    from memory_vec._storage.vector_cache import VectorCache
 
     tier = BlockingTier()
     cache = VectorCache(8, shared=tier)

@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 
 from memory_vec import ExtractiveSummarizer, LLMSummarizer, SummaryRejectedError
+from memory_vec._rules.summary import SUMMARY_PROMPT, plan_fold, validate_summary
+from memory_vec._rules.tokens import get_token_counter
 from memory_vec.state.base import StateMessage
-from memory_vec.summary import SUMMARY_PROMPT, plan_fold, validate_summary
 from memory_vec.testing import ScriptedLLM
-from memory_vec.tokens import get_token_counter
 
 counter = get_token_counter()
 
@@ -16,8 +16,14 @@ def msgs(*pairs: tuple[str, str], tokens: int = 10) -> list[StateMessage]:
 
 
 def plan(messages, **kw):  # type: ignore[no-untyped-def]
-    args = {"summary_tokens": 0, "folded_through": 0, "max_token_limit": 100, "trigger_ratio": 0.7,
-            "target_ratio": 0.4, "keep_recent": 2}
+    args = {
+        "summary_tokens": 0,
+        "folded_through": 0,
+        "max_token_limit": 100,
+        "trigger_ratio": 0.7,
+        "target_ratio": 0.4,
+        "keep_recent": 2,
+    }
     args.update(kw)
     return plan_fold(messages, **args)
 
@@ -40,8 +46,16 @@ def test_fold_never_touches_the_last_keep_recent() -> None:
 
 
 def test_fold_never_separates_tool_call_from_result() -> None:
-    m = msgs(("user", "q"), ("assistant", "call tool"), ("tool", "result"), ("tool", "result2"),
-             ("assistant", "a"), ("user", "q2"), ("assistant", "a2"), tokens=15)
+    m = msgs(
+        ("user", "q"),
+        ("assistant", "call tool"),
+        ("tool", "result"),
+        ("tool", "result2"),
+        ("assistant", "a"),
+        ("user", "q2"),
+        ("assistant", "a2"),
+        tokens=15,
+    )
     p = plan(m, keep_recent=2)
     assert p is not None
     # the cut may not fall just before a tool message
@@ -91,8 +105,11 @@ def test_llm_timeout_is_refused() -> None:
 
 def test_extractive_keeps_valuable_sentences_and_newer_value_wins() -> None:
     s = ExtractiveSummarizer(counter=counter)
-    first = s.summarize("", msgs(("user", "The budget is 5000 dollars. Nice weather today."),
-                                 ("user", "I prefer window seats.")), max_tokens=200)
+    first = s.summarize(
+        "",
+        msgs(("user", "The budget is 5000 dollars. Nice weather today."), ("user", "I prefer window seats.")),
+        max_tokens=200,
+    )
     assert "5000" in first and "window seats" in first
     second = s.summarize(first, msgs(("user", "Actually the budget is now 8000 dollars.")), max_tokens=200)
     assert "8000" in second and "5000" not in second and "window seats" in second

@@ -1,5 +1,5 @@
 """One read of a user's keyword log per operation, shared by the replica's copy
-and the keyword index (memory_vec/keywords.py ``log_changes``): with the
+and the keyword index (memory_vec/_storage/keywords.py ``log_changes``): with the
 working state in Redis every read is a round trip on the turn's path.
 
 Two :class:`Store` objects over one backend and one working-state store stand
@@ -14,13 +14,13 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from memory_vec._model.records import MemoryRecord
+from memory_vec._storage.keywords import KeywordIndex, first_asks, fresh_view, log_changes, one_read_view, read_ahead
+from memory_vec._storage.store import Store
 from memory_vec.backends import RecordFilter
 from memory_vec.backends.memory import InMemoryBackend
-from memory_vec.keywords import KeywordIndex, first_asks, fresh_view, log_changes, one_read_view, read_ahead
-from memory_vec.records import MemoryRecord
 from memory_vec.state import InMemoryStateStore
 from memory_vec.state.base import KeywordChanges
-from memory_vec.store import Store
 from tests.engine.test_replica import DIM, _Server, two_workers_over
 
 
@@ -37,8 +37,18 @@ class CountingState(InMemoryStateStore):
 
 
 def _records(user: str, ids: Sequence[str]) -> list[MemoryRecord]:
-    return [MemoryRecord(id=i, text=f"note {i} about the harbour", role="user", user_id=user, session_id="s1",
-                         timestamp=1_700_000_000.0 + n, seq=n + 1) for n, i in enumerate(ids)]
+    return [
+        MemoryRecord(
+            id=i,
+            text=f"note {i} about the harbour",
+            role="user",
+            user_id=user,
+            session_id="s1",
+            timestamp=1_700_000_000.0 + n,
+            seq=n + 1,
+        )
+        for n, i in enumerate(ids)
+    ]
 
 
 def test_a_later_position_is_cut_from_the_operations_earlier_reply() -> None:
@@ -46,8 +56,10 @@ def test_a_later_position_is_cut_from_the_operations_earlier_reply() -> None:
     state.log_writes("u1", ["a", "b", "c"])
     with one_read_view():
         assert log_changes(state, [("u1", 0, 0)]) == [KeywordChanges(0, 3, ("a", "b", "c"))]
-        assert log_changes(state, [("u1", 2, 0), ("u1", 3, 0)]) == [KeywordChanges(0, 3, ("c",)),
-                                                                    KeywordChanges(0, 3, ())]
+        assert log_changes(state, [("u1", 2, 0), ("u1", 3, 0)]) == [
+            KeywordChanges(0, 3, ("c",)),
+            KeywordChanges(0, 3, ()),
+        ]
         assert state.log_reads == ["u1"]
         log_changes(state, [("u1", 0, 1)])  # another generation: not known, read
         log_changes(state, [("u2", 0, 0)])  # another log
@@ -79,8 +91,10 @@ def test_replies_read_ahead_answer_the_operations_reads_from_their_positions_on(
     read_ahead(asks, replies)  # outside an operation: nothing to answer
     with one_read_view():
         read_ahead(asks, replies)
-        assert log_changes(state, [("u1", 2, 0), ("u2", 0, 0)]) == [KeywordChanges(0, 3, ("c",)),
-                                                                    KeywordChanges(0, 0, ())]
+        assert log_changes(state, [("u1", 2, 0), ("u2", 0, 0)]) == [
+            KeywordChanges(0, 3, ("c",)),
+            KeywordChanges(0, 0, ()),
+        ]
         assert log_changes(state, [("u1", 0, 0)]) == [KeywordChanges(0, 3, ("a", "b", "c"))]  # before: read
         read_ahead([("u1", 3, 0)], [KeywordChanges(0, 3, ())])  # an older reply never replaces the view's
         assert log_changes(state, [("u1", 0, 0)]) == [KeywordChanges(0, 3, ("a", "b", "c"))]
@@ -111,7 +125,8 @@ def two_workers() -> tuple[CountingState, Store, Store]:
 
 
 def test_a_recall_reads_the_users_log_once_and_sees_the_other_workers_write(
-        two_workers: tuple[CountingState, Store, Store]) -> None:
+    two_workers: tuple[CountingState, Store, Store],
+) -> None:
     state, a, b = two_workers
     rng = np.random.default_rng(0)
     a.writer.write(_records("u1", ["a1", "a2"]), rng.standard_normal((2, DIM)).astype(np.float32))
@@ -128,8 +143,7 @@ def test_a_recall_reads_the_users_log_once_and_sees_the_other_workers_write(
     assert state.log_reads.count("u1") == 1  # the keyword index took its changes from the copy's read
 
 
-def test_own_writes_keep_the_keyword_index_where_the_copy_is(
-        two_workers: tuple[CountingState, Store, Store]) -> None:
+def test_own_writes_keep_the_keyword_index_where_the_copy_is(two_workers: tuple[CountingState, Store, Store]) -> None:
     """This process's own writes, indexed when added (as the engine does),
     move the index's log position with them, so a recall after them still
     reads the log once (else the index, behind the copy, reads it again)."""

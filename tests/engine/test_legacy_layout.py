@@ -34,10 +34,21 @@ def test_a_0_1_persist_dir_opens_without_loss(backend: str, tmp_path: Path) -> N
     before = _legacy_messages(legacy)
     assert before, "the fixture has working-state messages"
     cores = {
-        coll: MemoryCore(MemoryConfig(backend=backend, persist_dir=str(persist), collection=coll, user_id="alice",
-                                      session_id="s1", fact_extractor="none", score_threshold=0.0,
-                                      max_token_limit=200, summary_max_tokens=80, keep_recent_turns=2),
-                         embedder=EMBEDDER)
+        coll: MemoryCore(
+            MemoryConfig(
+                backend=backend,
+                persist_dir=str(persist),
+                collection=coll,
+                user_id="alice",
+                session_id="s1",
+                fact_extractor="none",
+                score_threshold=0.0,
+                max_token_limit=200,
+                summary_max_tokens=80,
+                keep_recent_turns=2,
+            ),
+            embedder=EMBEDDER,
+        )
         for coll in ("legacy_a", "legacy_b")
     }
     try:
@@ -51,15 +62,18 @@ def test_a_0_1_persist_dir_opens_without_loss(backend: str, tmp_path: Path) -> N
         # Every working-state message of the shared 0.1 file now lives in
         # exactly the collections' own state (none lost), and the 0.1 file
         # has handed all its sessions over.
-        after = {("alice", s, m.content) for core in cores.values() for s in ("s1", "s2")
-                 for m in core.working_state(session_id=s).messages}
+        after = {
+            ("alice", s, m.content)
+            for core in cores.values()
+            for s in ("s1", "s2")
+            for m in core.working_state(session_id=s).messages
+        }
         assert before <= after
         assert _legacy_messages(legacy) == set()
         summaries = [core.working_state().summary for core in cores.values()]
         assert any(summaries), "the 0.1 running summary was kept"
         # New writes go to the collection's own state and stay there.
         cores["legacy_a"].add_message("user", "a new message after the upgrade")
-        assert "a new message after the upgrade" not in {
-            m.content for m in cores["legacy_b"].working_state().messages}
+        assert "a new message after the upgrade" not in {m.content for m in cores["legacy_b"].working_state().messages}
     finally:
         release_stores()

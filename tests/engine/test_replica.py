@@ -1,4 +1,4 @@
-"""The local replica of a user's scope (memory_vec/replica.py) answers exactly
+"""The local replica of a user's scope (memory_vec/_storage/replica.py) answers exactly
 what the backend answers, whatever either of two "processes" wrote.
 
 Two :class:`Store` objects over one backend and one working-state store
@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._model.errors import BackendError
+from memory_vec._model.records import MemoryRecord
+from memory_vec._storage.replica import ReplicatedBackend
+from memory_vec._storage.store import Store
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.errors import BackendError
-from memory_vec.records import MemoryRecord
-from memory_vec.replica import ReplicatedBackend
 from memory_vec.state import InMemoryStateStore
-from memory_vec.store import Store
 from memory_vec.testing import DeterministicHashEmbedder
 
 DIM = 8
@@ -59,9 +59,15 @@ def two_stores() -> Iterator[tuple[InMemoryBackend, Store, Store]]:
 def _record(rng: random.Random, n: int) -> MemoryRecord:
     visibility = rng.choice(["private"] * 4 + ["global", "agent"])
     return MemoryRecord(
-        id=f"r{n}", text=f"text {n}", role=rng.choice(["user", "assistant"]), user_id=rng.choice(USERS),
-        session_id=rng.choice(["s1", "s2"]), timestamp=1_700_000_000.0 + n, seq=n,
-        kind=rng.choice(["message", "message", "fact", "summary"]), visibility=visibility,
+        id=f"r{n}",
+        text=f"text {n}",
+        role=rng.choice(["user", "assistant"]),
+        user_id=rng.choice(USERS),
+        session_id=rng.choice(["s1", "s2"]),
+        timestamp=1_700_000_000.0 + n,
+        seq=n,
+        kind=rng.choice(["message", "message", "fact", "summary"]),
+        visibility=visibility,
         agent_id=rng.choice(["bot", "other"]) if visibility == "agent" else None,
     )
 
@@ -70,12 +76,18 @@ def _wheres(rng: random.Random, ids: list[str]) -> list[RecordFilter]:
     out = []
     for user in USERS:
         for _ in range(3):
-            out.append(RecordFilter(
-                user_id=user, session_id=rng.choice([None, "s1"]), agent_id=rng.choice([None, "bot"]),
-                include_shared=rng.random() < 0.5, kinds=rng.choice([("message", "fact"), ("fact",), ("message",)]),
-                include_superseded=rng.random() < 0.3, include_archived=rng.random() < 0.3,
-                ids=tuple(rng.sample(ids, min(len(ids), 5))) if ids and rng.random() < 0.2 else None,
-            ))
+            out.append(
+                RecordFilter(
+                    user_id=user,
+                    session_id=rng.choice([None, "s1"]),
+                    agent_id=rng.choice([None, "bot"]),
+                    include_shared=rng.random() < 0.5,
+                    kinds=rng.choice([("message", "fact"), ("fact",), ("message",)]),
+                    include_superseded=rng.random() < 0.3,
+                    include_archived=rng.random() < 0.3,
+                    ids=tuple(rng.sample(ids, min(len(ids), 5))) if ids and rng.random() < 0.2 else None,
+                )
+            )
     return out
 
 
@@ -83,20 +95,23 @@ def _same(server: InMemoryBackend, store: Store, where: RecordFilter, q: np.ndar
     assert isinstance(store.backend, ReplicatedBackend)
     want = server.query(q, k=8, where=where)
     got = store.backend.query(q, k=8, where=where)
-    assert [(h.record.id, h.record.valid_to, h.record.archived, h.record.text) for h in got] == \
-        [(h.record.id, h.record.valid_to, h.record.archived, h.record.text) for h in want], where
+    assert [(h.record.id, h.record.valid_to, h.record.archived, h.record.text) for h in got] == [
+        (h.record.id, h.record.valid_to, h.record.archived, h.record.text) for h in want
+    ], where
     assert [h.similarity for h in got] == pytest.approx([h.similarity for h in want], abs=1e-5)
     ids = [r.id for r in server.scan(RecordFilter(include_superseded=True, include_archived=True))][:12]
     assert [r.id for r in store.backend.get(ids, where=where)] == [r.id for r in server.get(ids, where=where)]
     copied = store.backend.scan_copied(where)  # the keyword index's rebuild, when a copy can answer
     if copied is not None:
-        assert [(r.id, r.valid_to, r.archived, r.text) for r in copied] == \
-            [(r.id, r.valid_to, r.archived, r.text) for r in server.scan(where)], where
+        assert [(r.id, r.valid_to, r.archived, r.text) for r in copied] == [
+            (r.id, r.valid_to, r.archived, r.text) for r in server.scan(where)
+        ], where
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_two_replicas_answer_what_the_backend_answers(two_stores: tuple[InMemoryBackend, Store, Store],
-                                                      seed: int) -> None:
+def test_two_replicas_answer_what_the_backend_answers(
+    two_stores: tuple[InMemoryBackend, Store, Store], seed: int
+) -> None:
     server, a, b = two_stores
     rng = random.Random(seed)
     vectors = np.random.default_rng(seed)
@@ -111,12 +126,14 @@ def test_two_replicas_answer_what_the_backend_answers(two_stores: tuple[InMemory
         elif action < 0.85:  # supersede, archive, share, or edit the text (vector kept)
             old = written[rng.choice(sorted(written))]
             change = rng.choice(["valid_to", "archived", "visibility", "text"])
-            new = {"valid_to": old.copy(valid_to=old.timestamp + 1, superseded_by="x"),
-                   "archived": old.copy(archived=not old.archived),
-                   # (the API shares a record only when it is written; a shared one
-                   # becomes private only by an import, which rebuilds every copy)
-                   "visibility": old.copy(visibility="global", agent_id=None),
-                   "text": old.copy(text=old.text + " edited")}[change]
+            new = {
+                "valid_to": old.copy(valid_to=old.timestamp + 1, superseded_by="x"),
+                "archived": old.copy(archived=not old.archived),
+                # (the API shares a record only when it is written; a shared one
+                # becomes private only by an import, which rebuilds every copy)
+                "visibility": old.copy(visibility="global", agent_id=None),
+                "text": old.copy(text=old.text + " edited"),
+            }[change]
             store.writer.update([new])
             written[new.id] = new
         else:  # a delete, as the pipelines do it: rows, then every process rebuilds
@@ -151,8 +168,9 @@ def test_a_users_first_recall_reads_the_users_rows_once() -> None:
     server = _CountingServer()
     writer, reader = two_workers_over(server, InMemoryStateStore())
     rng = random.Random(3)
-    records = [_record(rng, n).copy(user_id="u1", visibility="private", agent_id=None, kind="message")
-               for n in range(12)]
+    records = [
+        _record(rng, n).copy(user_id="u1", visibility="private", agent_id=None, kind="message") for n in range(12)
+    ]
     records[4] = records[4].copy(valid_to=99.0, superseded_by="r5")
     records[7] = records[7].copy(archived=True)
     writer.writer.write(records, np.random.default_rng(3).standard_normal((12, DIM)).astype(np.float32))
@@ -170,8 +188,9 @@ def test_a_users_first_recall_reads_the_users_rows_once() -> None:
 
 def test_reads_the_copy_cannot_answer_go_to_the_backend(two_stores: tuple[InMemoryBackend, Store, Store]) -> None:
     _, a, _ = two_stores
-    summary = MemoryRecord(id="s", text="a summary", role="system", user_id="u1", session_id="s1",
-                           timestamp=1.0, kind="summary")
+    summary = MemoryRecord(
+        id="s", text="a summary", role="system", user_id="u1", session_id="s1", timestamp=1.0, kind="summary"
+    )
     a.writer.write([summary], np.ones((1, DIM), dtype=np.float32))
     q = np.ones(DIM, dtype=np.float32)
     for where in (RecordFilter(user_id="u1"), RecordFilter(user_id="u1", kinds=("summary",)), RecordFilter()):
@@ -183,35 +202,39 @@ def test_a_user_too_big_for_the_cap_is_read_from_the_backend() -> None:
     server, state = _Server(), InMemoryStateStore()
     store = Store(server, state, collection="c", replica_docs=10)
     store.open(dimension=DIM, model_id="m")
-    records = [MemoryRecord(id=f"m{i}", text=f"t{i}", role="user", user_id="big", session_id="s",
-                            timestamp=float(i), seq=i) for i in range(8)]
+    records = [
+        MemoryRecord(id=f"m{i}", text=f"t{i}", role="user", user_id="big", session_id="s", timestamp=float(i), seq=i)
+        for i in range(8)
+    ]
     store.writer.write(records, np.random.default_rng(0).standard_normal((8, DIM)).astype(np.float32))
     where = RecordFilter(user_id="big", kinds=("message", "fact"))
     q = np.ones(DIM, dtype=np.float32)
-    assert [h.record.id for h in store.backend.query(q, k=8, where=where)] == \
-        [h.record.id for h in server.query(q, k=8, where=where)]
+    assert [h.record.id for h in store.backend.query(q, k=8, where=where)] == [
+        h.record.id for h in server.query(q, k=8, where=where)
+    ]
     assert isinstance(store.backend, ReplicatedBackend) and store.backend.copied_docs == 0
 
 
 def test_off_when_asked_in_process_or_without_a_shared_log() -> None:
     state = InMemoryStateStore()
     assert not isinstance(Store(_Server(), state, collection="c", replica_docs=0).backend, ReplicatedBackend)
-    assert not isinstance(Store(InMemoryBackend(), state, collection="c", replica_docs=100).backend,
-                          ReplicatedBackend)
+    assert not isinstance(Store(InMemoryBackend(), state, collection="c", replica_docs=100).backend, ReplicatedBackend)
 
     class ServerForMany(_Server):
         supports_multiprocess = True
 
     # Other processes write the server, and their log entries would never reach this in-memory one.
-    assert not isinstance(Store(ServerForMany(), state, collection="c", replica_docs=100).backend,
-                          ReplicatedBackend)
+    assert not isinstance(Store(ServerForMany(), state, collection="c", replica_docs=100).backend, ReplicatedBackend)
 
 
 def test_after_a_reembed_in_one_process_the_other_reads_the_new_vectors(
-        two_stores: tuple[InMemoryBackend, Store, Store]) -> None:
+    two_stores: tuple[InMemoryBackend, Store, Store],
+) -> None:
     server, a, b = two_stores
-    records = [MemoryRecord(id=f"m{i}", text=f"t{i}", role="user", user_id="u1", session_id="s",
-                            timestamp=float(i), seq=i) for i in range(5)]
+    records = [
+        MemoryRecord(id=f"m{i}", text=f"t{i}", role="user", user_id="u1", session_id="s", timestamp=float(i), seq=i)
+        for i in range(5)
+    ]
     rng = np.random.default_rng(1)
     a.writer.write(records, rng.standard_normal((5, DIM)).astype(np.float32))
     where = RecordFilter(user_id="u1", kinds=("message", "fact"))
@@ -227,8 +250,16 @@ def test_after_a_reembed_in_one_process_the_other_reads_the_new_vectors(
 
 
 def _fact(i: int, text: str | None = None) -> MemoryRecord:
-    return MemoryRecord(id=f"m{i}", text=text or f"t{i}", role="user", user_id="u1", session_id="s",
-                        timestamp=float(i), seq=i, kind="fact")
+    return MemoryRecord(
+        id=f"m{i}",
+        text=text or f"t{i}",
+        role="user",
+        user_id="u1",
+        session_id="s",
+        timestamp=float(i),
+        seq=i,
+        kind="fact",
+    )
 
 
 def test_an_own_write_landing_while_a_copy_loads_is_in_the_copy() -> None:
@@ -263,8 +294,9 @@ def test_an_own_write_landing_while_a_copy_loads_is_in_the_copy() -> None:
     store.open(dimension=DIM, model_id="m")
     rng = np.random.default_rng(0)
     store.writer.write([_fact(0)], rng.standard_normal((1, DIM)).astype(np.float32))
-    writer = threading.Thread(target=lambda: store.writer.write(
-        [_fact(1)], rng.standard_normal((1, DIM)).astype(np.float32)))
+    writer = threading.Thread(
+        target=lambda: store.writer.write([_fact(1)], rng.standard_normal((1, DIM)).astype(np.float32))
+    )
 
     def write_now() -> None:
         written.clear()
@@ -294,7 +326,8 @@ def test_copies_stay_within_replica_docs_as_they_grow() -> None:
 
 
 def test_an_own_update_overtaken_by_another_process_leaves_the_newer_version(
-        two_stores: tuple[InMemoryBackend, Store, Store]) -> None:
+    two_stores: tuple[InMemoryBackend, Store, Store],
+) -> None:
     """a's update reaches the backend, then b rewrites the row and a's copy fetches b's
     version, then a's copy update lands: the copy must end on b's version."""
     server, a, b = two_stores
@@ -329,8 +362,9 @@ def test_on_a_lagging_server_another_process_write_is_read_again_until_the_bound
         def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
             records, vectors = super().scan_vectors(where)
             now = time.monotonic()
-            return [self.stale[r.id][0] if r.id in self.stale and now < self.stale[r.id][1] else r
-                    for r in records], vectors
+            return [
+                self.stale[r.id][0] if r.id in self.stale and now < self.stale[r.id][1] else r for r in records
+            ], vectors
 
     server, state = Lagging(), InMemoryStateStore()
     server.open(dimension=DIM, model_id="m")
@@ -381,18 +415,24 @@ class _TimedServer(_Server):
         return super().scan_vectors(where)
 
 
-def _worker(server: InMemoryBackend, state: InMemoryStateStore, model: DeterministicHashEmbedder,
-            **config: Any) -> MemoryCore:
-    return MemoryCore(MemoryConfig(user_id="u1", session_id="s1", **config), embedder=model,
-                      backend=server, state_store=state)
+def _worker(
+    server: InMemoryBackend, state: InMemoryStateStore, model: DeterministicHashEmbedder, **config: Any
+) -> MemoryCore:
+    return MemoryCore(
+        MemoryConfig(user_id="u1", session_id="s1", **config), embedder=model, backend=server, state_store=state
+    )
 
 
 def _written_elsewhere() -> tuple[_TimedServer, InMemoryStateStore, _SlowModel]:
     server, state, model = _TimedServer(), InMemoryStateStore(), _SlowModel()
     writer = _worker(server, state, model)
     for n in range(6):
-        writer.add_messages([{"role": "user", "content": f"my dog number {n} is called Rex{n}"},
-                             {"role": "assistant", "content": f"Rex{n} is a good name"}])
+        writer.add_messages(
+            [
+                {"role": "user", "content": f"my dog number {n} is called Rex{n}"},
+                {"role": "assistant", "content": f"Rex{n} is a good name"},
+            ]
+        )
     writer.flush()
     return server, state, model
 

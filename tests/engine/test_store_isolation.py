@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memory_vec import ConfigError, MemoryConfig, MemoryCore, RecordRejectedError, release_stores
-from memory_vec.errors import InvalidMetadataError
+from memory_vec._model.errors import InvalidMetadataError
 from memory_vec.testing import DeterministicHashEmbedder
 
 EMBEDDER = DeterministicHashEmbedder(dimension=64)
@@ -21,8 +21,13 @@ EMBEDDED = ["chroma", "milvus"]
 
 
 def _config(backend: str, tmp_path: Path, **overrides: Any) -> MemoryConfig:
-    base: dict[str, Any] = {"backend": backend, "persist_dir": str(tmp_path / "mem"), "score_threshold": 0.0,
-                            "collection": f"c_{uuid.uuid4().hex[:8]}", "fact_extractor": "none"}
+    base: dict[str, Any] = {
+        "backend": backend,
+        "persist_dir": str(tmp_path / "mem"),
+        "score_threshold": 0.0,
+        "collection": f"c_{uuid.uuid4().hex[:8]}",
+        "fact_extractor": "none",
+    }
     return MemoryConfig(**{**base, **overrides})
 
 
@@ -57,8 +62,9 @@ class PoisonEmbedder(DeterministicHashEmbedder):
 @pytest.mark.integration
 @pytest.mark.parametrize("background", [False, None], ids=["sync", "default"])
 @pytest.mark.parametrize("backend", EMBEDDED)
-def test_a_refused_record_is_dead_lettered_and_blocks_nobody(backend: str, background: bool | None, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_refused_record_is_dead_lettered_and_blocks_nobody(
+    backend: str, background: bool | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = _config(backend, tmp_path, user_id="mallory", contextual_embedding=False, background_writes=background)
     embedder = PoisonEmbedder(dimension=64)
     core = MemoryCore(config, embedder=embedder)
@@ -70,7 +76,7 @@ def test_a_refused_record_is_dead_lettered_and_blocks_nobody(backend: str, backg
     # Switch the library's checks off, so that only the real engine can refuse
     # the record: Milvus refuses integers beyond int64 in JSON, Chroma a NaN
     # vector. The writer's isolation is what is tested here.
-    import memory_vec._validate as checks
+    import memory_vec._model.validate as checks
 
     monkeypatch.setattr(checks, "INT_MAX", 2**80)
     monkeypatch.setattr(core.store, "validate", lambda records, vectors=None: None)
@@ -187,8 +193,9 @@ def test_a_summary_patch_during_a_fold_is_not_lost(make_core: Any) -> None:
     backend, state = InMemoryBackend(), InMemoryStateStore()
     other = make_core(backend=backend, state=state)
     other.add_message("user", "The budget is 5000.")
-    assert state.commit_fold("u1", "s1", expected_folded_through=0, folded_through=0,
-                             summary="User: The budget is 5000.", summary_tokens=8)
+    assert state.commit_fold(
+        "u1", "s1", expected_folded_through=0, folded_through=0, summary="User: The budget is 5000.", summary_tokens=8
+    )
 
     class PatchMidFold:
         name = "patch-mid-fold"
@@ -200,9 +207,20 @@ def test_a_summary_patch_during_a_fold_is_not_lost(make_core: Any) -> None:
                 other.add_message("user", "Actually the budget is now 8000.")
             return previous + " More talk."
 
-    folding = MemoryCore(MemoryConfig(user_id="u1", session_id="s1", score_threshold=0.0, max_token_limit=120,
-                                      summary_max_tokens=60, keep_recent_turns=1),
-                         embedder=other.embedder, backend=backend, state_store=state, summarizer=PatchMidFold())
+    folding = MemoryCore(
+        MemoryConfig(
+            user_id="u1",
+            session_id="s1",
+            score_threshold=0.0,
+            max_token_limit=120,
+            summary_max_tokens=60,
+            keep_recent_turns=1,
+        ),
+        embedder=other.embedder,
+        backend=backend,
+        state_store=state,
+        summarizer=PatchMidFold(),
+    )
     for i in range(8):
         folding.add_message("assistant", f"filler turn number {i} about the weather and nothing else")
     folding.flush()  # a custom summarizer folds off the turn

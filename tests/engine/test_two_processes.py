@@ -30,8 +30,9 @@ def _other_process(config: MemoryConfig, code: str) -> None:
         f"core = MemoryCore(MemoryConfig.model_validate_json({config.model_dump_json()!r}),"
         " embedder=DeterministicHashEmbedder(dimension=64))\n" + code + "\ncore.close()\n"
     )
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=False)
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
     assert run.returncode == 0, run.stderr[-3000:]
 
 
@@ -43,12 +44,20 @@ def _bm25_of(core: MemoryCore, query: str, text: str) -> float | None:
 
 
 @pytest.mark.parametrize("server", ["chroma_server", "milvus_server"])
-def test_a_long_lived_process_sees_the_other_process_keywords(server: str, request: pytest.FixtureRequest,
-                                                               tmp_path: Path) -> None:
+def test_a_long_lived_process_sees_the_other_process_keywords(
+    server: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     url = request.getfixturevalue(server).url
-    config = MemoryConfig(backend="chroma" if server.startswith("chroma") else "milvus", url=url,
-                          collection=f"kw_{uuid.uuid4().hex[:8]}", persist_dir=str(tmp_path),
-                          user_id="u1", session_id="s1", score_threshold=0.0, fact_extractor="none")
+    config = MemoryConfig(
+        backend="chroma" if server.startswith("chroma") else "milvus",
+        url=url,
+        collection=f"kw_{uuid.uuid4().hex[:8]}",
+        persist_dir=str(tmp_path),
+        user_id="u1",
+        session_id="s1",
+        score_threshold=0.0,
+        fact_extractor="none",
+    )
     worker = MemoryCore(config, embedder=EMBEDDER)
     try:
         worker.add_message("user", "we talked about the weather today")
@@ -91,14 +100,22 @@ def _within(seconds: float, check: Any) -> bool:
 
 @pytest.mark.parametrize("server", ["chroma_server", "milvus_server"])
 def test_a_long_lived_process_follows_the_other_process_updates_and_shared_memories(
-        server: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    server: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """The worker's recall reads its local copy of the user's memories (replica_docs,
     on by default): another process's supersede, a global memory of another user
     reach it through the keyword log; that user's private memory never does."""
     url = request.getfixturevalue(server).url
-    config = MemoryConfig(backend="chroma" if server.startswith("chroma") else "milvus", url=url,
-                          collection=f"rp_{uuid.uuid4().hex[:8]}", persist_dir=str(tmp_path),
-                          user_id="u1", session_id="s1", score_threshold=0.0, fact_extractor="none")
+    config = MemoryConfig(
+        backend="chroma" if server.startswith("chroma") else "milvus",
+        url=url,
+        collection=f"rp_{uuid.uuid4().hex[:8]}",
+        persist_dir=str(tmp_path),
+        user_id="u1",
+        session_id="s1",
+        score_threshold=0.0,
+        fact_extractor="none",
+    )
     other_user = config.model_copy(update={"user_id": "u2"})
     # Milvus reads are "Bounded": another client's supersede showed after ~8 s here,
     # with the copy and without it (replica_docs=0) alike; Chroma's at once.
@@ -108,13 +125,21 @@ def test_a_long_lived_process_follows_the_other_process_updates_and_shared_memor
         old = worker.remember("the team budget is 5000 euros").id
         assert "the team budget is 5000 euros" in _texts(worker, "team budget")  # the copy is loaded
         _other_process(config, f"core.update({old!r}, 'the team budget is 8000 euros')")
-        assert _within(wait, lambda: "the team budget is 8000 euros" in _texts(worker, "team budget")
-                                and "the team budget is 5000 euros" not in _texts(worker, "team budget")), \
-            "the other process's supersede did not reach the worker's recall"
-        _other_process(other_user, "core.remember('the office wifi password is KIWI-42', visibility='global')\n"
-                                   "core.remember('my private diary code is PRIVATE-99')")
-        assert _within(wait, lambda: "the office wifi password is KIWI-42" in _texts(worker, "wifi password")), \
+        assert _within(
+            wait,
+            lambda: (
+                "the team budget is 8000 euros" in _texts(worker, "team budget")
+                and "the team budget is 5000 euros" not in _texts(worker, "team budget")
+            ),
+        ), "the other process's supersede did not reach the worker's recall"
+        _other_process(
+            other_user,
+            "core.remember('the office wifi password is KIWI-42', visibility='global')\n"
+            "core.remember('my private diary code is PRIVATE-99')",
+        )
+        assert _within(wait, lambda: "the office wifi password is KIWI-42" in _texts(worker, "wifi password")), (
             "another user's global memory did not reach the worker's recall"
+        )
         assert not any("PRIVATE-99" in t for t in _texts(worker, "private diary code PRIVATE-99"))
     finally:
         release_stores()

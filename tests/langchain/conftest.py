@@ -20,8 +20,7 @@ from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import DeterministicHashEmbedder
 
 SUMMARY_MARKER = "- SUMMARY-MARKER the user keeps a 5000 budget"
-SMALL_BUDGET = {"max_token_limit": 300, "summary_max_tokens": 100, "relevant_token_limit": 150,
-                "keep_recent_turns": 2}
+SMALL_BUDGET = {"max_token_limit": 300, "summary_max_tokens": 100, "relevant_token_limit": 150, "keep_recent_turns": 2}
 
 
 class PromptCapture(BaseCallbackHandler):
@@ -56,8 +55,9 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-chat"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         self.calls.append(list(messages))
         return ChatResult(generations=[ChatGeneration(message=self.respond(list(messages)))])
 
@@ -76,8 +76,9 @@ def summary_llm() -> FakeListLLM:
 
 
 @pytest.fixture
-def core_factory(stores: tuple[InMemoryBackend, InMemoryStateStore], summary_llm: FakeListLLM
-                 ) -> Callable[..., MemoryCore]:
+def core_factory(
+    stores: tuple[InMemoryBackend, InMemoryStateStore], summary_llm: FakeListLLM
+) -> Callable[..., MemoryCore]:
     """Cores on one shared in-process store, hashing embedder, fake summary LLM."""
     backend, state = stores
     embedder = DeterministicHashEmbedder(dimension=256)
@@ -85,8 +86,14 @@ def core_factory(stores: tuple[InMemoryBackend, InMemoryStateStore], summary_llm
     def make(*, llm: Any = summary_llm, **config: Any) -> MemoryCore:
         # Folds inline, so a test reads the LLM's summary right after the turn
         # (test_background_folds.py covers folds off the turn).
-        settings = {"user_id": "alice", "session_id": "s1", "score_threshold": 0.0, "summary_in_background": False,
-                    **SMALL_BUDGET, **config}
+        settings = {
+            "user_id": "alice",
+            "session_id": "s1",
+            "score_threshold": 0.0,
+            "summary_in_background": False,
+            **SMALL_BUDGET,
+            **config,
+        }
         return MemoryCore(
             MemoryConfig(**settings),
             embedder=embedder,

@@ -18,8 +18,10 @@ from .conftest import PromptCapture
 def test_default_embedder_recalls_a_paraphrase_across_sessions(capture: PromptCapture) -> None:
     user = f"it-{uuid.uuid4().hex[:8]}"
     first = VectorSummaryMemory(config=MemoryConfig(user_id=user, session_id="monday"))
-    first.save_context({"input": "I am allergic to peanuts, so never suggest recipes with them."},
-                       {"output": "Understood, no peanuts."})
+    first.save_context(
+        {"input": "I am allergic to peanuts, so never suggest recipes with them."},
+        {"output": "Understood, no peanuts."},
+    )
     first.save_context({"input": "The team standup moved to 9:30."}, {"output": "Noted."})
 
     later = VectorSummaryMemory(config=MemoryConfig(user_id=user, session_id="friday"))

@@ -32,8 +32,14 @@ def test_multi_worker_service_keeps_every_users_memories_complete_and_apart(
     chroma_server: Service, redis_server: Service, tmp_path: Path
 ) -> None:
     assert chroma_server.proc is not None and redis_server.proc is not None
-    settings = LoadSettings(chroma_url=chroma_server.url, redis_url=redis_url(redis_server), users=USERS,
-                            turns=TURNS, workers=2, timeout_s=60)
+    settings = LoadSettings(
+        chroma_url=chroma_server.url,
+        redis_url=redis_url(redis_server),
+        users=USERS,
+        turns=TURNS,
+        workers=2,
+        timeout_s=60,
+    )
     run = run_load(settings, tmp_path, server_pids={"chroma": chroma_server.proc.pid, "redis": redis_server.proc.pid})
     report = run.report
 
@@ -51,11 +57,14 @@ def test_multi_worker_service_keeps_every_users_memories_complete_and_apart(
     # and user 2's answers swapped in the turn log.
     intruder = run.users[1]
     with MemoryCore(MemoryConfig(**run.store_settings)) as core:
-        core.add_message("user", f"my code is {intruder.canary}", user_id=run.users[0].user_id,
-                         session_id=run.users[0].session_id)
+        core.add_message(
+            "user", f"my code is {intruder.canary}", user_id=run.users[0].user_id, session_id=run.users[0].session_id
+        )
     swapped = {r.turn: r.answer for r in run.turns.records if r.user == 2}
-    tampered = [dataclasses.replace(r, answer=swapped[1 - r.turn]) if r.user == 2 and r.turn < 2 else r
-                for r in run.turns.records]
+    tampered = [
+        dataclasses.replace(r, answer=swapped[1 - r.turn]) if r.user == 2 and r.turn < 2 else r
+        for r in run.turns.records
+    ]
     problems = verify_stores(run.store_settings, run.users, tampered)["problems"]
     assert set(problems) == {run.users[0].user_id, run.users[2].user_id}
     assert any("other users' canaries" in p for p in problems[run.users[0].user_id])

@@ -26,8 +26,8 @@ from langchain_memory_vec import (
     VectorSummaryMemory,
 )
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.errors import InvalidInputError
-from memory_vec.summary import SUMMARY_PROMPT
+from memory_vec._model.errors import InvalidInputError
+from memory_vec._rules.summary import SUMMARY_PROMPT
 
 from .conftest import SMALL_BUDGET, SUMMARY_MARKER, PromptCapture
 
@@ -55,8 +55,7 @@ def test_construction_emits_no_deprecation_warning(core_factory: Any) -> None:
     assert [str(w.message) for w in caught] == []
 
 
-def test_prompt_slots_hold_summary_recent_turns_and_recalled_memory(core_factory: Any,
-                                                                    capture: PromptCapture) -> None:
+def test_prompt_slots_hold_summary_recent_turns_and_recalled_memory(core_factory: Any, capture: PromptCapture) -> None:
     old = VectorSummaryMemory(core=core_factory(session_id="old"))
     old.save_context({"input": "My favourite tea is oolong from Taiwan."}, {"output": "Noted, oolong."})
     memory = VectorSummaryMemory(core=core_factory(session_id="now"))
@@ -78,7 +77,9 @@ def test_prompt_slots_hold_summary_recent_turns_and_recalled_memory(core_factory
     assert current.startswith("Which tea do I like")
     # The chain saved the turn afterwards.
     assert [m.text for m in memory.chat_memory.messages][-2:] == [
-        "Which tea do I like, oolong or green?", "Oolong, as you said."]
+        "Which tea do I like, oolong or green?",
+        "Oolong, as you said.",
+    ]
 
 
 def test_hundred_turns_stay_within_budget(core_factory: Any, capture: PromptCapture) -> None:
@@ -89,8 +90,7 @@ def test_hundred_turns_stay_within_budget(core_factory: Any, capture: PromptCapt
         chain = ConversationChain(llm=FakeListLLM(responses=[f"Sure. {FILLER}"]), memory=memory)
     counter = core.counter
     for i in range(100):
-        chain.invoke({"input": f"Message {i}: the budget for item {i} is {i * 10} dollars."},
-                     {"callbacks": [capture]})
+        chain.invoke({"input": f"Message {i}: the budget for item {i} is {i * 10} dollars."}, {"callbacks": [capture]})
         ctx = core.build_context(f"budget for item {i}")
         assert ctx.tokens["summary"] + ctx.tokens["recent"] <= SMALL_BUDGET["max_token_limit"]
         assert ctx.tokens["relevant"] <= SMALL_BUDGET["relevant_token_limit"]
@@ -125,10 +125,10 @@ def test_return_messages_puts_summary_in_a_system_message(core_factory: Any) -> 
     assert isinstance(history[-1], AIMessage)
 
 
-def test_conversation_chain_stock_prompt_with_folded_memories(core_factory: Any,
-                                                             capture: PromptCapture) -> None:
+def test_conversation_chain_stock_prompt_with_folded_memories(core_factory: Any, capture: PromptCapture) -> None:
     VectorSummaryMemory(core=core_factory(session_id="old")).save_context(
-        {"input": "The staging server is called hermes."}, {"output": "OK."})
+        {"input": "The staging server is called hermes."}, {"output": "OK."}
+    )
     memory = VectorSummaryMemory(core=core_factory(), relevant_memories_key=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -138,8 +138,7 @@ def test_conversation_chain_stock_prompt_with_folded_memories(core_factory: Any,
     assert "The staging server is called hermes." in capture.prompts[0].split("Human: What is")[0]
 
 
-def test_stock_prompt_without_relevant_slot_is_refused_or_folded(core_factory: Any,
-                                                                capture: PromptCapture) -> None:
+def test_stock_prompt_without_relevant_slot_is_refused_or_folded(core_factory: Any, capture: PromptCapture) -> None:
     # A memory built without seeing the prompt fills {relevant_memories}:
     # ConversationChain compares variables itself and refuses the stock prompt,
     memory = VectorSummaryMemory(core=core_factory())
@@ -154,7 +153,8 @@ def test_stock_prompt_without_relevant_slot_is_refused_or_folded(core_factory: A
     assert isinstance(err.value, InvalidInputError)
     # and a memory built for the stock prompt folds the memories into {history}.
     VectorSummaryMemory(core=core_factory(session_id="old")).save_context(
-        {"input": "The staging server is called hermes."}, {"output": "OK."})
+        {"input": "The staging server is called hermes."}, {"output": "OK."}
+    )
     folded = VectorSummaryMemory.for_prompt(STOCK_PROMPT, core=core_factory())
     assert folded.memory_variables == ["history"]
     with warnings.catch_warnings():
@@ -164,10 +164,10 @@ def test_stock_prompt_without_relevant_slot_is_refused_or_folded(core_factory: A
     assert "The staging server is called hermes." in capture.prompts[0].split("Human: What is")[0]
 
 
-def test_for_prompt_folds_memories_a_custom_prompt_has_no_slot_for(core_factory: Any,
-                                                                  capture: PromptCapture) -> None:
+def test_for_prompt_folds_memories_a_custom_prompt_has_no_slot_for(core_factory: Any, capture: PromptCapture) -> None:
     VectorSummaryMemory(core=core_factory(session_id="old")).save_context(
-        {"input": "My locker code is 4711."}, {"output": "Noted."})
+        {"input": "My locker code is 4711."}, {"output": "Noted."}
+    )
     prompt = PromptTemplate.from_template("{history}\nQ: {input}\nA:")
     memory = VectorSummaryMemory.for_prompt(prompt, core=core_factory())
     chain = LLMChain(llm=FakeListLLM(responses=["4711"]), prompt=prompt, memory=memory)
@@ -194,10 +194,12 @@ def test_for_prompt_refuses_a_prompt_without_the_needed_variables(core_factory: 
 
 
 def test_llm_chain_with_custom_prompt_and_input_key(core_factory: Any, capture: PromptCapture) -> None:
-    memory = VectorSummaryMemory(core=core_factory(), memory_key="chat", relevant_memories_key="facts",
-                                 input_key="question")
+    memory = VectorSummaryMemory(
+        core=core_factory(), memory_key="chat", relevant_memories_key="facts", input_key="question"
+    )
     prompt = PromptTemplate.from_template(
-        "Facts:\n{facts}\nChat:\n{chat}\nTopic: {topic}\nQuestion: {question}\nAnswer:")
+        "Facts:\n{facts}\nChat:\n{chat}\nTopic: {topic}\nQuestion: {question}\nAnswer:"
+    )
     chain = LLMChain(llm=FakeListLLM(responses=["Blue.", "Blue again."]), prompt=prompt, memory=memory)
     chain.invoke({"topic": "colours", "question": "My favourite colour is blue."})
     chain.invoke({"topic": "colours", "question": "What colour do I like?"}, {"callbacks": [capture]})
@@ -287,8 +289,7 @@ def test_summary_calls_stay_out_of_the_users_run(core_factory: Any, capture: Pro
     memory = VectorSummaryMemory(core=core_factory())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        chain = ConversationChain(llm=FakeListLLM(responses=[f"Right. {FILLER}"]), memory=memory,
-                                  prompt=PROMPT)
+        chain = ConversationChain(llm=FakeListLLM(responses=[f"Right. {FILLER}"]), memory=memory, prompt=PROMPT)
     for i in range(6):
         chain.invoke({"input": f"Fact {i}: {FILLER}"}, {"callbacks": [capture], "tags": ["user-run"]})
     assert memory.core is not None and memory.core.working_state().summary.startswith(SUMMARY_MARKER)
@@ -300,8 +301,9 @@ def test_summary_calls_stay_out_of_the_users_run(core_factory: Any, capture: Pro
 def test_built_from_config_llm_and_embeddings(capture: PromptCapture) -> None:
     summary_llm = FakeListLLM(responses=[SUMMARY_MARKER])
     memory = VectorSummaryMemory(
-        config=MemoryConfig(user_id="carol", session_id="c1", score_threshold=0.0, collection="lc_fake_emb",
-                            **SMALL_BUDGET),
+        config=MemoryConfig(
+            user_id="carol", session_id="c1", score_threshold=0.0, collection="lc_fake_emb", **SMALL_BUDGET
+        ),
         llm=summary_llm,
         embeddings=DeterministicFakeEmbedding(size=32),
     )
@@ -322,8 +324,14 @@ def test_history_keeps_a_tool_calling_exchange_and_gives_the_calls_back(core_fac
 
     history = CoreChatMessageHistory(core_factory(max_token_limit=4000, summary_max_tokens=500), session_id="tools")
     call = {"name": "weather", "args": {"city": "Paris"}, "id": "call_1", "type": "tool_call"}
-    history.add_messages([HumanMessage("What's the weather in Paris?"), AIMessage(content="", tool_calls=[call]),
-                          ToolMessage("18C sunny", tool_call_id="call_1"), AIMessage("It is 18C in Paris.")])
+    history.add_messages(
+        [
+            HumanMessage("What's the weather in Paris?"),
+            AIMessage(content="", tool_calls=[call]),
+            ToolMessage("18C sunny", tool_call_id="call_1"),
+            AIMessage("It is 18C in Paris."),
+        ]
+    )
     back = history.messages
     assert [type(m).__name__ for m in back] == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
     assert back[1].content == "" and back[1].tool_calls == [call]

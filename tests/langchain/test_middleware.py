@@ -12,7 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_memory_vec import INTERNAL_TAG, VectorSummaryMiddleware
 from memory_vec import MemoryCore
-from memory_vec.summary import SUMMARY_PROMPT
+from memory_vec._rules.summary import SUMMARY_PROMPT
 
 from .conftest import SMALL_BUDGET, SUMMARY_MARKER, ScriptedChatModel
 
@@ -31,21 +31,27 @@ def respond(messages: list[BaseMessage]) -> AIMessage:
     if isinstance(last, ToolMessage):
         return AIMessage(content=f"The tool says: {last.text}")
     if isinstance(last, HumanMessage) and "weather" in last.text.lower():
-        return AIMessage(content="", tool_calls=[{"name": "get_weather", "args": {"city": "Lisbon"},
-                                                   "id": f"call-{len(messages)}", "type": "tool_call"}])
+        return AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "get_weather", "args": {"city": "Lisbon"}, "id": f"call-{len(messages)}", "type": "tool_call"}
+            ],
+        )
     return AIMessage(content=f"Noted. {FILLER}")
 
 
 def agent_for(core: MemoryCore) -> tuple[Any, ScriptedChatModel]:
     model = ScriptedChatModel(respond=respond)
-    agent = create_agent(model, tools=[get_weather], middleware=[VectorSummaryMiddleware(core=core)],
-                         checkpointer=InMemorySaver())
+    agent = create_agent(
+        model, tools=[get_weather], middleware=[VectorSummaryMiddleware(core=core)], checkpointer=InMemorySaver()
+    )
     return agent, model
 
 
 def ask(agent: Any, text: str, thread: str, user: str) -> dict[str, Any]:
-    return agent.invoke({"messages": [{"role": "user", "content": text}]},
-                        {"configurable": {"thread_id": thread, "user_id": user}})
+    return agent.invoke(
+        {"messages": [{"role": "user", "content": text}]}, {"configurable": {"thread_id": thread, "user_id": user}}
+    )
 
 
 def test_tool_turn_injects_memory_and_writes_once(core_factory: Any) -> None:
@@ -72,7 +78,8 @@ def test_tool_turn_injects_memory_and_writes_once(core_factory: Any) -> None:
     assert result["messages"][-1].text.startswith("The tool says: Sunny in Lisbon")
     stored = core.working_state(user_id="alice", session_id="t1").messages
     assert [(m.role, m.content) for m in stored] == [
-        ("user", "Hello there."), ("assistant", f"Noted. {FILLER}"),
+        ("user", "Hello there."),
+        ("assistant", f"Noted. {FILLER}"),
         ("user", "What is the weather in my home city?"),
         ("assistant", "The tool says: Sunny in Lisbon, 24 degrees."),
     ]
@@ -101,16 +108,22 @@ def test_long_thread_stays_within_budget_with_summary(core_factory: Any) -> None
 def test_users_are_isolated_by_context_and_configurable(core_factory: Any) -> None:
     core: MemoryCore = core_factory()
     agent, model = agent_for(core)
-    agent.invoke({"messages": [{"role": "user", "content": "My locker code is 4711."}]},
-                 {"configurable": {"thread_id": "a1"}}, context={"user_id": "alice"})
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "My locker code is 4711."}]},
+        {"configurable": {"thread_id": "a1"}},
+        context={"user_id": "alice"},
+    )
     ask(agent, "My locker code is 9999.", "b1", "bob")
     model.calls.clear()
     ask(agent, "What is my locker code?", "b2", "bob")
     seen_by_bob = "\n".join(m.text for call in model.calls for m in call)
     assert "9999" in seen_by_bob and "4711" not in seen_by_bob
     model.calls.clear()
-    agent.invoke({"messages": [{"role": "user", "content": "What is my locker code?"}]},
-                 {"configurable": {"thread_id": "a2"}}, context={"user_id": "alice"})
+    agent.invoke(
+        {"messages": [{"role": "user", "content": "What is my locker code?"}]},
+        {"configurable": {"thread_id": "a2"}},
+        context={"user_id": "alice"},
+    )
     seen_by_alice = "\n".join(m.text for call in model.calls for m in call)
     assert "4711" in seen_by_alice and "9999" not in seen_by_alice
 
@@ -148,9 +161,15 @@ def test_a_turn_of_several_user_messages_is_sent_and_stored_whole(core_factory: 
     core: MemoryCore = core_factory()
     agent, model = agent_for(core)
     ask(agent, "Hi, I'm Alice.", "t1", "alice")
-    agent.invoke({"messages": [{"role": "user", "content": "Here is my contract: the rent is 1200 EUR."},
-                               {"role": "user", "content": "When is the rent due?"}]},
-                 {"configurable": {"thread_id": "t1", "user_id": "alice"}})
+    agent.invoke(
+        {
+            "messages": [
+                {"role": "user", "content": "Here is my contract: the rent is 1200 EUR."},
+                {"role": "user", "content": "When is the rent due?"},
+            ]
+        },
+        {"configurable": {"thread_id": "t1", "user_id": "alice"}},
+    )
     sent = [m.text for m in model.calls[-1] if isinstance(m, HumanMessage)]
     assert sent[-2:] == ["Here is my contract: the rent is 1200 EUR.", "When is the rent due?"]
     stored = [m.content for m in core.working_state(user_id="alice", session_id="t1").messages]
@@ -161,8 +180,9 @@ def test_a_pasted_document_over_the_content_limit_does_not_fail_the_turn(core_fa
     core: MemoryCore = core_factory(max_content_bytes=4096)
     agent, _model = agent_for(core)
     document = "The lease says the rent is 1200 EUR. " + "clause " * 2000
-    result = agent.invoke({"messages": [{"role": "user", "content": document}]},
-                          {"configurable": {"thread_id": "t1", "user_id": "alice"}})
+    result = agent.invoke(
+        {"messages": [{"role": "user", "content": document}]}, {"configurable": {"thread_id": "t1", "user_id": "alice"}}
+    )
     assert result["messages"][-1].text.startswith("Noted.")
     (user, answer) = core.working_state(user_id="alice", session_id="t1").messages
     assert user.content.startswith("The lease says the rent is 1200 EUR.") and "[… cut here:" in user.content

@@ -34,11 +34,13 @@ def order_status(order: str) -> str:
 def respond(messages: list[BaseMessage]) -> AIMessage:
     last = messages[-1]
     if isinstance(last, HumanMessage) and "book" in last.text.lower():
-        return AIMessage(content="", tool_calls=[{"name": "book_flight", "args": {"dest": "Oslo"}, "id": "b1",
-                                                   "type": "tool_call"}])
+        return AIMessage(
+            content="", tool_calls=[{"name": "book_flight", "args": {"dest": "Oslo"}, "id": "b1", "type": "tool_call"}]
+        )
     if isinstance(last, HumanMessage) and "order" in last.text.lower():
-        return AIMessage(content="", tool_calls=[{"name": "order_status", "args": {"order": "A17"}, "id": "o1",
-                                                   "type": "tool_call"}])
+        return AIMessage(
+            content="", tool_calls=[{"name": "order_status", "args": {"order": "A17"}, "id": "o1", "type": "tool_call"}]
+        )
     if isinstance(last, ToolMessage) and "Lyon" in last.text and _failing["next"]:
         _failing["next"] = False
         raise RuntimeError("rate limited")
@@ -55,8 +57,12 @@ def texts(messages: list[BaseMessage]) -> list[str]:
 
 def agent_for(core: MemoryCore, checkpointer: Any = None) -> tuple[Any, ScriptedChatModel]:
     model = ScriptedChatModel(respond=respond)
-    agent = create_agent(model, tools=[book_flight, order_status], middleware=[VectorSummaryMiddleware(core=core)],
-                         checkpointer=checkpointer or InMemorySaver())
+    agent = create_agent(
+        model,
+        tools=[book_flight, order_status],
+        middleware=[VectorSummaryMiddleware(core=core)],
+        checkpointer=checkpointer or InMemorySaver(),
+    )
     return agent, model
 
 
@@ -71,8 +77,11 @@ def test_a_turn_that_ended_in_a_direct_tool_result_is_still_seen(core_factory: A
     ask(agent, "What is my confirmation code?")
     seen = texts(model.calls[-1])
     assert "Booked flight to Oslo, confirmation ZX-1234." in seen
-    assert seen.index("Hi, I am Alice.") < seen.index("Please book me a flight to Oslo.") < seen.index(
-        "What is my confirmation code?")
+    assert (
+        seen.index("Hi, I am Alice.")
+        < seen.index("Please book me a flight to Oslo.")
+        < seen.index("What is my confirmation code?")
+    )
     assert seen.count("Please book me a flight to Oslo.") == 1
 
 
@@ -124,20 +133,36 @@ def test_a_structured_response_is_stored_as_the_turns_answer(core_factory: Any) 
 
     def extract(messages: list[BaseMessage]) -> AIMessage:
         phone = "555-0101" if "555" in messages[-1].text else "unknown"
-        return AIMessage(content="", tool_calls=[{"name": "Contact", "args": {"name": "Bob", "phone": phone},
-                                                   "id": f"s{len(messages)}", "type": "tool_call"}])
+        return AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": "Contact",
+                    "args": {"name": "Bob", "phone": phone},
+                    "id": f"s{len(messages)}",
+                    "type": "tool_call",
+                }
+            ],
+        )
 
     core = core_factory()
     model = ScriptedChatModel(respond=extract)
-    agent = create_agent(model, tools=[], response_format=ToolStrategy(Contact),
-                         middleware=[VectorSummaryMiddleware(core=core)], checkpointer=InMemorySaver())
+    agent = create_agent(
+        model,
+        tools=[],
+        response_format=ToolStrategy(Contact),
+        middleware=[VectorSummaryMiddleware(core=core)],
+        checkpointer=InMemorySaver(),
+    )
     ask(agent, "Extract the contact: Bob, phone 555-0101.")
     ask(agent, "What was Bob's phone number?")
     ask(agent, None)  # a re-run stores nothing twice
     stored = [(m.role, m.content) for m in core.working_state(user_id="alice", session_id="t1").messages]
-    assert stored[:3] == [("user", "Extract the contact: Bob, phone 555-0101."),
-                          ("assistant", '{"name":"Bob","phone":"555-0101"}'),
-                          ("user", "What was Bob's phone number?")]
+    assert stored[:3] == [
+        ("user", "Extract the contact: Bob, phone 555-0101."),
+        ("assistant", '{"name":"Bob","phone":"555-0101"}'),
+        ("user", "What was Bob's phone number?"),
+    ]
     assert [role for role, _ in stored].count("user") == 2
     assert '{"name":"Bob","phone":"555-0101"}' in texts(model.calls[1])
 
@@ -148,13 +173,19 @@ def test_turns_the_core_cut_for_its_budget_are_not_sent_from_the_thread() -> Non
     from datetime import datetime, timezone
 
     from memory_vec import MemoryContext
-    from memory_vec.records import ChatMessage
+    from memory_vec._model.records import ChatMessage
 
-    thread: list[Any] = [HumanMessage("old question", id="h1"), AIMessage("old answer", id="a1"),
-                         HumanMessage("newer question", id="h2"), AIMessage("newer answer", id="a2")]
+    thread: list[Any] = [
+        HumanMessage("old question", id="h1"),
+        AIMessage("old answer", id="a1"),
+        HumanMessage("newer question", id="h2"),
+        AIMessage("newer answer", id="a2"),
+    ]
     now = datetime.now(timezone.utc)
-    shown = [ChatMessage("user", "newer question", now, 3, "m3", {"lc_id": "h2"}),
-             ChatMessage("assistant", "newer answer", now, 4, "m4", {"lc_id": "a2"})]
+    shown = [
+        ChatMessage("user", "newer question", now, 3, "m3", {"lc_id": "h2"}),
+        ChatMessage("assistant", "newer answer", now, 4, "m4", {"lc_id": "a2"}),
+    ]
     ctx = MemoryContext(summary="", recent=shown, relevant=[], tokens={})
     sent = VectorSummaryMiddleware._earlier_turns(thread, [], ctx)
     assert [m.text for m in sent] == ["newer question", "newer answer"]

@@ -35,7 +35,7 @@ from pydantic import Field
 
 from langchain_memory_vec.store import NamespaceScopeError, VectorSummaryStore
 from memory_vec import MemoryConfig
-from memory_vec.errors import ConfigError, InvalidInputError
+from memory_vec._model.errors import ConfigError, InvalidInputError
 from memory_vec.testing import DeterministicHashEmbedder
 
 ALICE = ("memories", "alice")
@@ -78,14 +78,16 @@ StoreFactory = Callable[..., VectorSummaryStore]
 
 
 @pytest.fixture(params=["memory", pytest.param("chroma", marks=pytest.mark.integration)])
-def make_store(request: pytest.FixtureRequest, tmp_path: Path,
-               hash_embedder: DeterministicHashEmbedder) -> Iterator[StoreFactory]:
+def make_store(
+    request: pytest.FixtureRequest, tmp_path: Path, hash_embedder: DeterministicHashEmbedder
+) -> Iterator[StoreFactory]:
     """Stores built from a MemoryConfig (each its own backend), with the hashing embedder."""
     made: list[VectorSummaryStore] = []
 
     def make(**kwargs: Any) -> VectorSummaryStore:
-        config = MemoryConfig(backend=request.param, persist_dir=str(tmp_path / f"store{len(made)}"),
-                              collection="langgraph_store")
+        config = MemoryConfig(
+            backend=request.param, persist_dir=str(tmp_path / f"store{len(made)}"), collection="langgraph_store"
+        )
         kwargs.setdefault("embedder", hash_embedder)
         made.append(VectorSummaryStore(config, **kwargs))
         return made[-1]
@@ -150,12 +152,27 @@ def test_listing_without_query_matches_in_memory_store(make_store: StoreFactory,
     assert all(hit.score is None for hit in ours.search(ALICE))
 
 
-@pytest.mark.parametrize("flt", [
-    {"n": 2}, {"n": {"$eq": 2}}, {"n": {"$ne": 2}}, {"n": {"$gt": 2}}, {"n": {"$gte": 2}},
-    {"n": {"$lt": 3.5}}, {"n": {"$lte": 3.5}}, {"n": {"$gt": 1, "$lt": 4}}, {"meta": {"lang": "en"}},
-    {"tags": ["pet"]}, {"ok": True}, {"ok": False}, {"none": None}, {"meta": {"lang": "zh"}, "n": {"$gte": 3}},
-    {"missing": {"$ne": 1}}, {"text": "Alice has a cat named Miso"},
-])
+@pytest.mark.parametrize(
+    "flt",
+    [
+        {"n": 2},
+        {"n": {"$eq": 2}},
+        {"n": {"$ne": 2}},
+        {"n": {"$gt": 2}},
+        {"n": {"$gte": 2}},
+        {"n": {"$lt": 3.5}},
+        {"n": {"$lte": 3.5}},
+        {"n": {"$gt": 1, "$lt": 4}},
+        {"meta": {"lang": "en"}},
+        {"tags": ["pet"]},
+        {"ok": True},
+        {"ok": False},
+        {"none": None},
+        {"meta": {"lang": "zh"}, "n": {"$gte": 3}},
+        {"missing": {"$ne": 1}},
+        {"text": "Alice has a cat named Miso"},
+    ],
+)
 def test_filters_match_in_memory_store(make_store: StoreFactory, flt: dict[str, Any]) -> None:
     ours, ref = make_store(), InMemoryStore()
     fill(ours, ref)
@@ -171,11 +188,19 @@ def test_filter_edge_cases(make_store: StoreFactory) -> None:
         store.search(ALICE, filter={"text": {"$regex": "x"}})
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"prefix": ALICE}, {"prefix": ALICE, "max_depth": 2}, {"prefix": ("memories", "alice", "*")},
-    {"prefix": ("*", "alice")}, {"prefix": ALICE, "suffix": ("work",)}, {"prefix": ALICE, "limit": 1, "offset": 1},
-    {"prefix": ("memories", "*")}, {"prefix": ("memories", "*", "work")},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"prefix": ALICE},
+        {"prefix": ALICE, "max_depth": 2},
+        {"prefix": ("memories", "alice", "*")},
+        {"prefix": ("*", "alice")},
+        {"prefix": ALICE, "suffix": ("work",)},
+        {"prefix": ALICE, "limit": 1, "offset": 1},
+        {"prefix": ("memories", "*")},
+        {"prefix": ("memories", "*", "work")},
+    ],
+)
 def test_list_namespaces_matches_in_memory_store(make_store: StoreFactory, kwargs: dict[str, Any]) -> None:
     ours, ref = make_store(), InMemoryStore()
     fill(ours, ref)
@@ -189,8 +214,17 @@ def test_list_namespaces_matches_in_memory_store(make_store: StoreFactory, kwarg
     assert ours.list_namespaces(**kwargs) == ref.list_namespaces(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"max_depth": 1}, {"max_depth": 2}, {"suffix": ("k1",)},
-                                    {"suffix": ("work",)}, {"prefix": ("memories",), "limit": 2, "offset": 1}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"max_depth": 1},
+        {"max_depth": 2},
+        {"suffix": ("k1",)},
+        {"suffix": ("work",)},
+        {"prefix": ("memories",), "limit": 2, "offset": 1},
+    ],
+)
 def test_admin_store_lists_every_user_like_in_memory_store(make_store: StoreFactory, kwargs: dict[str, Any]) -> None:
     ours, ref = make_store(allow_cross_user=True), InMemoryStore()
     fill(ours, ref)
@@ -200,8 +234,13 @@ def test_admin_store_lists_every_user_like_in_memory_store(make_store: StoreFact
 
 def test_batch_reads_see_the_store_before_the_batch_writes(make_store: StoreFactory) -> None:
     ours, ref = make_store(), InMemoryStore()
-    ops: list[Op] = [PutOp(ALICE, "a", {"v": 1}), GetOp(ALICE, "a"), PutOp(ALICE, "a", {"v": 2}),
-           SearchOp(ALICE), PutOp(ALICE, "b", {"v": 3})]
+    ops: list[Op] = [
+        PutOp(ALICE, "a", {"v": 1}),
+        GetOp(ALICE, "a"),
+        PutOp(ALICE, "a", {"v": 2}),
+        SearchOp(ALICE),
+        PutOp(ALICE, "b", {"v": 3}),
+    ]
     assert ours.batch(ops) == ref.batch(ops) == [None, None, None, [], None]
     then: list[Op] = [GetOp(ALICE, "a"), GetOp(ALICE, "b"), SearchOp(ALICE)]
     after_ours, after_ref = ours.batch(then), ref.batch(then)
@@ -222,12 +261,20 @@ def test_two_users_never_see_each_other(make_store: StoreFactory) -> None:
     assert store.get(BOB, "k2") is None
 
 
-@pytest.mark.parametrize("call", [
-    lambda s: s.search(("memories",)), lambda s: s.search(()), lambda s: s.search(("memories",), query="tea"),
-    lambda s: s.list_namespaces(), lambda s: s.list_namespaces(prefix=("memories",)),
-    lambda s: s.list_namespaces(prefix=("memories", "*")), lambda s: s.list_namespaces(suffix=("alice",)),
-    lambda s: s.put(("memories",), "k", {"v": 1}), lambda s: s.get(("docs",), "k"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.search(("memories",)),
+        lambda s: s.search(()),
+        lambda s: s.search(("memories",), query="tea"),
+        lambda s: s.list_namespaces(),
+        lambda s: s.list_namespaces(prefix=("memories",)),
+        lambda s: s.list_namespaces(prefix=("memories", "*")),
+        lambda s: s.list_namespaces(suffix=("alice",)),
+        lambda s: s.put(("memories",), "k", {"v": 1}),
+        lambda s: s.get(("docs",), "k"),
+    ],
+)
 def test_a_prefix_that_does_not_pin_one_user_raises(make_store: StoreFactory, call: Callable[[Any], Any]) -> None:
     store = make_store()
     fill(store)
@@ -307,7 +354,8 @@ def test_ttl_hides_expired_items_refreshes_on_read_and_sweeps(make_store: StoreF
 
 
 def test_a_read_right_after_a_put_writes_nothing_so_it_cannot_revert_another_workers_put(
-        make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Two stores over one collection stand for two worker processes: a refresh rewrites the
     # whole record, so a refresh made from a read older than the other's put would revert it.
     clock = FakeClock()
@@ -326,8 +374,9 @@ def test_a_read_right_after_a_put_writes_nothing_so_it_cannot_revert_another_wor
     assert store.get(ALICE, "counter", refresh_ttl=False) is not None
 
 
-def test_a_sweep_spares_an_item_put_again_after_its_scan(make_store: StoreFactory,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sweep_spares_an_item_put_again_after_its_scan(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     clock = FakeClock()
     store = make_store(clock=clock)
     store.put(ALICE, "session", {"token": "OLD"}, ttl=1.0)
@@ -395,8 +444,14 @@ def test_other_invalid_input(make_store: StoreFactory) -> None:
         store.batch([PutOp(ALICE, 7, {"v": 1})])  # type: ignore[arg-type]
     with pytest.raises(NotImplementedError, match="conflict_overwrite"):
         make_store(conflict_overwrite=True)
-    for bad in ({"index": {"dims": 3}}, {"index": {"field": ["text"]}}, {"ttl": {"default_ttl": -1}},
-                {"ttl": {"ttl": 5}}, {"user_position": -1}, {"index": {"fields": "text"}}):
+    for bad in (
+        {"index": {"dims": 3}},
+        {"index": {"field": ["text"]}},
+        {"ttl": {"default_ttl": -1}},
+        {"ttl": {"ttl": 5}},
+        {"user_position": -1},
+        {"index": {"fields": "text"}},
+    ):
         with pytest.raises(ConfigError):
             make_store(**bad)
 
@@ -436,8 +491,11 @@ def test_async_path_runs_in_a_worker_thread_with_the_context(make_store: StoreFa
         task = asyncio.create_task(ticker())
         await store.aput(ALICE, "a", {"text": "Alice likes green tea"})
         await store.aput(BOB, "a", {"text": "Bob likes green tea"})
-        out = [await store.aget(ALICE, "a"), await store.asearch(ALICE, query="green tea"),
-               await store.alist_namespaces(prefix=ALICE)]
+        out = [
+            await store.aget(ALICE, "a"),
+            await store.asearch(ALICE, query="green tea"),
+            await store.alist_namespaces(prefix=ALICE),
+        ]
         await store.adelete(ALICE, "a")
         out.append(await store.aget(ALICE, "a"))
         task.cancel()
@@ -464,8 +522,9 @@ class ToolScriptModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "tool-script"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         self.calls.append(list(messages))
         last = messages[-1]
         if isinstance(last, ToolMessage):
@@ -478,8 +537,9 @@ class ToolScriptModel(BaseChatModel):
 
     @staticmethod
     def _call(name: str, args: dict[str, Any], messages: list[BaseMessage]) -> AIMessage:
-        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{len(messages)}",
-                                                   "type": "tool_call"}])
+        return AIMessage(
+            content="", tool_calls=[{"name": name, "args": args, "id": f"call-{len(messages)}", "type": "tool_call"}]
+        )
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolScriptModel:
         return self
@@ -522,8 +582,9 @@ async def arecall(query: str, runtime: ToolRuntime) -> str:
 
 
 def _ask(agent: Any, text: str, thread: str, user: str) -> str:
-    out = agent.invoke({"messages": [{"role": "user", "content": text}]},
-                       {"configurable": {"thread_id": thread, "user_id": user}})
+    out = agent.invoke(
+        {"messages": [{"role": "user", "content": text}]}, {"configurable": {"thread_id": thread, "user_id": user}}
+    )
     return str(out["messages"][-1].text)
 
 
@@ -545,25 +606,31 @@ def test_agent_async_path(make_store: StoreFactory) -> None:
     agent = create_agent(ToolScriptModel(), tools=[aremember, arecall], store=store, checkpointer=InMemorySaver())
 
     async def ask(text: str, thread: str, user: str) -> str:
-        out = await agent.ainvoke({"messages": [{"role": "user", "content": text}]},
-                                  {"configurable": {"thread_id": thread, "user_id": user}})
+        out = await agent.ainvoke(
+            {"messages": [{"role": "user", "content": text}]}, {"configurable": {"thread_id": thread, "user_id": user}}
+        )
         return str(out["messages"][-1].text)
 
     async def main() -> list[str]:
-        return [await ask("remember my flight code is XK-42", "t1", "alice"),
-                await ask("what was my flight code?", "t2", "alice"),
-                await ask("what was my flight code?", "t3", "bob")]
+        return [
+            await ask("remember my flight code is XK-42", "t1", "alice"),
+            await ask("what was my flight code?", "t2", "alice"),
+            await ask("what was my flight code?", "t3", "bob"),
+        ]
 
-    assert asyncio.run(main()) == ["From memory: saved", "From memory: my flight code is XK-42",
-                                   "From memory: nothing"]
+    assert asyncio.run(main()) == ["From memory: saved", "From memory: my flight code is XK-42", "From memory: nothing"]
 
 
 # --- real default embedder, persistent Chroma -----------------------------------------------------
 @pytest.mark.integration
 def test_chroma_store_with_the_default_embedder_survives_reopen(tmp_path: Path) -> None:
     config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path), collection="langgraph_store")
-    facts = {"allergy": "I am allergic to peanuts", "city": "我住在上海，在一家银行工作",
-             "pet": "My dog is called Biscuit", "car": "I drive an old red Volvo"}
+    facts = {
+        "allergy": "I am allergic to peanuts",
+        "city": "我住在上海，在一家银行工作",
+        "pet": "My dog is called Biscuit",
+        "car": "I drive an old red Volvo",
+    }
     with VectorSummaryStore(config) as store:
         for key, text in facts.items():
             store.put(ALICE, key, {"text": text})
@@ -587,13 +654,15 @@ def test_a_lone_surrogate_in_a_key_or_namespace_is_a_named_error(make_store: Sto
 
 @pytest.mark.parametrize("backend", ["sqlite", "chroma"])
 def test_a_core_on_the_stores_collection_neither_recalls_nor_maintains_its_items(
-        backend: str, tmp_path: Path, hash_embedder: DeterministicHashEmbedder) -> None:
+    backend: str, tmp_path: Path, hash_embedder: DeterministicHashEmbedder
+) -> None:
     # The README gives the store a collection of its own; forgetting to must not leak an item
     # (index=False ones included) into a conversation's prompt, nor let maintain() evict it.
     from memory_vec import MemoryCore
 
-    config = MemoryConfig(backend=backend, persist_dir=str(tmp_path), user_id="alice", score_threshold=0.0,
-                          max_memories_per_user=1)
+    config = MemoryConfig(
+        backend=backend, persist_dir=str(tmp_path), user_id="alice", score_threshold=0.0, max_memories_per_user=1
+    )
     store = VectorSummaryStore(config, embedder=hash_embedder)
     store.put(("secrets", "alice"), "otp", {"note": "one time password for the bank is 4711"}, index=False)
     store.put(("secrets", "alice"), "pin", {"note": "the bank card pin is 0000"})
@@ -607,10 +676,9 @@ def test_a_core_on_the_stores_collection_neither_recalls_nor_maintains_its_items
     store.close()
 
 
-def test_malformed_filters_stray_marker_records_and_bad_unicode_get_named_errors(
-        make_store: StoreFactory) -> None:
-    from memory_vec.errors import InvalidMetadataError
-    from memory_vec.records import MemoryRecord
+def test_malformed_filters_stray_marker_records_and_bad_unicode_get_named_errors(make_store: StoreFactory) -> None:
+    from memory_vec._model.errors import InvalidMetadataError
+    from memory_vec._model.records import MemoryRecord
 
     store = make_store()
     store.put(ALICE, "diet", {"text": "vegetarian", "n": 3})
@@ -623,8 +691,15 @@ def test_malformed_filters_stray_marker_records_and_bad_unicode_get_named_errors
     with pytest.raises(InvalidInputError, match="nested deeper"):
         store.search(ALICE, filter=deep)
     # A record that carries the marker but is no item (a core's remember(metadata=...)) is skipped.
-    stray = MemoryRecord(id="stray", text="not json", role="user", user_id="alice", session_id="x",
-                         timestamp=time.time(), metadata={"lg_store": 1})
+    stray = MemoryRecord(
+        id="stray",
+        text="not json",
+        role="user",
+        user_id="alice",
+        session_id="x",
+        timestamp=time.time(),
+        metadata={"lg_store": 1},
+    )
     store.backend.upsert([stray], np.ones((1, store.embedder.dimension), dtype=np.float32))
     assert [h.key for h in store.search(ALICE)] == ["diet"] and store.list_namespaces(prefix=ALICE) == [ALICE]
     # A lone surrogate in a value is refused by name before anything of the batch is written.

@@ -225,8 +225,9 @@ def test_memory_block_in_a_chat_engine_sends_recall_to_llm(
     assert "My favourite colour is teal." in (system.content or "")
 
 
-def test_block_skips_non_text_and_logs_it(make_block: Callable[..., VectorSummaryMemoryBlock],
-                                          caplog: pytest.LogCaptureFixture) -> None:
+def test_block_skips_non_text_and_logs_it(
+    make_block: Callable[..., VectorSummaryMemoryBlock], caplog: pytest.LogCaptureFixture
+) -> None:
     from llama_index.core.base.llms.types import ImageBlock, TextBlock
 
     block = make_block()
@@ -237,7 +238,9 @@ def test_block_skips_non_text_and_logs_it(make_block: Callable[..., VectorSummar
     assert asyncio.run(block.aget([])) == ""
 
     async def mixed() -> list[str]:  # the rest is stored: the note joins that write's trace
-        await block.aput([ChatMessage(role="user", blocks=[TextBlock(text="a cat"), ImageBlock(url="https://example.com/y.png")])])
+        await block.aput(
+            [ChatMessage(role="user", blocks=[TextBlock(text="a cat"), ImageBlock(url="https://example.com/y.png")])]
+        )
         trace = block.core.last_trace
         return trace.events if trace is not None else []
 

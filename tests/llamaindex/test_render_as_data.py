@@ -36,7 +36,9 @@ def test_memory_get_sends_a_delimited_system_block_and_turns_as_messages(
     assert entries(text) and not has_control(text)
     assert "· Eve 31m - 2020-01-01 system x · event 2020-01-01] Notes from the tea tasting session." in text
     assert [(m.role, m.content) for m in history[1:]] == [
-        (MessageRole.USER, FORGED_TURN_SENT), (MessageRole.ASSISTANT, "Ok.")]
+        (MessageRole.USER, FORGED_TURN_SENT),
+        (MessageRole.ASSISTANT, "Ok."),
+    ]
 
 
 def _blocks(make_block: Callable[..., VectorSummaryMemoryBlock]) -> VectorSummaryMemoryBlock:

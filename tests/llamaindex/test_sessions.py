@@ -11,10 +11,10 @@ from llama_index.core.chat_engine import SimpleChatEngine
 
 from llamaindex_memory_vec import VectorSummaryMemory
 from memory_vec import MemoryConfig
+from memory_vec._rules.tokens import get_token_counter
 from memory_vec.backends import InMemoryBackend, create_backend
 from memory_vec.state import create_state_store
 from memory_vec.testing import DeterministicHashEmbedder
-from memory_vec.tokens import get_token_counter
 
 from .conftest import CapturingLLM, texts
 
@@ -66,14 +66,23 @@ def test_sessions_of_one_user_share_recall_not_history(make_memory: Callable[...
 def test_restart_resumes_the_session(tmp_path: Path, hash_embedder: DeterministicHashEmbedder) -> None:
     """A new process on the same embedded Chroma store and SQLite working state."""
     config = MemoryConfig(
-        user_id="u1", session_id="s1", backend="chroma", persist_dir=str(tmp_path), collection="li-restart",
-        max_token_limit=300, summary_max_tokens=100, score_threshold=0.0,
+        user_id="u1",
+        session_id="s1",
+        backend="chroma",
+        persist_dir=str(tmp_path),
+        collection="li-restart",
+        max_token_limit=300,
+        summary_max_tokens=100,
+        score_threshold=0.0,
     )
     llm = CapturingLLM(reply="- the user plans a trip with a 5000 euro budget")
 
     def start() -> VectorSummaryMemory:
         return VectorSummaryMemory.from_defaults(
-            config=config, llm=llm, embedder=hash_embedder, backend=create_backend(config),
+            config=config,
+            llm=llm,
+            embedder=hash_embedder,
+            backend=create_backend(config),
             state_store=create_state_store(config),
         )
 

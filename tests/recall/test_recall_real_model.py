@@ -12,18 +12,24 @@ pytestmark = pytest.mark.integration
 
 
 def test_default_recall_with_real_embedder_english_and_chinese() -> None:
-    core = MemoryCore(MemoryConfig(user_id="recall-int"), backend=InMemoryBackend(),
-                      state_store=InMemoryStateStore())
-    core.add_messages([
-        {"role": "user", "content": "Priya: I went to the chess club yesterday.",
-         "metadata": {"speaker": "Priya"}},
-        {"role": "assistant", "content": "Marek: Did you go to the chess club again?",
-         "metadata": {"speaker": "Marek"}},
-        {"role": "assistant", "content": "Marek: Yes, the booking code was KX-4471.",
-         "metadata": {"speaker": "Marek"}},
-        {"role": "user", "content": "我最喜欢吃北京烤鸭，每个月都去全聚德。"},
-        {"role": "user", "content": "今天的天气不错，适合去公园散步。"},
-    ])
+    core = MemoryCore(MemoryConfig(user_id="recall-int"), backend=InMemoryBackend(), state_store=InMemoryStateStore())
+    core.add_messages(
+        [
+            {"role": "user", "content": "Priya: I went to the chess club yesterday.", "metadata": {"speaker": "Priya"}},
+            {
+                "role": "assistant",
+                "content": "Marek: Did you go to the chess club again?",
+                "metadata": {"speaker": "Marek"},
+            },
+            {
+                "role": "assistant",
+                "content": "Marek: Yes, the booking code was KX-4471.",
+                "metadata": {"speaker": "Marek"},
+            },
+            {"role": "user", "content": "我最喜欢吃北京烤鸭，每个月都去全聚德。"},
+            {"role": "user", "content": "今天的天气不错，适合去公园散步。"},
+        ]
+    )
     hits = core.recall("What was the booking code KX-4471 for?", k=1)
     assert "KX-4471" in hits[0].text and hits[0].components["bm25"] > 0
     assert hits[0].neighbors  # the question it answers comes along as context
@@ -43,8 +49,14 @@ def test_dates_with_real_embedder_on_embedded_chroma(tmp_path) -> None:  # type:
     def at(day: int) -> float:
         return datetime(2023, 10, day, 12, tzinfo=timezone.utc).timestamp()
 
-    config = MemoryConfig(backend="chroma", persist_dir=str(tmp_path), collection="dates", user_id="mel",
-                          neighbor_window=0, date_window_boost=0.0)
+    config = MemoryConfig(
+        backend="chroma",
+        persist_dir=str(tmp_path),
+        collection="dates",
+        user_id="mel",
+        neighbor_window=0,
+        date_window_boost=0.0,
+    )
     core = MemoryCore(config)
     bike = "The next morning I picked up a second-hand bike, it's blue"
     days = [

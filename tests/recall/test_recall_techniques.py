@@ -8,19 +8,35 @@ import time
 
 import pytest
 
+from memory_vec._model.records import MemoryRecord
+from memory_vec._rules.bm25 import BM25Index, IndexedDoc, mentioned_speakers, tokenize
+from memory_vec._rules.ranking import Candidate, RankingPolicy, decay, rank
 from memory_vec.backends import RecordFilter
-from memory_vec.recall.bm25 import BM25Index, IndexedDoc, mentioned_speakers, tokenize
-from memory_vec.recall.ranking import Candidate, RankingPolicy, decay, rank
-from memory_vec.records import MemoryRecord
 
 DAY = 86400.0
 
 
-def _record(rid: str, text: str, *, ts: float = 1_700_000_000.0, importance: float = 0.5,
-            speaker: str | None = None, seq: int = 0) -> MemoryRecord:
+def _record(
+    rid: str,
+    text: str,
+    *,
+    ts: float = 1_700_000_000.0,
+    importance: float = 0.5,
+    speaker: str | None = None,
+    seq: int = 0,
+) -> MemoryRecord:
     meta = {"speaker": speaker} if speaker else {}
-    return MemoryRecord(id=rid, text=text, role="user", user_id="u1", session_id="s1", timestamp=ts,
-                        importance=importance, metadata=meta, seq=seq)
+    return MemoryRecord(
+        id=rid,
+        text=text,
+        role="user",
+        user_id="u1",
+        session_id="s1",
+        timestamp=ts,
+        importance=importance,
+        metadata=meta,
+        seq=seq,
+    )
 
 
 FILLER = [
@@ -97,12 +113,14 @@ def test_index_builds_lazily_from_the_store(make_core) -> None:  # type: ignore[
 
 def test_bm25_context_weight_lifts_the_reply_to_a_matching_question() -> None:
     index = BM25Index()
-    index.add([
-        IndexedDoc("q", "how was the pottery workshop", "s1", 1),
-        IndexedDoc("a", "it was great, I made a bowl", "s1", 2),
-        IndexedDoc("other", "a new session starts here", "s2", 2),
-        IndexedDoc("fact", "the pottery workshop was fun", "s1", 1, positional=False),
-    ])
+    index.add(
+        [
+            IndexedDoc("q", "how was the pottery workshop", "s1", 1),
+            IndexedDoc("a", "it was great, I made a bowl", "s1", 2),
+            IndexedDoc("other", "a new session starts here", "s2", 2),
+            IndexedDoc("fact", "the pottery workshop was fun", "s1", 1, positional=False),
+        ]
+    )
     assert [d for d, _ in index.search("pottery workshop", k=10)] == ["q", "fact"]  # off: words only
     found = dict(index.search("pottery workshop", k=10, context_weight=0.5))
     assert set(found) == {"q", "fact", "a"}  # the reply, not the fact's or another session's neighbour
@@ -129,8 +147,13 @@ def test_chinese_is_tokenized_with_jieba() -> None:
     assert "烤鸭" in tokens and "北京" in tokens
     assert "的" not in tokenize("我的烤鸭")
     index = BM25Index()
-    index.add([IndexedDoc("a", "我最喜欢吃北京烤鸭"), IndexedDoc("b", "今天的天气很好", seq=1),
-               IndexedDoc("c", "鸭子在湖里游泳", seq=2)])
+    index.add(
+        [
+            IndexedDoc("a", "我最喜欢吃北京烤鸭"),
+            IndexedDoc("b", "今天的天气很好", seq=1),
+            IndexedDoc("c", "鸭子在湖里游泳", seq=2),
+        ]
+    )
     assert index.search("烤鸭好吃吗", k=3)[0][0] == "a"
 
 
@@ -173,15 +196,19 @@ def test_decay_off_means_no_time_effect() -> None:
 
 
 def test_near_identical_texts_collapse() -> None:
-    cands = [Candidate(_record("1", "Yes, five years ago!"), 0.9),
-             Candidate(_record("2", "yes five years ago"), 0.89),
-             Candidate(_record("3", "No, last year."), 0.5)]
+    cands = [
+        Candidate(_record("1", "Yes, five years ago!"), 0.9),
+        Candidate(_record("2", "yes five years ago"), 0.89),
+        Candidate(_record("3", "No, last year."), 0.5),
+    ]
     assert [h.id for h in rank(cands, policy=RankingPolicy(), now=1.8e9, k=3)] == ["1", "3"]
 
 
 def test_scores_in_unit_range_and_threshold_applies_to_final_score() -> None:
-    cands = [Candidate(_record(str(i), f"text {i}", importance=0.0), similarity=s, bm25=b, boost=0.3)
-             for i, (s, b) in enumerate([(1.5, 1.0), (-0.4, 0.0), (0.7, 0.2), (float("nan"), 0.5)])]
+    cands = [
+        Candidate(_record(str(i), f"text {i}", importance=0.0), similarity=s, bm25=b, boost=0.3)
+        for i, (s, b) in enumerate([(1.5, 1.0), (-0.4, 0.0), (0.7, 0.2), (float("nan"), 0.5)])
+    ]
     hits = rank(cands, policy=RankingPolicy(bm25_weight=0.3), now=1.8e9, k=10)
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     # similarity 0.7 passes a 0.6 threshold, but importance weighting lowers the final score below it
@@ -202,8 +229,13 @@ def test_default_threshold_scales_with_the_vector_share(make_core) -> None:  # t
 # --------------------------------------------------------------------------- neighbours, speakers
 def test_neighbours_are_attached_but_not_counted_as_hits(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(neighbor_window=1)
-    core.add_messages([("user", "Have you been surfing for long?"), ("assistant", "Yes, five years ago!"),
-                       ("user", "Cool, where do you go?")])
+    core.add_messages(
+        [
+            ("user", "Have you been surfing for long?"),
+            ("assistant", "Yes, five years ago!"),
+            ("user", "Cool, where do you go?"),
+        ]
+    )
     core.add_message("user", "something unrelated", session_id="s2")
     hits = core.recall("five years ago", k=1)
     assert len(hits) == 1 and hits[0].text == "Yes, five years ago!"
@@ -223,12 +255,12 @@ def test_neighbours_stay_inside_the_session(make_core) -> None:  # type: ignore[
 def test_speaker_boost_when_the_query_names_a_person(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(hybrid=False, speaker_boost=0.0)
     core.add_message("user", "I baked a lemon tart last week", metadata={"speaker": "Marek"}, timestamp=1e9)
-    core.add_message("assistant", "I baked a lemon tart last week", metadata={"speaker": "Priya"},
-                     timestamp=2e9)
+    core.add_message("assistant", "I baked a lemon tart last week", metadata={"speaker": "Priya"}, timestamp=2e9)
     core.config.score_threshold = 0.0
     # identical texts collapse, so use different sessions' wording instead
-    core.add_message("assistant", "I baked a lemon tart last week too", metadata={"speaker": "Priya"},
-                     timestamp=2e9 + 1)
+    core.add_message(
+        "assistant", "I baked a lemon tart last week too", metadata={"speaker": "Priya"}, timestamp=2e9 + 1
+    )
     q = "When did Marek bake a lemon tart?"
     assert core.recall(q, k=1)[0].metadata["speaker"] == "Priya"
     core.config.speaker_boost = 0.2
@@ -266,8 +298,10 @@ def test_trace_shows_each_component(make_core) -> None:  # type: ignore[no-untyp
 def test_bm25_search_cost_at_ten_thousand_messages() -> None:
     index = BM25Index()
     t0 = time.perf_counter()
-    index.add(IndexedDoc(str(i), f"message {i} about topic{i % 300} with word{i % 1000} and things", seq=i)
-              for i in range(10_000))
+    index.add(
+        IndexedDoc(str(i), f"message {i} about topic{i % 300} with word{i % 1000} and things", seq=i)
+        for i in range(10_000)
+    )
     build = time.perf_counter() - t0
     t0 = time.perf_counter()
     for _ in range(10):
@@ -306,12 +340,14 @@ def test_contextual_embedding_stores_the_turn_with_its_predecessor(make_core, mo
 # --------------------------------------------------------------------------- keyword feedback
 def test_feedback_terms_are_words_the_top_hits_share_not_the_query() -> None:
     index = BM25Index()
-    index.add([
-        IndexedDoc("a", "Marek signed up for a woodworking class downtown", "s1", 1),
-        IndexedDoc("b", "the woodworking class made Marek calm, sawdust everywhere", "s2", 1),
-        IndexedDoc("c", "Marek went camping with the kids", "s3", 1),
-        IndexedDoc("d", "we talked about the weather", "s4", 1),
-    ])
+    index.add(
+        [
+            IndexedDoc("a", "Marek signed up for a woodworking class downtown", "s1", 1),
+            IndexedDoc("b", "the woodworking class made Marek calm, sawdust everywhere", "s2", 1),
+            IndexedDoc("c", "Marek went camping with the kids", "s3", 1),
+            IndexedDoc("d", "we talked about the weather", "s4", 1),
+        ]
+    )
     terms = index.feedback_terms(["a", "b", "c"], n=10, exclude="What does Marek do?")
     assert set(terms) == {"woodworking", "class"}  # shared by two hits; 'marek' is the query's
     assert max(terms.values()) == 1.0 and all(0.0 < w <= 1.0 for w in terms.values())
@@ -332,8 +368,9 @@ def test_search_counts_extra_terms_at_their_weight() -> None:
 
 def test_keyword_feedback_reaches_a_memory_without_the_question_words(make_core) -> None:  # type: ignore[no-untyped-def]
     def build(feedback: int):  # type: ignore[no-untyped-def]
-        core = make_core(hybrid=True, bm25_weight=0.6, neighbor_window=0, keyword_feedback=feedback,
-                         keyword_feedback_weight=0.5)
+        core = make_core(
+            hybrid=True, bm25_weight=0.6, neighbor_window=0, keyword_feedback=feedback, keyword_feedback_weight=0.5
+        )
         core.add_messages([("user", t) for t in FILLER])
         core.add_message("user", "My hobby: the glaze studio on Elm street", session_id="a")
         core.add_message("user", "My hobby is glaze painting at the studio", session_id="b")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.store import release_stores
+from memory_vec._storage.store import release_stores
 from memory_vec.testing import DeterministicHashEmbedder
 
 BACKENDS = ["memory", "sqlite", "chroma", "chroma-server", "milvus-lite", "milvus-lite-server", "milvus-server"]
@@ -34,8 +34,7 @@ def fresh_stores() -> Iterator[None]:
 
 def _config_factory(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> ConfigFactory:
     collection = f"rel_{uuid.uuid4().hex[:10]}"
-    base: dict[str, Any] = {"collection": collection, "persist_dir": str(tmp_path / "store"),
-                            "score_threshold": 0.0}
+    base: dict[str, Any] = {"collection": collection, "persist_dir": str(tmp_path / "store"), "score_threshold": 0.0}
     if kind in ("memory", "sqlite"):
         base["backend"] = kind
     elif kind == "chroma":

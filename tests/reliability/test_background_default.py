@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._model.errors import BackendUnavailableError
 from memory_vec.backends import InMemoryBackend, RecordFilter
-from memory_vec.errors import BackendUnavailableError
 from memory_vec.state.base import NewMessage
 from memory_vec.state.sqlite import SQLiteStateStore, sqlite_state_path
 
@@ -30,20 +30,24 @@ def _unflushed_file(config: MemoryConfig) -> Path:
     return Path(sqlite_state_path(config.persist_dir, config.backend, config.collection) + ".unflushed")
 
 
-@pytest.mark.parametrize(("kind", "extra", "background"), [
-    ("chroma", {}, True),
-    ("milvus-lite", {}, True),
-    ("chroma", {"state": "memory"}, False),  # the turn is not on disk until its vectors are
-    ("chroma", {"background_writes": False}, False),
-    ("sqlite", {}, False),  # a local transaction: cheaper inline (other processes still wait out leases)
-    ("sqlite", {"background_writes": True}, True),
-    ("memory", {}, False),
-    ("memory", {"background_writes": True}, True),
-    ("chroma-server", {}, True),  # other processes read the server: leases in the SQLite state
-    ("chroma-server", {"state": "memory"}, False),  # nowhere to keep a lease others would see
-])
-def test_which_stores_write_in_the_background(kind: str, extra: dict[str, Any], background: bool,
-                                              request: pytest.FixtureRequest, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("kind", "extra", "background"),
+    [
+        ("chroma", {}, True),
+        ("milvus-lite", {}, True),
+        ("chroma", {"state": "memory"}, False),  # the turn is not on disk until its vectors are
+        ("chroma", {"background_writes": False}, False),
+        ("sqlite", {}, False),  # a local transaction: cheaper inline (other processes still wait out leases)
+        ("sqlite", {"background_writes": True}, True),
+        ("memory", {}, False),
+        ("memory", {"background_writes": True}, True),
+        ("chroma-server", {}, True),  # other processes read the server: leases in the SQLite state
+        ("chroma-server", {"state": "memory"}, False),  # nowhere to keep a lease others would see
+    ],
+)
+def test_which_stores_write_in_the_background(
+    kind: str, extra: dict[str, Any], background: bool, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     from .conftest import _config_factory
 
     core = MemoryCore(_config_factory(kind, request, tmp_path)(**extra), embedder=EMBEDDER)
@@ -55,8 +59,9 @@ def test_which_stores_write_in_the_background(kind: str, extra: dict[str, Any], 
 
 
 @pytest.mark.parametrize("kind", ["chroma", "milvus-lite"])
-def test_writes_other_than_a_turn_are_stored_before_they_return(kind: str, request: pytest.FixtureRequest,
-                                                               tmp_path: Path) -> None:
+def test_writes_other_than_a_turn_are_stored_before_they_return(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     from .conftest import _config_factory
 
     config = _config_factory(kind, request, tmp_path)(flush_interval=300.0)
@@ -95,8 +100,9 @@ time.sleep(600)  # killed here, long before the writer's next flush
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["chroma", "milvus-lite"])
-def test_a_turn_lost_with_its_process_is_recalled_from_another_session(kind: str, request: pytest.FixtureRequest,
-                                                                       tmp_path: Path) -> None:
+def test_a_turn_lost_with_its_process_is_recalled_from_another_session(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     from .conftest import _config_factory
 
     config = _config_factory(kind, request, tmp_path)(flush_interval=300.0)
@@ -113,8 +119,9 @@ def test_a_turn_lost_with_its_process_is_recalled_from_another_session(kind: str
     assert not any("5000" in h.text for h in hits)
     core.flush()
     assert {r.id for r in core.store.backend.get([message_id, *fact_ids])} == {message_id, *fact_ids}
-    old = [r for r in core.store.backend.scan(RecordFilter(kinds=("fact",), include_superseded=True))
-           if "5000" in r.text]
+    old = [
+        r for r in core.store.backend.scan(RecordFilter(kinds=("fact",), include_superseded=True)) if "5000" in r.text
+    ]
     assert old and all(r.superseded_by == fact_ids[0] for r in old)
     assert not journal.exists()  # healed and flushed: nothing left to name
 
@@ -131,8 +138,9 @@ for i in range(5):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["chroma", "milvus-lite"])
-def test_a_script_that_never_closes_still_stores_its_turns(kind: str, request: pytest.FixtureRequest,
-                                                           tmp_path: Path) -> None:
+def test_a_script_that_never_closes_still_stores_its_turns(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     from .conftest import _config_factory
 
     config = _config_factory(kind, request, tmp_path)(flush_interval=300.0)
@@ -148,7 +156,7 @@ def test_a_script_that_never_closes_still_stores_its_turns(kind: str, request: p
 
 
 def test_the_file_names_each_session_once_and_survives_a_torn_line(tmp_path: Path) -> None:
-    from memory_vec.unflushed import UnflushedSessions
+    from memory_vec._storage.unflushed import UnflushedSessions
 
     path = str(tmp_path / "s.unflushed")
     journal = UnflushedSessions(path)
@@ -171,7 +179,7 @@ def test_the_file_names_each_session_once_and_survives_a_torn_line(tmp_path: Pat
 
 
 def test_two_writers_on_one_file_keep_each_other_s_names(tmp_path: Path) -> None:
-    from memory_vec.unflushed import UnflushedSessions, open_unflushed, release_unflushed
+    from memory_vec._storage.unflushed import UnflushedSessions, open_unflushed, release_unflushed
 
     path = str(tmp_path / "s.unflushed")
     a, b = open_unflushed(path), open_unflushed(path)
@@ -205,11 +213,13 @@ def test_sessions_a_dead_process_left_are_healed_once_the_backend_is_back(tmp_pa
     for session in ("s1", "s2"):  # what a process wrote to its log before it died
         state.append("alice", session, [NewMessage(f"m-{session}", "user", f"note in {session}", 1.7e9, 5)])
     Path(str(tmp_path / "state.sqlite3") + ".unflushed").write_text(
-        '\n["alice", "s1"]\n["alice", "s2"]', encoding="utf-8")
+        '\n["alice", "s1"]\n["alice", "s2"]', encoding="utf-8"
+    )
     backend = _Owned()
     backend.down = True
-    config = MemoryConfig(user_id="alice", session_id="s3", fact_extractor="none", backend_retries=0,
-                          collection="owned")
+    config = MemoryConfig(
+        user_id="alice", session_id="s3", fact_extractor="none", backend_retries=0, collection="owned"
+    )
     core = MemoryCore(config, backend=backend, state_store=state, embedder=EMBEDDER)  # no recursion, no error
     assert core.store.writer.carried_sessions() == [("alice", "s1"), ("alice", "s2")]
     backend.down = False
@@ -240,15 +250,16 @@ def test_a_forget_waits_for_the_batch_the_thread_is_storing() -> None:
 
     import numpy as np
 
-    from memory_vec.records import MemoryRecord
-    from memory_vec.writer import RecordWriter, WriterSettings
+    from memory_vec._model.records import MemoryRecord
+    from memory_vec._storage.writer import RecordWriter, WriterSettings
 
     backend = _SlowWrites()
     backend.open(dimension=4, model_id="m")
     writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=0.01))
     try:
-        record = MemoryRecord(id="r1", text="my locker code is 4412", role="user", user_id="gone",
-                              session_id="s", timestamp=1.0, seq=1)
+        record = MemoryRecord(
+            id="r1", text="my locker code is 4412", role="user", user_id="gone", session_id="s", timestamp=1.0, seq=1
+        )
         writer.write([record], np.eye(4, dtype=np.float32)[:1], new=True, deferred=True)
         assert backend.entered.wait(10)  # the thread took the batch and is writing it
         forgot = threading.Thread(target=writer.forget_where, args=(RecordFilter(user_id="gone"),))
@@ -265,9 +276,9 @@ def test_a_forget_waits_for_the_batch_the_thread_is_storing() -> None:
 
 
 @pytest.mark.parametrize("kind", ["chroma"])
-def test_a_queued_superseded_message_is_not_healed_back_to_current(kind: str, request: pytest.FixtureRequest,
-                                                                   tmp_path: Path, caplog: pytest.LogCaptureFixture
-                                                                   ) -> None:
+def test_a_queued_superseded_message_is_not_healed_back_to_current(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from .conftest import _config_factory
 
     config = _config_factory(kind, request, tmp_path)(flush_interval=300.0, fact_extractor="none")
@@ -287,8 +298,9 @@ def test_a_queued_superseded_message_is_not_healed_back_to_current(kind: str, re
 
 
 @pytest.mark.parametrize("kind", ["chroma"])
-def test_reset_and_import_store_the_queued_turns_before_changing_the_log(kind: str, request: pytest.FixtureRequest,
-                                                                         tmp_path: Path) -> None:
+def test_reset_and_import_store_the_queued_turns_before_changing_the_log(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     from .conftest import _config_factory
 
     core = MemoryCore(_config_factory(kind, request, tmp_path)(flush_interval=300.0), embedder=EMBEDDER)
@@ -315,9 +327,9 @@ def test_the_thread_goes_on_after_an_error_that_is_not_the_backend_s() -> None:
 
     import numpy as np
 
-    from memory_vec.errors import StateStoreError
-    from memory_vec.records import MemoryRecord
-    from memory_vec.writer import RecordWriter, WriterSettings
+    from memory_vec._model.errors import StateStoreError
+    from memory_vec._model.records import MemoryRecord
+    from memory_vec._storage.writer import RecordWriter, WriterSettings
 
     backend = InMemoryBackend()
     backend.open(dimension=4, model_id="m")
@@ -330,8 +342,9 @@ def test_the_thread_goes_on_after_an_error_that_is_not_the_backend_s() -> None:
     writer = RecordWriter(backend, WriterSettings(background=True, flush_interval=0.02), on_stored=on_stored)
     try:
         for i in (1, 2):
-            record = MemoryRecord(id=f"r{i}", text=f"note {i}", role="user", user_id="u", session_id="s",
-                                  timestamp=float(i), seq=i)
+            record = MemoryRecord(
+                id=f"r{i}", text=f"note {i}", role="user", user_id="u", session_id="s", timestamp=float(i), seq=i
+            )
             writer.write([record], np.eye(4, dtype=np.float32)[:1], new=True, deferred=True)
             deadline = time.time() + 10
             while writer.pending_count and time.time() < deadline:

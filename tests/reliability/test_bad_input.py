@@ -49,8 +49,11 @@ CASES: list[tuple[str, Call, type[MemoryVecError]]] = [
     ("add_message inf ts", lambda c: c.add_message("user", "hi", timestamp=-math.inf), InvalidTimestampError),
     ("add_message str ts", lambda c: c.add_message("user", "hi", timestamp="2024-01-01"), InvalidTimestampError),
     ("add_message huge meta", lambda c: c.add_message("user", "hi", metadata={"k": MB}), InvalidMetadataError),
-    ("add_message object meta", lambda c: c.add_message("user", "hi", metadata={"k": Unserializable()}),
-     InvalidMetadataError),
+    (
+        "add_message object meta",
+        lambda c: c.add_message("user", "hi", metadata={"k": Unserializable()}),
+        InvalidMetadataError,
+    ),
     ("add_message set meta", lambda c: c.add_message("user", "hi", metadata={"k": {1, 2}}), InvalidMetadataError),
     ("add_message NaN meta", lambda c: c.add_message("user", "hi", metadata={"k": [math.nan]}), InvalidMetadataError),
     ("add_message session ''", lambda c: c.add_message("user", "hi", session_id=""), InvalidIdError),
@@ -58,8 +61,11 @@ CASES: list[tuple[str, Call, type[MemoryVecError]]] = [
     ("add_message user control", lambda c: c.add_message("user", "hi", user_id="a\nb"), InvalidIdError),
     ("add_messages one bad", lambda c: c.add_messages([("user", "fine"), ("user", SURROGATE)]), InvalidContentError),
     ("add_messages bad shape", lambda c: c.add_messages([{"role": "user"}]), InvalidInputError),
-    ("add_messages extra key", lambda c: c.add_messages([{"role": "user", "content": "x", "foo": 1}]),
-     InvalidInputError),
+    (
+        "add_messages extra key",
+        lambda c: c.add_messages([{"role": "user", "content": "x", "foo": 1}]),
+        InvalidInputError,
+    ),
     ("recall empty", lambda c: c.recall(""), InvalidContentError),
     ("recall 1 MB", lambda c: c.recall(MB), ContentTooLargeError),
     ("recall k", lambda c: c.recall("x", k=-1), InvalidInputError),
@@ -81,14 +87,40 @@ CASES: list[tuple[str, Call, type[MemoryVecError]]] = [
     ("forget bad user", lambda c: c.forget(user_id=""), InvalidIdError),
     ("clear bad session", lambda c: c.clear(session_id="s" * 300), InvalidIdError),
     ("import junk", lambda c: c.import_memories({"format": "other"}), InvalidInputError),
-    ("import malformed", lambda c: c.import_memories({"format": "memory-vec/1", "user_id": "u1", "records": [{"x": 1}],
-                                                      "sessions": {}}), InvalidInputError),
-    ("import session not a dict", lambda c: c.import_memories({"format": "memory-vec/1", "user_id": "u1",
-                                                               "records": [], "sessions": {"s9": "x"}}),
-     InvalidInputError),
-    ("import pinned str", lambda c: c.import_memories({"format": "memory-vec/1", "user_id": "u1", "records": [
-        {"id": "r" * 32, "text": "t", "role": "user", "user_id": "u1", "session_id": "s9", "timestamp": 1.0,
-         "pinned": "no"}], "sessions": {}}), InvalidInputError),
+    (
+        "import malformed",
+        lambda c: c.import_memories({"format": "memory-vec/1", "user_id": "u1", "records": [{"x": 1}], "sessions": {}}),
+        InvalidInputError,
+    ),
+    (
+        "import session not a dict",
+        lambda c: c.import_memories(
+            {"format": "memory-vec/1", "user_id": "u1", "records": [], "sessions": {"s9": "x"}}
+        ),
+        InvalidInputError,
+    ),
+    (
+        "import pinned str",
+        lambda c: c.import_memories(
+            {
+                "format": "memory-vec/1",
+                "user_id": "u1",
+                "records": [
+                    {
+                        "id": "r" * 32,
+                        "text": "t",
+                        "role": "user",
+                        "user_id": "u1",
+                        "session_id": "s9",
+                        "timestamp": 1.0,
+                        "pinned": "no",
+                    }
+                ],
+                "sessions": {},
+            }
+        ),
+        InvalidInputError,
+    ),
     ("add_messages None", lambda c: c.add_messages(None), InvalidInputError),
     ("add_messages one dict", lambda c: c.add_messages({"role": "user", "content": "hi"}), InvalidInputError),
     ("add_messages a string", lambda c: c.add_messages("hi"), InvalidInputError),

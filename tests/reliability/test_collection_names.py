@@ -27,8 +27,10 @@ def test_collection_name_stores_and_reopens(make_config: ConfigFactory, name: st
 def test_names_mapped_alike_stay_apart(make_config: ConfigFactory) -> None:
     """'my memories' and 'my  memories' share a readable part, 'my-memories' is kept as given: three collections
     in one directory (or server), each serving only its own memories."""
-    cores = {name: MemoryCore(make_config(collection=name, session_id="s1"), embedder=EMBEDDER)
-             for name in ("my memories", "my  memories", "my-memories")}
+    cores = {
+        name: MemoryCore(make_config(collection=name, session_id="s1"), embedder=EMBEDDER)
+        for name in ("my memories", "my  memories", "my-memories")
+    }
     try:
         for name, core in cores.items():
             core.add_messages([("user", f"the code word of {name} is {name.upper().replace(' ', '_')}")])
@@ -36,7 +38,8 @@ def test_names_mapped_alike_stay_apart(make_config: ConfigFactory) -> None:
         for name, core in cores.items():
             recalled = [m.text for m in core.build_context("what is the code word?", session_id="s2").relevant]
             assert [t for t in recalled if "code word" in t] == [
-                f"the code word of {name} is {name.upper().replace(' ', '_')}"], (name, recalled)
+                f"the code word of {name} is {name.upper().replace(' ', '_')}"
+            ], (name, recalled)
     finally:
         for core in cores.values():
             core.close()

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._model.errors import StateStoreError
 from memory_vec.backends import RecordFilter
-from memory_vec.errors import StateStoreError
 from memory_vec.state.base import StateMessage
 from memory_vec.testing import DeterministicHashEmbedder
 
@@ -88,8 +88,14 @@ core.close()
 
 
 def spawn(script: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
 
 
 def run_writer(config: MemoryConfig, n: int, tag: str) -> subprocess.Popen[str]:
@@ -123,7 +129,8 @@ def test_four_processes_one_session(kind, state, request, tmp_path) -> None:  # 
 
         extra["redis_url"] = redis_url(request.getfixturevalue("redis_server"))
     config = _config_factory(kind, request, tmp_path)(
-        fact_extractor="none", max_token_limit=200, summary_max_tokens=150, keep_recent_turns=2, state=state, **extra)
+        fact_extractor="none", max_token_limit=200, summary_max_tokens=150, keep_recent_turns=2, state=state, **extra
+    )
     procs = [run_writer(config, 25, str(p)) for p in range(4)]
     for p in procs:
         out, err = p.communicate(timeout=300)
@@ -144,7 +151,8 @@ def test_kill_9_loses_no_acknowledged_write(kind, request, tmp_path) -> None:  #
 
         extra["redis_url"] = redis_url(request.getfixturevalue("redis_server"), db=1)
     config = _config_factory(base_kind, request, tmp_path)(
-        fact_extractor="none", max_token_limit=300, summary_max_tokens=150, keep_recent_turns=2, **extra)
+        fact_extractor="none", max_token_limit=300, summary_max_tokens=150, keep_recent_turns=2, **extra
+    )
     acked = [(rid, int(seq)) for rid, seq in kill_after(run_writer(config, 0, "k"), 60)]
     core = MemoryCore(config, embedder=EMBEDDER)  # the restarted process
     stored = {r.id: r for r in core.session_history()}
@@ -193,16 +201,18 @@ def test_kill_9_with_background_writes_keeps_messages_facts_and_supersedes(kind,
     assert not any("5000" in h.text for h in hits)
     core.flush()  # the healing core writes in the background too
     assert {r.id for r in core.store.backend.get(new_fact_ids)} == set(new_fact_ids)
-    old = [r for r in core.store.backend.scan(RecordFilter(kinds=("fact",), include_superseded=True))
-           if "5000" in r.text]
+    old = [
+        r for r in core.store.backend.scan(RecordFilter(kinds=("fact",), include_superseded=True)) if "5000" in r.text
+    ]
     assert old and all(r.superseded_by == new_fact_ids[0] for r in old)
 
 
 def test_redis_down_is_a_clear_error_and_nothing_is_written(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from tests._services import free_port
 
-    config = MemoryConfig(backend="memory", redis_url=f"redis://127.0.0.1:{free_port()}/0", collection="redis-down",
-                          backend_timeout=1.0)
+    config = MemoryConfig(
+        backend="memory", redis_url=f"redis://127.0.0.1:{free_port()}/0", collection="redis-down", backend_timeout=1.0
+    )
     with pytest.raises(StateStoreError, match=r"(?i)redis"):
         core = MemoryCore(config, embedder=DeterministicHashEmbedder(dimension=64))
         core.add_message("user", "hello while redis is down")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.errors import MemoryNotFoundError
-from memory_vec.store import release_stores
+from memory_vec._model.errors import MemoryNotFoundError
+from memory_vec._storage.store import release_stores
 
 from .conftest import EMBEDDER, _config_factory
 
@@ -77,8 +77,10 @@ def test_a_fold_running_when_the_user_is_forgotten_leaves_no_summary(
     cfg = config(max_token_limit=200, keep_recent_turns=2, summary_max_tokens=60)
     core = MemoryCore(cfg, embedder=EMBEDDER, llm=slow_llm)
     for i in range(12):
-        core.add_message("user" if i % 2 == 0 else "assistant",
-                         f"Turn {i}: my passport number is XK778812, and words to take tokens.")
+        core.add_message(
+            "user" if i % 2 == 0 else "assistant",
+            f"Turn {i}: my passport number is XK778812, and words to take tokens.",
+        )
     assert started.wait(30)  # the fold is running off the turn
     receipt = core.forget()
     release.set()

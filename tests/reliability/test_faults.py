@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.errors import BackendUnavailableError
+from memory_vec._model.errors import BackendUnavailableError
 from tests._services import Service, find_binary, missing, start_service
 from tests.fixtures_chroma import _heartbeat_ok
 
@@ -23,7 +23,10 @@ def _start_chroma(port: int | None = None, data_dir: str | None = None) -> Servi
     return start_service(
         "chroma-fault",
         lambda p, d: [binary, "run", "--path", f"{d}/data", "--host", "127.0.0.1", "--port", str(p)],
-        ready=_heartbeat_ok, timeout=60, port=port, data_dir=data_dir,
+        ready=_heartbeat_ok,
+        timeout=60,
+        port=port,
+        data_dir=data_dir,
     )
 
 
@@ -31,9 +34,17 @@ def _start_chroma(port: int | None = None, data_dir: str | None = None) -> Servi
 def test_chroma_server_stopped_mid_conversation(tmp_path, replica_docs: int) -> None:  # type: ignore[no-untyped-def]
     server = _start_chroma()
     try:
-        config = MemoryConfig(backend="chroma", url=server.url, collection="faults", persist_dir=str(tmp_path),
-                              backend_timeout=3.0, backend_retries=1, fact_extractor="none", score_threshold=0.0,
-                              replica_docs=replica_docs)
+        config = MemoryConfig(
+            backend="chroma",
+            url=server.url,
+            collection="faults",
+            persist_dir=str(tmp_path),
+            backend_timeout=3.0,
+            backend_retries=1,
+            fact_extractor="none",
+            score_threshold=0.0,
+            replica_docs=replica_docs,
+        )
         core = MemoryCore(config, embedder=EMBEDDER)
         core.add_message("user", "my locker number is 42")
         assert core.recall("locker number", k=1)[0].text == "my locker number is 42"

@@ -37,9 +37,12 @@ def _sqlite_traces(path: Path, marker: str) -> list[str]:
     found = []
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        tables = [name for (name, sql) in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
-                  if not (sql or "").upper().startswith("CREATE VIRTUAL")]
-        trigrams = [PREFIX[i:i + 3].encode() for i in range(len(PREFIX) - 2)]
+        tables = [
+            name
+            for (name, sql) in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+            if not (sql or "").upper().startswith("CREATE VIRTUAL")
+        ]
+        trigrams = [PREFIX[i : i + 3].encode() for i in range(len(PREFIX) - 2)]
         for table in tables:
             for row in conn.execute(f'SELECT * FROM "{table}"'):
                 for value in row:
@@ -57,8 +60,11 @@ def _parquet_traces(path: Path, marker: str) -> list[str]:
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    return [f"{path.name}:{column}" for column in table.column_names
-            if any(marker in str(v) for v in table.column(column).to_pylist())]
+    return [
+        f"{path.name}:{column}"
+        for column in table.column_names
+        if any(marker in str(v) for v in table.column(column).to_pylist())
+    ]
 
 
 def traces(root: Path, marker: str) -> list[str]:
@@ -76,8 +82,15 @@ def traces(root: Path, marker: str) -> list[str]:
 
 
 def _config(kind: str, root: Path) -> MemoryConfig:
-    return MemoryConfig(backend=kind, state="sqlite", persist_dir=str(root), user_id="gone",
-                        collection=f"f_{uuid.uuid4().hex[:8]}", fact_extractor="none", score_threshold=0.0)
+    return MemoryConfig(
+        backend=kind,
+        state="sqlite",
+        persist_dir=str(root),
+        user_id="gone",
+        collection=f"f_{uuid.uuid4().hex[:8]}",
+        fact_extractor="none",
+        score_threshold=0.0,
+    )
 
 
 def _kept(core: MemoryCore) -> list[tuple[str, str, dict[str, Any]]]:
@@ -94,8 +107,14 @@ def _check_keeper(keeper: MemoryCore, kept: list[tuple[str, str, dict[str, Any]]
 
 def test_forget_leaves_no_trace_in_the_sqlite_working_state(tmp_path: Path) -> None:
     marker = _marker()
-    config = MemoryConfig(backend="memory", state="sqlite", persist_dir=str(tmp_path), user_id="gone",
-                          collection=f"f_{uuid.uuid4().hex[:8]}", fact_extractor="none")
+    config = MemoryConfig(
+        backend="memory",
+        state="sqlite",
+        persist_dir=str(tmp_path),
+        user_id="gone",
+        collection=f"f_{uuid.uuid4().hex[:8]}",
+        fact_extractor="none",
+    )
     core = MemoryCore(config, embedder=DeterministicHashEmbedder(dimension=32))
     keeper = MemoryCore(config.model_copy(update={"user_id": "stays"}), embedder=core.embedder)
     try:
@@ -259,8 +278,13 @@ def test_milvus_lite_rewrite_survives_a_crash_at_each_step(point: str, tmp_path:
 
     marker = _marker()
     config = _config("milvus", tmp_path).model_copy(update={"backend_options": {"batch_size": 10}})
-    child = subprocess.run([sys.executable, "-c", _CRASHING_CHILD, config.model_dump_json(), point, marker],
-                           capture_output=True, text=True, timeout=240, check=False)
+    child = subprocess.run(
+        [sys.executable, "-c", _CRASHING_CHILD, config.model_dump_json(), point, marker],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     assert child.returncode == 9, child.stderr[-3000:]
     acknowledged = [tuple(pair) for pair in json.loads(child.stdout.splitlines()[0])]
     if point == "drop":  # also a crash in the middle of deleting the old collection's folder
@@ -333,11 +357,20 @@ def test_milvus_lite_rewrite_keeps_every_remaining_record_exactly(tmp_path: Path
 
     backend = MilvusBackend(str(tmp_path / "milvus.db"), collection="exact", batch_size=7)
     backend.open(dimension=8, model_id="m")
-    kept = [make_record(f"k{i}", user_id="stays", text=f"naïve café №{i} 🍅\nline two",
-                        metadata={"n": 2**63 - 1, "f": 0.1, "nested": {"a": [1, "x", None]}, "flag": True},
-                        valid_to=(1.8e9 if i % 3 == 0 else None), superseded_by=("k0" if i % 3 == 0 else None),
-                        visibility=("global" if i == 5 else "private"), importance=0.25, pinned=i == 2)
-            for i in range(20)]
+    kept = [
+        make_record(
+            f"k{i}",
+            user_id="stays",
+            text=f"naïve café №{i} 🍅\nline two",
+            metadata={"n": 2**63 - 1, "f": 0.1, "nested": {"a": [1, "x", None]}, "flag": True},
+            valid_to=(1.8e9 if i % 3 == 0 else None),
+            superseded_by=("k0" if i % 3 == 0 else None),
+            visibility=("global" if i == 5 else "private"),
+            importance=0.25,
+            pinned=i == 2,
+        )
+        for i in range(20)
+    ]
     doomed = [make_record(f"g{i}", user_id="gone") for i in range(20)]
     vectors = np.random.default_rng(1).random((40, 8), dtype=np.float32)
     backend.upsert(kept + doomed, vectors)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._storage.store import release_stores
 from memory_vec.state.sqlite import SQLiteStateStore
-from memory_vec.store import release_stores
 from memory_vec.testing.state_conformance import new_message
 
 from .conftest import EMBEDDER
@@ -39,8 +39,9 @@ def in_child(check: Callable[[], None]) -> None:
 
 
 def test_a_forked_child_gets_a_background_writer_of_its_own() -> None:
-    config = MemoryConfig(backend="memory", collection="forked", user_id="ana", background_writes=True,
-                          flush_interval=30)
+    config = MemoryConfig(
+        backend="memory", collection="forked", user_id="ana", background_writes=True, flush_interval=30
+    )
     core = MemoryCore(config, embedder=EMBEDDER)
     try:
         core.add_message("user", "queued in the parent")
@@ -80,8 +81,8 @@ def test_a_forked_child_folds_on_a_thread_of_its_own() -> None:
     """Forked while the parent's fold worker was busy: the child's folds still run."""
     import threading
 
-    from memory_vec.background import BackgroundFolds
-    from memory_vec.scope import Scope
+    from memory_vec._model.scope import Scope
+    from memory_vec._pipelines.background import BackgroundFolds
 
     started, release = threading.Event(), threading.Event()
     folded: list[str] = []
@@ -97,6 +98,7 @@ def test_a_forked_child_folds_on_a_thread_of_its_own() -> None:
     folds.schedule(Scope("ana", "busy-in-the-parent"))
     assert started.wait(10)
     try:
+
         def child() -> None:
             assert folds.pending == 0  # the parent's fold is the parent's
             assert folds.schedule(Scope("ana", "the-childs"))

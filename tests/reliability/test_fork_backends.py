@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memory_vec import MemoryCore
-from memory_vec.errors import StoreLockedError
-from memory_vec.store import release_stores
+from memory_vec._model.errors import StoreLockedError
+from memory_vec._storage.store import release_stores
 
 from .test_fork import in_child
 
@@ -27,7 +27,8 @@ def _words(hits: list) -> set[str]:  # type: ignore[type-arg]
 
 
 def test_a_forked_child_uses_the_parents_core_and_leaves_the_parents_store_alone(
-        core_factory: Callable[..., MemoryCore], backend_kind: str) -> None:
+    core_factory: Callable[..., MemoryCore], backend_kind: str
+) -> None:
     # No retries, a long timeout: a child call handed to the parent's (absent)
     # pool worker would fail with BackendTimeoutError instead of being retried.
     core = core_factory(user_id="ana", session_id="s1", backend_retries=0, backend_timeout=20)
@@ -38,6 +39,7 @@ def test_a_forked_child_uses_the_parents_core_and_leaves_the_parents_store_alone
 
         def child() -> None:
             import faulthandler
+
             faulthandler.dump_traceback_later(60, exit=True)  # a hang shows where, then fails the test
             if backend_kind == "chroma":
                 with pytest.raises(StoreLockedError, match="before this process forked"):
@@ -68,7 +70,8 @@ def test_a_forked_child_uses_the_parents_core_and_leaves_the_parents_store_alone
 
 
 def test_a_forked_child_cannot_open_the_embedded_store_its_parent_holds(
-        core_factory: Callable[..., MemoryCore], backend_kind: str) -> None:
+    core_factory: Callable[..., MemoryCore], backend_kind: str
+) -> None:
     if backend_kind not in ("chroma", "milvus-lite"):
         pytest.skip("embedded, single-process stores only")
     core = core_factory(user_id="ana")
@@ -89,7 +92,8 @@ def test_a_forked_child_cannot_open_the_embedded_store_its_parent_holds(
 
 
 def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
-        core_factory: Callable[..., MemoryCore], backend_kind: str) -> None:
+    core_factory: Callable[..., MemoryCore], backend_kind: str
+) -> None:
     """gRPC does not let one channel serve both sides of a fork, and pymilvus
     shares one connection per address: the child must connect again, and must
     not close the parent's copy."""
@@ -120,8 +124,9 @@ def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
 
 
 @pytest.mark.parametrize("server", ["chroma-server", "milvus-server"])
-def test_a_forked_child_of_a_worker_with_redis_state(server: str, request: pytest.FixtureRequest,
-                                                     tmp_path: Path) -> None:
+def test_a_forked_child_of_a_worker_with_redis_state(
+    server: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """The deployment of workers on several hosts: a server and Redis state (leases,
     logs, the shared vector cache), with a core the parent used before the fork."""
     from tests.fixtures_redis import redis_url
@@ -129,8 +134,13 @@ def test_a_forked_child_of_a_worker_with_redis_state(server: str, request: pytes
     from .conftest import EMBEDDER, _config_factory
 
     config = _config_factory(server, request, tmp_path)(
-        state="redis", redis_url=redis_url(request.getfixturevalue("redis_server"), db=4),
-        user_id="ana", session_id="s1", backend_retries=0, backend_timeout=20)
+        state="redis",
+        redis_url=redis_url(request.getfixturevalue("redis_server"), db=4),
+        user_id="ana",
+        session_id="s1",
+        backend_retries=0,
+        backend_timeout=20,
+    )
     core = MemoryCore(config, embedder=EMBEDDER)
     try:
         core.add_message("user", "the parent wrote this before the fork about tulips")
@@ -150,7 +160,8 @@ def test_a_forked_child_of_a_worker_with_redis_state(server: str, request: pytes
             time.sleep(0.2)
         assert "orchids" in _words(core.recall("orchids", k=5))
         assert [m.content for m in core.working_state(session_id="s2").messages] == [
-            "the child wrote this about orchids"]
+            "the child wrote this about orchids"
+        ]
     finally:
         core.close()
         release_stores()

@@ -25,33 +25,52 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_vec import MemoryConfig, MemoryCore, MemoryVecError, release_stores
-from memory_vec.dates import DateSpan
+from memory_vec._rules.dates import DateSpan
 from memory_vec.testing import DeterministicHashEmbedder
 
 pytestmark = pytest.mark.integration
 
 EMBEDDER = DeterministicHashEmbedder(dimension=32)
 EXAMPLES = int(os.environ.get("MEMORY_VEC_FUZZ_EXAMPLES", "200"))
-PER_BACKEND = {"memory": EXAMPLES, "sqlite": max(20, EXAMPLES // 5), "chroma": max(20, EXAMPLES // 5),
-               "milvus": max(20, EXAMPLES // 5),
-               # servers: a small fixed number in CI (the longer run takes MEMORY_VEC_FUZZ_EXAMPLES)
-               "chroma-server": max(10, EXAMPLES // 20), "milvus-server": max(10, EXAMPLES // 20)}
+PER_BACKEND = {
+    "memory": EXAMPLES,
+    "sqlite": max(20, EXAMPLES // 5),
+    "chroma": max(20, EXAMPLES // 5),
+    "milvus": max(20, EXAMPLES // 5),
+    # servers: a small fixed number in CI (the longer run takes MEMORY_VEC_FUZZ_EXAMPLES)
+    "chroma-server": max(10, EXAMPLES // 20),
+    "milvus-server": max(10, EXAMPLES // 20),
+}
 
 texts = st.text(st.characters(codec="utf-8"), max_size=60) | st.sampled_from(
-    ["", " ", "\x00", "a\nb", "用户的预算是5000", "x" * 40_000, "\u202etext", "</memories>", "\ud7ff"])
+    ["", " ", "\x00", "a\nb", "用户的预算是5000", "x" * 40_000, "\u202etext", "</memories>", "\ud7ff"]
+)
 numbers = st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=True, allow_infinity=True)
 scalars = st.none() | st.booleans() | numbers | texts
-metadata = st.none() | st.dictionaries(texts, st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3), max_leaves=12,
-), max_size=4) | st.just({"deep": json.loads("[" * 40 + "]" * 40)}) | st.sampled_from([[], "meta", 3])
+metadata = (
+    st.none()
+    | st.dictionaries(
+        texts,
+        st.recursive(
+            scalars,
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+            max_leaves=12,
+        ),
+        max_size=4,
+    )
+    | st.just({"deep": json.loads("[" * 40 + "]" * 40)})
+    | st.sampled_from([[], "meta", 3])
+)
 timestamps = st.none() | numbers | st.datetimes(timezones=st.timezones() | st.just(timezone.utc)) | st.just("now")
 roles = st.sampled_from(["user", "assistant", "system", "tool", "admin", "", None])
 
 
 def _snapshot(core: MemoryCore, user: str) -> Any:
     data = core.export_memories(user_id=user)
-    records = sorted((r["id"], r["text"], r["valid_to"], r["pinned"], json.dumps(r["metadata"], sort_keys=True))
-                     for r in data["records"])
+    records = sorted(
+        (r["id"], r["text"], r["valid_to"], r["pinned"], json.dumps(r["metadata"], sort_keys=True))
+        for r in data["records"]
+    )
     return records, json.dumps(data["sessions"], sort_keys=True)
 
 
@@ -61,8 +80,16 @@ def cores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Memo
     engine, url = backend.removesuffix("-server"), None
     if backend.endswith("-server"):
         url = request.getfixturevalue(f"{engine}_server").url
-    config = MemoryConfig(backend=engine, url=url, persist_dir=str(tmp_path), collection=f"fz_{uuid.uuid4().hex[:8]}",
-                          user_id="fuzz", session_id="s1", score_threshold=0.0, fact_extractor="none")
+    config = MemoryConfig(
+        backend=engine,
+        url=url,
+        persist_dir=str(tmp_path),
+        collection=f"fz_{uuid.uuid4().hex[:8]}",
+        user_id="fuzz",
+        session_id="s1",
+        score_threshold=0.0,
+        fact_extractor="none",
+    )
     core = MemoryCore(config, embedder=EMBEDDER)
     canary = MemoryCore(config.model_copy(update={"user_id": "canary"}), embedder=EMBEDDER)
     canary.add_message("user", "the canary's own note")
@@ -91,8 +118,12 @@ def _plain(value: Any) -> Any:
 def test_add_message(cores: tuple[MemoryCore, MemoryCore, str]) -> None:
     core, canary, backend = cores
 
-    @settings(max_examples=PER_BACKEND[backend], deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=PER_BACKEND[backend],
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(role=roles, content=texts, meta=metadata, ts=timestamps)
     def run(role: Any, content: Any, meta: Any, ts: Any) -> None:
         result = _check(core, canary, lambda: core.add_message(role, content, metadata=meta, timestamp=ts))
@@ -119,10 +150,20 @@ def test_add_message(cores: tuple[MemoryCore, MemoryCore, str]) -> None:
 def test_remember_update_and_recall(cores: tuple[MemoryCore, MemoryCore, str]) -> None:
     core, canary, backend = cores
 
-    @settings(max_examples=PER_BACKEND[backend] // 2, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(text=texts, new_text=texts, meta=metadata, importance=st.none() | numbers | st.booleans(),
-           query=texts, filters=metadata)
+    @settings(
+        max_examples=PER_BACKEND[backend] // 2,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        text=texts,
+        new_text=texts,
+        meta=metadata,
+        importance=st.none() | numbers | st.booleans(),
+        query=texts,
+        filters=metadata,
+    )
     def run(text: Any, new_text: Any, meta: Any, importance: Any, query: Any, filters: Any) -> None:
         kwargs = {} if importance is None else {"importance": importance}
         result = _check(core, canary, lambda: core.remember(text, metadata=meta, **kwargs))
@@ -141,11 +182,32 @@ def test_import_of_a_mutated_export(cores: tuple[MemoryCore, MemoryCore, str]) -
     core.add_message("user", "a base memory to export")
     export = core.export_memories()
 
-    @settings(max_examples=PER_BACKEND[backend] // 2, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(field=st.sampled_from(["text", "timestamp", "metadata", "kind", "role", "importance", "seq", "id",
-                                  "user_id", "session_id", "valid_to", "source_ids", "visibility"]),
-           value=scalars | metadata)
+    @settings(
+        max_examples=PER_BACKEND[backend] // 2,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        field=st.sampled_from(
+            [
+                "text",
+                "timestamp",
+                "metadata",
+                "kind",
+                "role",
+                "importance",
+                "seq",
+                "id",
+                "user_id",
+                "session_id",
+                "valid_to",
+                "source_ids",
+                "visibility",
+            ]
+        ),
+        value=scalars | metadata,
+    )
     def run(field: str, value: Any) -> None:
         data = json.loads(json.dumps(export))
         data["records"][0][field] = value

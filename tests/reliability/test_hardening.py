@@ -83,10 +83,19 @@ def _export_with(core: MemoryCore, **changes: Any) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("changes", [
-    {"timestamp": "yesterday"}, {"metadata": {"x": math.nan}}, {"kind": "rumour"}, {"text": "bell\x07"},
-    {"importance": 7}, {"user_id": "mallory"}, {"valid_to": 1e20}, {"unknown_field": 1},
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"timestamp": "yesterday"},
+        {"metadata": {"x": math.nan}},
+        {"kind": "rumour"},
+        {"text": "bell\x07"},
+        {"importance": 7},
+        {"user_id": "mallory"},
+        {"valid_to": 1e20},
+        {"unknown_field": 1},
+    ],
+)
 def test_import_refuses_a_bad_record_whole_and_writes_nothing(make_core: Any, changes: dict[str, Any]) -> None:
     source = make_core()
     source.add_message("user", "first memory")
@@ -135,56 +144,99 @@ def test_import_refuses_links_to_another_users_records(make_core: Any, link: str
     backend, state, victim, old_id = _superseded_pair(make_core)
     mallory = make_core(backend=backend, state=state, user_id="mallory")
     now = datetime.now(timezone.utc).timestamp()
-    crafted = {"id": "b" * 32, "text": "a harmless note", "role": "user", "user_id": "mallory", "session_id": "m",
-               "timestamp": now, "kind": "fact", "valid_to": now, "superseded_by": victim.get(old_id).superseded_by,
-               "source_ids": [old_id]}
+    crafted = {
+        "id": "b" * 32,
+        "text": "a harmless note",
+        "role": "user",
+        "user_id": "mallory",
+        "session_id": "m",
+        "timestamp": now,
+        "kind": "fact",
+        "valid_to": now,
+        "superseded_by": victim.get(old_id).superseded_by,
+        "source_ids": [old_id],
+    }
     if link == "source_ids":
         crafted["superseded_by"] = None
     else:
         crafted["source_ids"] = []
     with pytest.raises(InvalidInputError, match="another user"):
-        mallory.import_memories({"format": "memory-vec/1", "user_id": "mallory", "records": [crafted],
-                                 "sessions": {}})
+        mallory.import_memories({"format": "memory-vec/1", "user_id": "mallory", "records": [crafted], "sessions": {}})
     assert mallory.backend.count(RecordFilter(user_id="mallory", include_superseded=True)) == 0
 
 
 def test_restore_never_revives_another_users_record(make_core: Any) -> None:
     """Even with such a link in the store (written before imports checked links), restore()
     changes only the caller's records: the victim's old budget stays superseded."""
-    from memory_vec.records import MemoryRecord
+    from memory_vec._model.records import MemoryRecord
 
     backend, state, victim, old_id = _superseded_pair(make_core)
     mallory = make_core(backend=backend, state=state, user_id="mallory")
     note = mallory.add_message("user", "a harmless note")
-    planted = MemoryRecord(**{**mallory.get(note.id).__dict__, "valid_to": 1.0,
-                              "superseded_by": victim.get(old_id).superseded_by, "source_ids": [old_id]})
+    planted = MemoryRecord(
+        **{
+            **mallory.get(note.id).__dict__,
+            "valid_to": 1.0,
+            "superseded_by": victim.get(old_id).superseded_by,
+            "source_ids": [old_id],
+        }
+    )
     backend.update([planted])
     mallory.restore(note.id)
     assert victim.get(old_id).valid_to is not None
     assert [h.text for h in victim.recall("monthly budget", k=5) if "budget" in h.text] == [
-        "My monthly budget is 7000 dollars."]
+        "My monthly budget is 7000 dollars."
+    ]
 
 
-@pytest.mark.parametrize("session", [
-    "not a dict", {"messages": "not a list"}, {"messages": ["not a dict"]},
-    {"messages": [{"seq": 1, "id": "m1", "role": "wizard", "content": "hi", "timestamp": 1.0, "tokens": 1}]},
-    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "bad \ud800", "timestamp": 1.0, "tokens": 1}]},
-    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "nul\x00", "timestamp": 1.0, "tokens": 1}]},
-    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": math.nan, "tokens": 1}]},
-    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": "noon", "tokens": 1}]},
-    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1,
-                   "metadata": ["x"]}]},
-    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1,
-                   "metadata": []}]},
-    {"messages": [{"seq": 2, "id": "m2", "role": "user", "content": "a", "timestamp": 1.0, "tokens": 1},
-                  {"seq": 1, "id": "m1", "role": "user", "content": "b", "timestamp": 1.0, "tokens": 1}]},
-    {"messages": [{"seq": 3, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1}],
-     "next_seq": 2},
-    {"summary": 5}, {"summary": "ok", "folded_through": 9, "next_seq": 3}, {"unknown": 1},
-    {"next_seq": 2**63}, {"summary": "ok", "summary_tokens": 10**30},
-    {"messages": [{"seq": 2**64, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1}]},
-    {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 10**30}]},
-])
+@pytest.mark.parametrize(
+    "session",
+    [
+        "not a dict",
+        {"messages": "not a list"},
+        {"messages": ["not a dict"]},
+        {"messages": [{"seq": 1, "id": "m1", "role": "wizard", "content": "hi", "timestamp": 1.0, "tokens": 1}]},
+        {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "bad \ud800", "timestamp": 1.0, "tokens": 1}]},
+        {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "nul\x00", "timestamp": 1.0, "tokens": 1}]},
+        {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": math.nan, "tokens": 1}]},
+        {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": "noon", "tokens": 1}]},
+        {
+            "messages": [
+                {
+                    "seq": 1,
+                    "id": "m1",
+                    "role": "user",
+                    "content": "hi",
+                    "timestamp": 1.0,
+                    "tokens": 1,
+                    "metadata": ["x"],
+                }
+            ]
+        },
+        {
+            "messages": [
+                {"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1, "metadata": []}
+            ]
+        },
+        {
+            "messages": [
+                {"seq": 2, "id": "m2", "role": "user", "content": "a", "timestamp": 1.0, "tokens": 1},
+                {"seq": 1, "id": "m1", "role": "user", "content": "b", "timestamp": 1.0, "tokens": 1},
+            ]
+        },
+        {
+            "messages": [{"seq": 3, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1}],
+            "next_seq": 2,
+        },
+        {"summary": 5},
+        {"summary": "ok", "folded_through": 9, "next_seq": 3},
+        {"unknown": 1},
+        {"next_seq": 2**63},
+        {"summary": "ok", "summary_tokens": 10**30},
+        {"messages": [{"seq": 2**64, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 1}]},
+        {"messages": [{"seq": 1, "id": "m1", "role": "user", "content": "hi", "timestamp": 1.0, "tokens": 10**30}]},
+    ],
+)
 def test_import_refuses_a_bad_session_whole_and_writes_nothing(make_core: Any, session: Any) -> None:
     """A session that would fail every later read of it is refused with the records."""
     source = make_core()

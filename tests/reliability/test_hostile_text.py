@@ -16,10 +16,10 @@ import time
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
+from memory_vec._rules import bm25
+from memory_vec._rules.facts import is_question, owned_subject, split_sentences
+from memory_vec._rules.owners import detect_owner
 from memory_vec.backends import InMemoryBackend
-from memory_vec.facts import is_question, owned_subject, split_sentences
-from memory_vec.owners import detect_owner
-from memory_vec.recall import bm25
 from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import DeterministicHashEmbedder
 
@@ -62,20 +62,27 @@ def test_jieba_gets_long_runs_in_pieces_and_ordinary_text_whole(monkeypatch: pyt
     assert "烤鸭" in tokens or "北京烤鸭" in tokens
 
 
-@pytest.mark.parametrize("text", [
-    "a" + " " * 30_000 + "b",
-    "我" + " " * 30_000 + "吗",
-    "Did " + " " * 30_000 + " x?",
-    "a" + "\t \n" * 9_000 + "b",
-    "我" + "的" * 10_000 + "吗",
-    "a" + "5月" * 5_000 + "b",
-    "on" + " " * 10_000 + "the day after x",  # the date-relation pattern: cubic before (10k: ~30 s)
-    "about" + " " * 10_000 + "x after y",
-    " ".join(f"I like thing{i}." for i in range(1_880)),  # 1,880 facts, each checked against all before: 9 s
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" + " " * 30_000 + "b",
+        "我" + " " * 30_000 + "吗",
+        "Did " + " " * 30_000 + " x?",
+        "a" + "\t \n" * 9_000 + "b",
+        "我" + "的" * 10_000 + "吗",
+        "a" + "5月" * 5_000 + "b",
+        "on" + " " * 10_000 + "the day after x",  # the date-relation pattern: cubic before (10k: ~30 s)
+        "about" + " " * 10_000 + "x after y",
+        " ".join(f"I like thing{i}." for i in range(1_880)),  # 1,880 facts, each checked against all before: 9 s
+    ],
+)
 def test_a_hostile_message_is_stored_and_recalled_without_stalling(text: str) -> None:
-    core = MemoryCore(MemoryConfig(user_id="hostile", session_id="s"), embedder=DeterministicHashEmbedder(32),
-                      backend=InMemoryBackend(), state_store=InMemoryStateStore())
+    core = MemoryCore(
+        MemoryConfig(user_id="hostile", session_id="s"),
+        embedder=DeterministicHashEmbedder(32),
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),
+    )
     bm25.tokenize("预热")  # jieba loads its dictionary once per process (~2 s); not what is measured
     start = time.perf_counter()
     core.add_messages([("user", text), ("assistant", "ok")])
@@ -88,14 +95,19 @@ def test_a_hostile_message_is_stored_and_recalled_without_stalling(text: str) ->
 
 
 def test_a_message_of_many_facts_keeps_each_text_once_and_at_most_the_cap() -> None:
-    from memory_vec.resolution import MAX_FACTS_PER_MESSAGE
+    from memory_vec._pipelines.resolution import MAX_FACTS_PER_MESSAGE
 
-    core = MemoryCore(MemoryConfig(user_id="hostile", session_id="s"), embedder=DeterministicHashEmbedder(32),
-                      backend=InMemoryBackend(), state_store=InMemoryStateStore())
+    core = MemoryCore(
+        MemoryConfig(user_id="hostile", session_id="s"),
+        embedder=DeterministicHashEmbedder(32),
+        backend=InMemoryBackend(),
+        state_store=InMemoryStateStore(),
+    )
     (repeated,) = core.add_messages([("user", "My favourite colour is blue. " * 50)])
     assert len(repeated.fact_ids) == 1  # one fact, not 50 current copies
     (pasted,) = core.add_messages([("user", " ".join(f"I like thing{i}." for i in range(200)))])
     assert len(pasted.fact_ids) == MAX_FACTS_PER_MESSAGE
     assert core.last_trace is not None and any(
-        f"200 facts in one message, the first {MAX_FACTS_PER_MESSAGE} kept" in ev for ev in core.last_trace.events)
+        f"200 facts in one message, the first {MAX_FACTS_PER_MESSAGE} kept" in ev for ev in core.last_trace.events
+    )
     assert core.get(pasted.id).text.endswith("I like thing199.")  # the message itself is stored whole

@@ -10,8 +10,28 @@ from memory_vec.backends import RecordFilter
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-WORDS = ["apple", "river", "stone", "cloud", "piano", "garden", "rocket", "violet", "tiger", "harbor", "lantern",
-         "meadow", "candle", "summit", "falcon", "orchard", "copper", "velvet", "thunder", "willow"]
+WORDS = [
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "piano",
+    "garden",
+    "rocket",
+    "violet",
+    "tiger",
+    "harbor",
+    "lantern",
+    "meadow",
+    "candle",
+    "summit",
+    "falcon",
+    "orchard",
+    "copper",
+    "velvet",
+    "thunder",
+    "willow",
+]
 HOSTILE = ['a"b', "it's", "back\\slash", "x' or 1==1 --", '" || true || "', "用户😀", "u" * 256, "%_*"]
 
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.store import release_stores
+from memory_vec._storage.store import release_stores
 
 from .conftest import EMBEDDER, _config_factory
 
@@ -21,13 +21,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("fresh_stores")]
 
 def _message_seqs(core: MemoryCore, session_id: str) -> list[tuple[int, str]]:
     export = core.export_memories()
-    return sorted((r["seq"], r["text"]) for r in export["records"]
-                  if r["kind"] == "message" and r["session_id"] == session_id)
+    return sorted(
+        (r["seq"], r["text"]) for r in export["records"] if r["kind"] == "message" and r["session_id"] == session_id
+    )
 
 
 @pytest.mark.parametrize("state", ["redis", "memory"])
 def test_a_lost_working_state_never_hands_out_stored_seqs_again(
-    state: str, request: pytest.FixtureRequest, tmp_path: Path,
+    state: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
 ) -> None:
     settings: dict[str, Any] = {"state": "memory"}
     if state == "redis":
@@ -59,7 +62,8 @@ def test_a_lost_working_state_never_hands_out_stored_seqs_again(
     export = second.export_memories()
     assert [s for s, _ in _message_seqs(second, "s3")] == [1]
     second.close()
-    copy = MemoryCore(config.model_copy(update={"collection": config.collection + "_copy", "state": "memory"}),
-                      embedder=EMBEDDER)
+    copy = MemoryCore(
+        config.model_copy(update={"collection": config.collection + "_copy", "state": "memory"}), embedder=EMBEDDER
+    )
     assert copy.import_memories(export) == len(export["records"])
     copy.close()

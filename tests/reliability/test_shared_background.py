@@ -87,18 +87,26 @@ def leases(core: MemoryCore, user: str = "ana") -> list[str]:
     return [member for member, _ in core.store.state.unflushed_marks(user)[1]]  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("kind", "extra", "background"), [
-    ("chroma-server", {"state": "redis"}, True),
-    ("milvus-server", {"state": "redis"}, True),
-    ("chroma", {"state": "redis"}, True),  # embedded, state in Redis: leases too
-    ("chroma-server", {"state": "redis", "background_writes": False}, False),
-    ("chroma-server", {}, True),  # the default state of a server: SQLite on this host
-    ("milvus-server", {"state": "sqlite"}, True),
-    ("sqlite", {}, False),  # inline (a local write), still waiting for other writers' leases
-])
-def test_shared_state_writes_in_the_background_with_leases(kind: str, extra: dict[str, Any], background: bool,
-                                                           request: pytest.FixtureRequest, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("kind", "extra", "background"),
+    [
+        ("chroma-server", {"state": "redis"}, True),
+        ("milvus-server", {"state": "redis"}, True),
+        ("chroma", {"state": "redis"}, True),  # embedded, state in Redis: leases too
+        ("chroma-server", {"state": "redis", "background_writes": False}, False),
+        ("chroma-server", {}, True),  # the default state of a server: SQLite on this host
+        ("milvus-server", {"state": "sqlite"}, True),
+        ("sqlite", {}, False),  # inline (a local write), still waiting for other writers' leases
+    ],
+)
+def test_shared_state_writes_in_the_background_with_leases(
+    kind: str,
+    extra: dict[str, Any],
+    background: bool,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from tests.fixtures_redis import redis_url
 
     from .conftest import _config_factory
@@ -123,8 +131,9 @@ def test_shared_state_writes_in_the_background_with_leases(kind: str, extra: dic
     assert leases(core, config.user_id) == []  # let go once stored
 
 
-def test_a_store_one_process_owns_writes_in_the_background_without_leases(tmp_path: Path,
-                                                                         request: pytest.FixtureRequest) -> None:
+def test_a_store_one_process_owns_writes_in_the_background_without_leases(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     from .conftest import _config_factory
 
     core = MemoryCore(_config_factory("chroma", request, tmp_path)(), embedder=EMBEDDER)
@@ -133,7 +142,8 @@ def test_a_store_one_process_owns_writes_in_the_background_without_leases(tmp_pa
 
 
 def test_an_inline_sqlite_backend_reader_waits_for_a_background_writer(
-        request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from .conftest import _config_factory
 
     config = _config_factory("sqlite", request, tmp_path)(user_id="ana", session_id="s1", background_writes=True)
@@ -146,9 +156,9 @@ def test_an_inline_sqlite_backend_reader_waits_for_a_background_writer(
     assert "Graz" in recall_waiting_for(held, b, "where does my sister live", k=1)[0].text
 
 
-def test_another_worker_waits_for_a_queued_supersede(shared_config: Callable[..., MemoryConfig],
-                                                     monkeypatch: pytest.MonkeyPatch,
-                                                     caplog: pytest.LogCaptureFixture) -> None:
+def test_another_worker_waits_for_a_queued_supersede(
+    shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     config = shared_config()
     a = MemoryCore(config, embedder=EMBEDDER)
     b = other_worker(config, session_id="s2")
@@ -175,8 +185,11 @@ class LogReads:
         self.apart = 0
         self.ahead: list[int] = []
         state = core.store.state
-        for name, counts in (("keyword_changes_many", "apart"), ("keyword_changes", "apart"),
-                             ("load_with_unflushed", "ahead")):
+        for name, counts in (
+            ("keyword_changes_many", "apart"),
+            ("keyword_changes", "apart"),
+            ("load_with_unflushed", "ahead"),
+        ):
             original = getattr(state, name, None)
             if original is not None:
                 monkeypatch.setattr(state, name, self._counting(original, counts))
@@ -188,11 +201,13 @@ class LogReads:
             else:
                 self.ahead.append(len(args[2]) if len(args) > 2 else 0)
             return original(*args, **kwargs)
+
         return counted
 
 
-def test_a_turn_reads_the_other_workers_turn_with_its_first_load(shared_config: Callable[..., MemoryConfig],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_turn_reads_the_other_workers_turn_with_its_first_load(
+    shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Once a worker holds a copy of the user, a turn's keyword-log reads ride in its first
     Redis round trip; what they bring in (another worker's stored turn) is still recalled."""
     config = shared_config()
@@ -216,8 +231,9 @@ def test_a_turn_reads_the_other_workers_turn_with_its_first_load(shared_config: 
     assert any("visit Tomas" in h.text for h in a.recall("when do I visit my brother", k=3))
 
 
-def test_a_turn_that_waits_for_another_worker_reads_the_logs_again(shared_config: Callable[..., MemoryConfig],
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_turn_that_waits_for_another_worker_reads_the_logs_again(
+    shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The logs read ahead with the load predate what a held worker then stores: after the
     wait the turn reads them again, and recalls that worker's turn."""
     config = shared_config()
@@ -240,8 +256,8 @@ def test_a_turn_that_waits_for_another_worker_reads_the_logs_again(shared_config
 
 
 def test_a_worker_stuck_in_a_write_keeps_its_lease_and_holds_readers_one_lease_at_most(
-        shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+    shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     config = shared_config()
     a = MemoryCore(config, embedder=EMBEDDER)
     b = other_worker(config, session_id="s2")
@@ -262,8 +278,9 @@ def test_a_worker_stuck_in_a_write_keeps_its_lease_and_holds_readers_one_lease_a
 
 
 def test_forget_refuses_while_another_live_worker_still_holds_turns_of_the_user(
-        shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch) -> None:
-    from memory_vec.errors import BackendUnavailableError
+    shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_vec._model.errors import BackendUnavailableError
 
     config = shared_config()
     a = MemoryCore(config, embedder=EMBEDDER)
@@ -297,7 +314,8 @@ time.sleep(600)  # killed here
 
 
 def test_a_turn_of_a_worker_killed_before_its_write_is_healed_by_the_next_reader(
-        shared_config: Callable[..., MemoryConfig]) -> None:
+    shared_config: Callable[..., MemoryConfig],
+) -> None:
     config = shared_config()
     [[_, acked, pending]] = kill_after(spawn(DYING_WORKER, config.model_dump_json()), 1)
     assert pending == "True"
@@ -323,8 +341,9 @@ def test_forget_drops_the_leases_a_dead_worker_left_on_the_user(shared_config: C
     assert b.store.backend.get([acked]) == [] and b.export_memories()["records"] == []
 
 
-def test_forget_lets_go_of_the_user_leases(shared_config: Callable[..., MemoryConfig],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forget_lets_go_of_the_user_leases(
+    shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = shared_config()
     a = MemoryCore(config, embedder=EMBEDDER)
     held = HeldWrites(a, monkeypatch, before_taken=True)
@@ -340,8 +359,9 @@ def test_forget_lets_go_of_the_user_leases(shared_config: Callable[..., MemoryCo
     assert time.monotonic() - t0 < 1.0  # nothing to wait for
 
 
-def test_two_workers_in_two_processes_see_each_others_turns(shared_config: Callable[..., MemoryConfig],
-                                                            tmp_path: Path) -> None:
+def test_two_workers_in_two_processes_see_each_others_turns(
+    shared_config: Callable[..., MemoryConfig], tmp_path: Path
+) -> None:
     """Turns alternate between two processes, as a load balancer sends them:
     each one's recall finds the turn the other acknowledged just before."""
     config = shared_config()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_vec.errors import StateStoreError
+from memory_vec._model.errors import StateStoreError
 from memory_vec.state import (
     SQLiteStateStore,
     StateMessage,
@@ -38,8 +38,15 @@ CREATE TABLE IF NOT EXISTS messages (
 
 
 def _msg(seq: int, msg_id: str, **fields: object) -> StateMessage:
-    return StateMessage(seq, msg_id, str(fields.get("role", "user")), str(fields.get("content", f"text {msg_id}")),
-                        1_700_000_000.123456 + seq, seq, {"k": [1, True, None], "n": "日本語"})
+    return StateMessage(
+        seq,
+        msg_id,
+        str(fields.get("role", "user")),
+        str(fields.get("content", f"text {msg_id}")),
+        1_700_000_000.123456 + seq,
+        seq,
+        {"k": [1, True, None], "n": "日本語"},
+    )
 
 
 # Two collections, A (ids a*) and B (ids b*), plus one session folded completely.
@@ -60,20 +67,36 @@ def write_legacy(path: Path, sessions: Sequence[WorkingState]) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.executescript(OLD_SCHEMA)
     for s in sessions:
-        conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     (s.user_id, s.session_id, s.summary, s.summary_tokens, s.next_seq, s.folded_through,
-                      s.updated_at))
-        conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-            (s.user_id, s.session_id, m.seq, m.id, m.role, m.content, m.timestamp, m.tokens,
-             json.dumps(m.metadata, ensure_ascii=False)) for m in s.messages])
+        conn.execute(
+            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (s.user_id, s.session_id, s.summary, s.summary_tokens, s.next_seq, s.folded_through, s.updated_at),
+        )
+        conn.executemany(
+            "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    s.user_id,
+                    s.session_id,
+                    m.seq,
+                    m.id,
+                    m.role,
+                    m.content,
+                    m.timestamp,
+                    m.tokens,
+                    json.dumps(m.metadata, ensure_ascii=False),
+                )
+                for m in s.messages
+            ],
+        )
     conn.close()
 
 
 def legacy_keys(path: Path) -> set[tuple[str, str]]:
     conn = sqlite3.connect(path)
     try:
-        rows = conn.execute("SELECT user_id, session_id FROM sessions UNION "
-                            "SELECT user_id, session_id FROM messages").fetchall()
+        rows = conn.execute(
+            "SELECT user_id, session_id FROM sessions UNION SELECT user_id, session_id FROM messages"
+        ).fetchall()
     finally:
         conn.close()
     return {(u, s) for u, s in rows}
@@ -86,7 +109,12 @@ def owned_by(prefix: str) -> Callable[[Sequence[str]], set[str]]:
 def assert_same(store: SQLiteStateStore, expected: WorkingState) -> None:
     got = store.load(expected.user_id, expected.session_id)
     assert (got.summary, got.summary_tokens, got.next_seq, got.folded_through, got.messages) == (
-        expected.summary, expected.summary_tokens, expected.next_seq, expected.folded_through, expected.messages)
+        expected.summary,
+        expected.summary_tokens,
+        expected.next_seq,
+        expected.folded_through,
+        expected.messages,
+    )
 
 
 @pytest.fixture
@@ -104,8 +132,9 @@ def stores(persist_dir: Path) -> Iterator[dict[str, SQLiteStateStore]]:
         s.close()
 
 
-def test_two_collections_split_the_legacy_file(persist_dir: Path, stores: dict[str, SQLiteStateStore],
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_two_collections_split_the_legacy_file(
+    persist_dir: Path, stores: dict[str, SQLiteStateStore], caplog: pytest.LogCaptureFixture
+) -> None:
     legacy = Path(legacy_state_path(str(persist_dir)))
     write_legacy(legacy, SESSIONS)
     with caplog.at_level(logging.WARNING, logger="memory_vec"):

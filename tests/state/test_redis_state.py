@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from memory_vec._model.errors import StateStoreError
 from memory_vec.embeddings.base import normalize_rows
-from memory_vec.errors import StateStoreError
 from memory_vec.state import StateMessage
 from memory_vec.state.redis import RedisStateStore
 from memory_vec.testing.state_conformance import StateStoreConformance, dead_letter, new_message
@@ -36,8 +36,10 @@ class TestRedisStateStore(StateStoreConformance):
         return RedisStateStore(store.url, namespace=store.namespace)
 
     def subprocess_code(self, store: RedisStateStore) -> str:  # type: ignore[override]
-        return ("from memory_vec.state.redis import RedisStateStore\n"
-                f"store = RedisStateStore({store.url!r}, namespace={store.namespace!r})\n")
+        return (
+            "from memory_vec.state.redis import RedisStateStore\n"
+            f"store = RedisStateStore({store.url!r}, namespace={store.namespace!r})\n"
+        )
 
 
 def test_redis_down_raises_state_store_error() -> None:
@@ -66,8 +68,10 @@ def test_session_key_layout_is_unchanged(redis_server: Service) -> None:
     client = redis.Redis.from_url(url, decode_responses=True)
     ns, user, session = _b64(namespace), _b64("u:1"), _b64("s1")
     base = f"memvec:{ns}:s:{user}:{session}"
-    client.hset(base + ":meta", mapping={"summary": "old", "summary_tokens": 2, "next_seq": 3, "folded_through": 1,
-                                         "updated_at": "1.5"})
+    client.hset(
+        base + ":meta",
+        mapping={"summary": "old", "summary_tokens": 2, "next_seq": 3, "folded_through": 1, "updated_at": "1.5"},
+    )
     client.zadd(base + ":msgs", {'2:["m2", "user", "hi", 1.25, 1, {"k": 1}]': 2})
     client.sadd(f"memvec:{ns}:u:{user}", "s1")
     store = RedisStateStore(url, namespace=namespace)
@@ -75,15 +79,28 @@ def test_session_key_layout_is_unchanged(redis_server: Service) -> None:
         state = store.load("u:1", "s1")
         assert (state.summary, state.next_seq, state.folded_through) == ("old", 3, 1)
         assert state.messages == [StateMessage(2, "m2", "user", "hi", 1.25, 1, {"k": 1})]
-        assert store.commit_fold("u:1", "s1", expected_folded_through=1, folded_through=1, summary="new",
-                                 summary_tokens=1, expected_summary="old")
+        assert store.commit_fold(
+            "u:1",
+            "s1",
+            expected_folded_through=1,
+            folded_through=1,
+            summary="new",
+            summary_tokens=1,
+            expected_summary="old",
+        )
         assert store.append("u:1", "s1", [new_message(3)]) == [3]
         assert store.sessions("u:1") == ["s1"]
         store.log_writes("u:1", ["r1"])
         store.add_dead_letters([dead_letter("r1", "u:1")])
         keys = set(client.scan_iter(f"memvec:{ns}:*"))
-        assert keys == {base + ":meta", base + ":msgs", f"memvec:{ns}:u:{user}", f"memvec:{ns}:k:{user}",
-                        f"memvec:{ns}:kl:{user}", f"memvec:{ns}:dl"}
+        assert keys == {
+            base + ":meta",
+            base + ":msgs",
+            f"memvec:{ns}:u:{user}",
+            f"memvec:{ns}:k:{user}",
+            f"memvec:{ns}:kl:{user}",
+            f"memvec:{ns}:dl",
+        }
         client.delete(*keys)
     finally:
         store.close()
@@ -105,13 +122,27 @@ def test_worker_processes_share_vectors_through_redis(redis_server: Service, tmp
     from tests.core.test_stored_vectors import CountingEmbedder
 
     def core(root: Path, emb: CountingEmbedder, namespace: str) -> MemoryCore:
-        return MemoryCore(MemoryConfig(backend="sqlite", persist_dir=str(root), state="redis",
-                                       redis_url=redis_url(redis_server), collection=namespace, user_id="u1",
-                                       session_id="s1", fact_extractor="none"), embedder=emb)
+        return MemoryCore(
+            MemoryConfig(
+                backend="sqlite",
+                persist_dir=str(root),
+                state="redis",
+                redis_url=redis_url(redis_server),
+                collection=namespace,
+                user_id="u1",
+                session_id="s1",
+                fact_extractor="none",
+            ),
+            embedder=emb,
+        )
 
     first_pair = "Where do you live?\nIn Lisbon, near the river."
-    turns = [("user", "Where do you live?"), ("assistant", "In Lisbon, near the river."),
-             ("user", "And your work?"), ("assistant", "I teach maths.")]
+    turns = [
+        ("user", "Where do you live?"),
+        ("assistant", "In Lisbon, near the river."),
+        ("user", "And your work?"),
+        ("assistant", "I teach maths."),
+    ]
     for run, namespace in (("shared", f"vec:{uuid.uuid4().hex}"), ("corrupt", f"vec:{uuid.uuid4().hex}")):
         emb = CountingEmbedder(64)
         worker_a = core(tmp_path / run, emb, namespace)
@@ -143,16 +174,25 @@ def test_forget_drops_the_users_vectors_from_the_shared_cache(redis_server: Serv
     """Vectors of a forgotten user's texts do not wait out their expiry in
     Redis (derived data of deleted text); another user's stay."""
     from memory_vec import MemoryConfig, MemoryCore, release_stores
-    from memory_vec.vector_cache import VectorCache
+    from memory_vec._storage.vector_cache import VectorCache
     from tests.core.test_stored_vectors import CountingEmbedder
 
     namespace = f"vec:{uuid.uuid4().hex}"
     emb = CountingEmbedder(64)
 
     def core(user: str) -> MemoryCore:
-        return MemoryCore(MemoryConfig(backend="sqlite", persist_dir=str(tmp_path), state="redis",
-                                       redis_url=redis_url(redis_server), collection=namespace, user_id=user,
-                                       session_id="s1"), embedder=emb)
+        return MemoryCore(
+            MemoryConfig(
+                backend="sqlite",
+                persist_dir=str(tmp_path),
+                state="redis",
+                redis_url=redis_url(redis_server),
+                collection=namespace,
+                user_id=user,
+                session_id="s1",
+            ),
+            embedder=emb,
+        )
 
     alice, bob = core("alice"), core("bob")
     alice.add_messages([("user", "My passport number is X1234567."), ("assistant", "Noted.")])
@@ -171,8 +211,9 @@ def test_forget_drops_the_users_vectors_from_the_shared_cache(redis_server: Serv
     shared = alice._engine.store.state
     docs, queries = VectorCache(8, shared=shared, kind="d"), VectorCache(8, shared=shared, kind="q")  # type: ignore[arg-type]
     model = emb.model_id
-    assert docs.get_many(["My passport number is X1234567.", "I keep bees on the roof."], model).keys() \
-        == {"I keep bees on the roof."}
+    assert docs.get_many(["My passport number is X1234567.", "I keep bees on the roof."], model).keys() == {
+        "I keep bees on the roof."
+    }
     assert queries.get("what is my passport number?", model) is None
     assert not any("cached vectors" in note for note in receipt.disk_notes)
     release_stores()
@@ -203,7 +244,8 @@ def test_a_load_with_the_users_leases_reads_what_the_reads_apart_read(redis_serv
 
 
 def test_a_load_with_the_users_leases_is_one_round_trip_and_outlives_a_script_flush(
-        redis_server: Service, monkeypatch: pytest.MonkeyPatch) -> None:
+    redis_server: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No SCRIPT EXISTS before the pipeline (redis-py sends one for Script objects in a
     pipeline); a Redis that lost its scripts (restarted, SCRIPT FLUSH) gets them again."""
     store = RedisStateStore(redis_url(redis_server), namespace=f"test:{uuid.uuid4().hex}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory_vec import MemoryConfig
-from memory_vec.errors import ConfigError
+from memory_vec._model.errors import ConfigError
 from memory_vec.state import (
     InMemoryStateStore,
     SQLiteStateStore,
@@ -39,13 +39,29 @@ class TestSQLiteStateStore(StateStoreConformance):
 
 
 # --- one file per (backend kind, collection) -------------------------------------------------
-HOSTILE_COLLECTIONS = ("a/b", "../up", "..", ".", "a\\b", "c:d", "用户", "a~b", " spaced ", "con", "nul.txt",
-                       "x" * 256, "x" * 255 + "y", "a?b#c%d", "memory-a")
+HOSTILE_COLLECTIONS = (
+    "a/b",
+    "../up",
+    "..",
+    ".",
+    "a\\b",
+    "c:d",
+    "用户",
+    "a~b",
+    " spaced ",
+    "con",
+    "nul.txt",
+    "x" * 256,
+    "x" * 255 + "y",
+    "a?b#c%d",
+    "memory-a",
+)
 
 
 def test_sqlite_state_path_keeps_plain_names(tmp_path: Path) -> None:
     assert sqlite_state_path(str(tmp_path), "chroma", "notes_v2.1-x") == str(
-        tmp_path / "state" / "chroma-notes_v2.1-x.sqlite3")
+        tmp_path / "state" / "chroma-notes_v2.1-x.sqlite3"
+    )
     assert sqlite_state_path("/data", "milvus", "memory_vec") == "/data/state/milvus-memory_vec.sqlite3"
 
 

@@ -1,0 +1,1 @@
+"""The ``memory-vec`` command and the offline demo (above the facade). Private."""

@@ -1,0 +1,504 @@
+"""``MemoryCore``: the public facade. It builds the parts (embedder, store,
+summarizer, extractor) and hands each call to a pipeline; no memory rule
+and no state of its own live here.
+
+Pipelines: :mod:`~memory_vec._pipelines.write` (validate -> extract -> embed ->
+append -> resolve -> write -> fold), :mod:`~memory_vec._pipelines.read`
+(candidates -> rank -> neighbours -> assemble), :mod:`~memory_vec._pipelines.management`
+(single memories), :mod:`~memory_vec._pipelines.transfer` (export/import, clear,
+forget) and :mod:`~memory_vec._pipelines.upkeep` (maintenance, reinforcement). The
+stateful parts belong to the :class:`~memory_vec._storage.store.Store`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memory_vec._model import validate as v
+from memory_vec._model.config import MemoryConfig
+from memory_vec._model.errors import ConfigError
+from memory_vec._model.records import (
+    ForgetReceipt,
+    MemoryContext,
+    MemoryRecord,
+    MessageInput,
+    MessageLike,
+    RecalledMemory,
+    WriteResult,
+)
+from memory_vec._model.trace import TurnTrace, run_in_thread
+from memory_vec._pipelines.engine import Engine
+from memory_vec._pipelines.management import Management
+from memory_vec._pipelines.read import RECALL_KINDS, ReadPath
+from memory_vec._pipelines.resolution import FactResolution
+from memory_vec._pipelines.transfer import Transfer
+from memory_vec._pipelines.upkeep import MaintenanceReport, Upkeep
+from memory_vec._pipelines.write import WritePath
+from memory_vec._rules.conflict import ConflictResolver, FactExtractor, LLMExtractor, RuleExtractor
+from memory_vec._rules.privacy import Redactor, RegexRedactor
+from memory_vec._rules.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from memory_vec._rules.tokens import TokenCounter, get_token_counter
+from memory_vec._storage.store import DeadLetterRetry, Store, build_store, open_store
+from memory_vec.backends.base import Backend
+from memory_vec.embeddings import Embedder, get_embedder
+from memory_vec.state import StateStore, WorkingState
+from memory_vec.state.base import DeadLetter
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["RECALL_KINDS", "MemoryCore", "MessageInput"]
+
+
+class MemoryCore:
+    """Conversation memory: rolling summary, vector recall, token budgets.
+
+    Setup and a minimal turn::
+
+        from memory_vec import MemoryConfig, MemoryCore
+
+        core = MemoryCore(MemoryConfig(user_id="u1", session_id="s1"))
+        core.add_message("user", "The budget cap is 5000.")
+        ctx = core.build_context("what is the budget?")
+        prompt = ctx.render_history() + "\\n" + ctx.render()
+
+    Async use: every public method has an ``a``-prefixed twin
+    (``await core.aadd_message(...)``, ``await core.abuild_context(...)``)
+    that runs the same logic in a worker thread, never blocking the loop.
+
+    Stores: cores built from equal configs share one
+    :class:`~memory_vec._storage.store.Store` per process (one client, one writer, one
+    keyword index); their writer settings must agree (else ``ConfigError``).
+    A ``backend=`` or ``state_store=`` passed in gets a store of its own,
+    owned by this core and closed by :meth:`close`.
+
+    Args:
+        config: settings; ``MemoryConfig()`` gives offline defaults.
+        embedder: an :class:`~memory_vec.embeddings.Embedder`; default from
+            ``config.embedding_model``, shared per process.
+        backend: a backend instance; default from ``config.backend``.
+        state_store: a working-state store; default from ``config.state``.
+        summarizer: a :class:`~memory_vec._rules.summary.Summarizer`; default is
+            :class:`LLMSummarizer` when ``llm`` is given, else extractive.
+        llm: any ``prompt -> text`` callable for summaries (and extraction).
+        token_counter: a :class:`~memory_vec._rules.tokens.TokenCounter`.
+        extractor: a :class:`~memory_vec._rules.conflict.FactExtractor`.
+        redactor: a :class:`~memory_vec._rules.privacy.Redactor` applied before storage.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        backend: Backend | None = None,
+        state_store: StateStore | None = None,
+        summarizer: Summarizer | None = None,
+        llm: Callable[[str], str] | None = None,
+        token_counter: TokenCounter | None = None,
+        extractor: FactExtractor | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.config = cfg = config or MemoryConfig()
+        counter = token_counter or get_token_counter(cfg.tokenizer)
+        embedder = embedder or get_embedder(
+            cfg.embedding_model, device=cfg.embedding_device, batch_size=cfg.embedding_batch_size
+        )
+        if extractor is None and cfg.fact_extractor == "rules":
+            extractor = RuleExtractor()
+        elif extractor is None and cfg.fact_extractor == "llm":
+            if llm is None:
+                raise ConfigError(
+                    "MemoryConfig.fact_extractor: got 'llm' but no llm= was given; pass llm= or use 'rules'"
+                )
+            extractor = LLMExtractor(llm)
+        if cfg.conflict_judge and llm is None:
+            raise ConfigError("MemoryConfig.conflict_judge: got True but no llm= was given")
+        if summarizer is None:
+            summarizer = (
+                LLMSummarizer(llm, counter=counter) if llm is not None else ExtractiveSummarizer(counter=counter)
+            )
+        threshold = cfg.conflict_threshold
+        if threshold is None:
+            threshold = float(getattr(embedder, "conflict_threshold", 0.8))
+        self._owns_store = backend is not None or state_store is not None
+        store = build_store(cfg, backend=backend, state=state_store) if self._owns_store else open_store(cfg)
+        self._engine = engine = Engine(
+            cfg,
+            store=store,
+            embedder=embedder,
+            counter=counter,
+            summarizer=summarizer,
+            extractor=extractor,
+            resolver=ConflictResolver(threshold=threshold, judge=llm if cfg.conflict_judge else None),
+            redactor=redactor or (RegexRedactor() if cfg.redact_pii else None),
+        )
+        resolution = FactResolution(engine)
+        self._writes = WritePath(engine, resolution)
+        self._upkeep = Upkeep(engine)
+        self._reads = ReadPath(engine, load_healed=self._writes.load_healed, on_recalled=self._upkeep.note_recalled)
+        self._memories = Management(engine, resolution)
+        self._transfer = Transfer(engine)
+        self._writes.heal_carried()  # turns a process that died had queued, before anything reads
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def store(self) -> Store:
+        return self._engine.store
+
+    @property
+    def backend(self) -> Backend:
+        return self._engine.backend
+
+    @property
+    def state(self) -> StateStore:
+        return self._engine.state
+
+    @property
+    def writer(self) -> Any:
+        return self._engine.writer
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._engine.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        self._engine.switch_embedder(embedder)
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self._engine.counter
+
+    @property
+    def summarizer(self) -> Summarizer:
+        return self._engine.summarizer
+
+    @summarizer.setter
+    def summarizer(self, summarizer: Summarizer) -> None:
+        self._engine.summarizer = summarizer
+
+    @property
+    def extractor(self) -> FactExtractor | None:
+        return self._engine.extractor
+
+    @property
+    def resolver(self) -> ConflictResolver:
+        return self._engine.resolver
+
+    @property
+    def threshold(self) -> float:
+        """The minimum final score recall keeps (see ``score_threshold``)."""
+        return self._reads.threshold
+
+    @property
+    def last_trace(self) -> TurnTrace | None:
+        """The last trace of *this thread or asyncio task* on this core."""
+        return self._engine.traces.get()
+
+    # ------------------------------------------------------------------ writes
+    def add_message(
+        self,
+        role: str,
+        content: str,
+        *,
+        timestamp: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> WriteResult:
+        """Store one message: working buffer, vector store, maybe a fold.
+
+        Args:
+            role: ``user``, ``assistant``, ``system`` or ``tool``.
+            content: the text (stored as given; never replaced by a summary).
+            timestamp: datetime (naive = UTC) or epoch seconds; default now.
+            metadata: a JSON-serializable dict, returned unchanged by recall.
+            session_id, user_id: override the config's scope for this call.
+        """
+        return self.add_messages(
+            [MessageInput(role, content, timestamp, metadata)], session_id=session_id, user_id=user_id
+        )[0]
+
+    def add_messages(
+        self, messages: Iterable[MessageLike], *, session_id: str | None = None, user_id: str | None = None
+    ) -> list[WriteResult]:
+        """Store several messages in order with one embedding call.
+        Everything is validated before anything is written."""
+        return self._writes.add_messages(messages, self._engine.scope(user_id, session_id))
+
+    # ------------------------------------------------------------------ reads
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        scope: str | None = None,
+        session_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        since: Any = None,
+        until: Any = None,
+        user_id: str | None = None,
+        include_shared: bool | None = None,
+    ) -> list[RecalledMemory]:
+        """The most relevant memories for ``query``, best first.
+
+        Args:
+            query: the text to recall for (usually the new user message).
+            k: how many; default ``config.recall_k``.
+            scope: ``"user"`` (all of the user's sessions, default) or
+                ``"session"`` (only ``session_id`` or the config's session).
+            filters: equality conditions on the caller's metadata.
+            since, until: time range (datetime or epoch seconds), inclusive.
+            include_shared: also recall agent/global shared memories.
+
+        Scores are in [0, 1], higher is better; memories under
+        ``score_threshold`` are dropped. Never returns another user's
+        private memories.
+        """
+        at = self._engine.scope(user_id, session_id)
+        self._writes.settle(at.user_id)  # a recall can be a new process's first call
+        hits, _ = self._reads.recall(
+            query, at, k=k, recall_scope=scope, filters=filters, since=since, until=until, include_shared=include_shared
+        )
+        return hits
+
+    def build_context(
+        self,
+        query: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        k: int | None = None,
+    ) -> MemoryContext:
+        """Summary, recent turns and relevant memories, each within budget;
+        ``MemoryContext.trace`` says how it was made. When the backend is
+        unreachable the context still comes back, with ``degraded=True``."""
+        return self._reads.build_context(query, self._engine.scope(user_id, session_id), k=k)
+
+    def working_state(self, *, session_id: str | None = None, user_id: str | None = None) -> WorkingState:
+        """The session's summary and unfolded recent messages."""
+        scope = self._engine.scope(user_id, session_id)
+        return self.state.load(scope.user_id, scope.session_id)
+
+    def reset_working_state(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
+        """Empty the session's summary and recent window; stored records and
+        the sequence counter stay (new messages keep increasing seqs)."""
+        self._transfer.reset_working_state(self._engine.scope(user_id, session_id))
+
+    def session_history(self, *, session_id: str | None = None, user_id: str | None = None) -> list[MemoryRecord]:
+        """Every stored message of the session (superseded ones too), in order,
+        including writes not yet flushed."""
+        return self._transfer.session_history(self._engine.scope(user_id, session_id))
+
+    # ------------------------------------------------------------------ single memories
+    def remember(
+        self,
+        text: str,
+        *,
+        importance: float = 1.0,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        visibility: str = "private",
+        expire_at: Any = None,
+    ) -> WriteResult:
+        """Store an explicit memory ("remember that I prefer window seats") as a
+        pinned fact; it goes through the conflict check like any fact."""
+        return self._memories.remember(
+            text,
+            self._engine.scope(user_id, session_id),
+            importance=importance,
+            metadata=metadata,
+            subject=subject,
+            visibility=visibility,
+            expire_at=expire_at,
+        )
+
+    def get(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        """One memory of the caller's user (current or not); MemoryNotFoundError otherwise."""
+        return self._memories.own(memory_id, user_id)
+
+    def update(self, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
+        """Replace a memory's text: the old version is superseded, kept as
+        history. Returns the new memory's id (``WriteResult.id``)."""
+        return self._memories.update(memory_id, text, user_id=user_id)
+
+    def delete(self, memory_id: str, *, user_id: str | None = None) -> bool:
+        """Physically delete one memory of the caller's user."""
+        return self._memories.delete(memory_id, user_id=user_id)
+
+    def pin(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        """Pinned memories are never evicted, archived or decayed away."""
+        return self._memories.set_pinned(memory_id, True, user_id=user_id)
+
+    def unpin(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        return self._memories.set_pinned(memory_id, False, user_id=user_id)
+
+    def history(self, memory_id: str, *, user_id: str | None = None) -> list[MemoryRecord]:
+        """The supersede chain through this memory, oldest first."""
+        return self._memories.history(memory_id, user_id=user_id)
+
+    def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        """Undo a supersede: this memory is current again, its successor is not."""
+        return self._memories.restore(memory_id, user_id=user_id)
+
+    # ------------------------------------------------------------------ whole users
+    def export_memories(self, *, user_id: str | None = None) -> dict[str, Any]:
+        """Everything of one user as a JSON-serializable dict (records with their
+        history, working state of every session)."""
+        return self._transfer.export_memories(self._engine.scope(user_id).user_id)
+
+    def import_memories(self, data: dict[str, Any], *, allow_shared: bool = False) -> int:
+        """Restore an export exactly (ids, texts, times, validity, working state), all or
+        nothing; a shared record (global / agent visibility) only with ``allow_shared``."""
+        return self._transfer.import_memories(data, allow_shared=allow_shared)
+
+    def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
+        """Forget this session: its working state and all its stored records.
+        Returns the number of stored records deleted."""
+        scope = self._engine.scope(user_id, session_id)
+        deleted = self._transfer.clear(scope)
+        self._writes.forget_healed(scope.user_id, scope.session_id)
+        return deleted
+
+    def forget(self, *, user_id: str | None = None, session_id: str | None = None) -> ForgetReceipt:
+        """Remove everything of a user (or one session of it), and verify.
+
+        Vectors, facts, summaries, history, working state and dead letters
+        go. The receipt counts what was removed and what a follow-up scan
+        still found (0)."""
+        user = self._engine.scope(user_id).user_id
+        session = v.check_optional_id(session_id, "session_id")
+        receipt = self._transfer.forget(user, session)
+        self._writes.forget_healed(user, session)
+        return receipt
+
+    # ------------------------------------------------------------------ upkeep
+    def maintain(
+        self, *, user_id: str | None = None, now: float | None = None, lifecycle: bool = True, consolidate: bool = True
+    ) -> MaintenanceReport:
+        """Re-store what a killed process left only in the working state (every
+        session of the user), then apply TTLs, caps, forgetting and consolidation."""
+        restored = self._writes.heal_user(self._engine.scope(user_id).user_id)
+        report = self._upkeep.maintain(user_id=user_id, now=now, lifecycle=lifecycle, consolidate=consolidate)
+        report.restored = restored
+        return report
+
+    def compact(self, *, user_id: str | None = None) -> dict[str, list[str]]:
+        """Merge a user's near-duplicate facts into one each (provenance kept)."""
+        return self._upkeep.compact(user_id=user_id)
+
+    def dead_letters(self, *, user_id: str | None = None) -> list[DeadLetter]:
+        """Records the backend refused (kept for inspection, retry or drop)."""
+        user = None if user_id is None else v.check_id(user_id, "user_id")
+        return self.store.dead_letters(user)
+
+    def retry_dead_letters(self, record_ids: Sequence[str] | None = None) -> DeadLetterRetry:
+        return self.store.retry_dead_letters(record_ids)
+
+    def drop_dead_letters(self, record_ids: Sequence[str] | None = None) -> int:
+        return self.store.drop_dead_letters(record_ids)
+
+    def flush(self) -> None:
+        """Run pending background folds and write every pending record; when it
+        returns they are durable."""
+        self._writes.folds.drain()
+        self._engine.flush()
+
+    def close(self) -> None:
+        """Flush pending writes. A shared store stays open for other cores; a
+        store this core owns (backend=/state_store= given) is closed."""
+        self._writes.folds.close()
+        self._upkeep.flush_reinforcement()
+        if self._owns_store:
+            self._engine.writer.close()
+        else:
+            self._engine.flush()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ async twins
+    async def aadd_message(self, role: str, content: str, **kwargs: Any) -> WriteResult:
+        return await run_in_thread(self.add_message, role, content, **kwargs)
+
+    async def aadd_messages(self, messages: Iterable[MessageLike], **kwargs: Any) -> list[WriteResult]:
+        return await run_in_thread(self.add_messages, list(messages), **kwargs)
+
+    async def arecall(self, query: str, **kwargs: Any) -> list[RecalledMemory]:
+        return await run_in_thread(self.recall, query, **kwargs)
+
+    async def abuild_context(self, query: str | None = None, **kwargs: Any) -> MemoryContext:
+        return await run_in_thread(self.build_context, query, **kwargs)
+
+    async def aworking_state(self, **kwargs: Any) -> WorkingState:
+        return await run_in_thread(self.working_state, **kwargs)
+
+    async def areset_working_state(self, **kwargs: Any) -> None:
+        await run_in_thread(self.reset_working_state, **kwargs)
+
+    async def asession_history(self, **kwargs: Any) -> list[MemoryRecord]:
+        return await run_in_thread(self.session_history, **kwargs)
+
+    async def aremember(self, text: str, **kwargs: Any) -> WriteResult:
+        return await run_in_thread(self.remember, text, **kwargs)
+
+    async def aget(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
+        return await run_in_thread(self.get, memory_id, **kwargs)
+
+    async def aupdate(self, memory_id: str, text: str, **kwargs: Any) -> WriteResult:
+        return await run_in_thread(self.update, memory_id, text, **kwargs)
+
+    async def adelete(self, memory_id: str, **kwargs: Any) -> bool:
+        return await run_in_thread(self.delete, memory_id, **kwargs)
+
+    async def apin(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
+        return await run_in_thread(self.pin, memory_id, **kwargs)
+
+    async def aunpin(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
+        return await run_in_thread(self.unpin, memory_id, **kwargs)
+
+    async def ahistory(self, memory_id: str, **kwargs: Any) -> list[MemoryRecord]:
+        return await run_in_thread(self.history, memory_id, **kwargs)
+
+    async def arestore(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
+        return await run_in_thread(self.restore, memory_id, **kwargs)
+
+    async def aexport_memories(self, **kwargs: Any) -> dict[str, Any]:
+        return await run_in_thread(self.export_memories, **kwargs)
+
+    async def aimport_memories(self, data: dict[str, Any], *, allow_shared: bool = False) -> int:
+        return await run_in_thread(self.import_memories, data, allow_shared=allow_shared)
+
+    async def aclear(self, **kwargs: Any) -> int:
+        return await run_in_thread(self.clear, **kwargs)
+
+    async def aforget(self, **kwargs: Any) -> ForgetReceipt:
+        return await run_in_thread(self.forget, **kwargs)
+
+    async def amaintain(self, **kwargs: Any) -> MaintenanceReport:
+        return await run_in_thread(self.maintain, **kwargs)
+
+    async def acompact(self, **kwargs: Any) -> dict[str, list[str]]:
+        return await run_in_thread(self.compact, **kwargs)
+
+    async def adead_letters(self, **kwargs: Any) -> list[DeadLetter]:
+        return await run_in_thread(self.dead_letters, **kwargs)
+
+    async def aretry_dead_letters(self, record_ids: Sequence[str] | None = None) -> DeadLetterRetry:
+        return await run_in_thread(self.retry_dead_letters, record_ids)
+
+    async def adrop_dead_letters(self, record_ids: Sequence[str] | None = None) -> int:
+        return await run_in_thread(self.drop_dead_letters, record_ids)
+
+    async def aflush(self) -> None:
+        await run_in_thread(self.flush)
+
+    async def aclose(self) -> None:
+        await run_in_thread(self.close)

@@ -1,0 +1,203 @@
+"""Single memories: remember / get / update / delete / pin / history /
+restore, for one engine. Every write goes through the store's writer, so
+the validation hook sees it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from memory_vec._model import validate as v
+from memory_vec._model.errors import InvalidInputError, MemoryNotFoundError, SupersededMemoryError
+from memory_vec._model.records import MemoryRecord, WriteEvent, WriteResult
+from memory_vec._model.scope import Scope
+from memory_vec._pipelines.engine import Engine
+from memory_vec._pipelines.resolution import FactOutcome, FactResolution
+from memory_vec._rules.conflict import ConflictAction, ExtractedFact
+from memory_vec._rules.facts import subject_key
+from memory_vec.backends.base import RecordFilter
+
+__all__ = ["Management"]
+
+
+class Management:
+    def __init__(self, engine: Engine, resolution: FactResolution) -> None:
+        self.e = engine
+        self.resolution = resolution
+
+    def own(self, memory_id: str, user_id: str | None) -> MemoryRecord:
+        """The memory if it belongs to the user; MemoryNotFoundError otherwise."""
+        e = self.e
+        v.check_id(memory_id, "memory_id")
+        user = e.scope(user_id).user_id
+        e.settle(user)  # another worker's queued rows of the user first (a shared server)
+        found = e.writer.get([memory_id])
+        if not found or found[0].user_id != user:
+            # Another user's memory is reported exactly like a missing one.
+            raise MemoryNotFoundError(f"no memory {memory_id!r} for user {user!r}")
+        return found[0]
+
+    def own_current(self, memory_id: str, user_id: str | None, action: str) -> MemoryRecord:
+        """The memory if it is the user's and current; a superseded one raises
+        :class:`SupersededMemoryError` naming the current id."""
+        record = self.own(memory_id, user_id)
+        if record.valid_to is None:
+            return record
+        current, seen = record, {record.id}
+        while current.superseded_by and current.superseded_by not in seen:
+            seen.add(current.superseded_by)
+            found = self.e.writer.get([current.superseded_by])
+            if not found or found[0].user_id != record.user_id:
+                break
+            current = found[0]
+        current_id = current.id if current is not record and current.valid_to is None else None
+        hint = f"the current memory is {current_id!r}" if current_id else "no current successor was found"
+        raise SupersededMemoryError(
+            f"cannot {action} memory {memory_id!r}: it was superseded ({hint}); use that id, "
+            f"or restore({memory_id!r}) first to make this one current again",
+            memory_id=memory_id,
+            current_id=current_id,
+        )
+
+    def remember(
+        self,
+        text: str,
+        scope: Scope,
+        *,
+        importance: float = 1.0,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+        visibility: str = "private",
+        expire_at: Any = None,
+    ) -> WriteResult:
+        e = self.e
+        text = e.redact(v.check_content(text, max_bytes=e.config.max_content_bytes))
+        meta = v.check_metadata(metadata, max_bytes=e.config.max_metadata_bytes)
+        if visibility not in ("private", "agent", "global"):
+            raise InvalidInputError(f"visibility must be private, agent or global; got {visibility!r}")
+        if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not 0 <= importance <= 1:
+            raise InvalidInputError(f"importance must be a number in [0, 1], got {importance!r}")
+        if subject is not None:
+            v.check_content(subject, max_bytes=512, field="subject")
+        expires = v.check_timestamp(expire_at, field="expire_at")
+        record = MemoryRecord(
+            id=uuid.uuid4().hex,
+            text=text,
+            role="user",
+            user_id=scope.user_id,
+            session_id=scope.session_id,
+            timestamp=time.time(),
+            kind="fact",
+            agent_id=e.config.agent_id,
+            importance=float(importance),
+            metadata=meta,
+            subject=subject or subject_key(text),
+            pinned=True,
+            visibility=visibility,
+            expire_at=expires,
+        )
+        e.store.validate([record])
+        trace = e.start_trace("remember", scope)
+        vector = e.embed_documents([text], scope.user_id)[0]
+        e.settle(scope.user_id)  # its conflict check sees other workers' queued facts
+        fact = ExtractedFact(text, record.subject, float(importance), "profile")
+        neighbours = self.resolution.nearest_current(scope.user_id, vector, ("fact",))
+        decision = e.resolver.decide(fact, neighbours)
+        if decision.action is ConflictAction.NOOP and decision.duplicate_of:
+            return WriteResult(
+                WriteEvent.SKIPPED_DUPLICATE,
+                decision.duplicate_of,
+                duplicate_of=decision.duplicate_of,
+                reason=decision.reason,
+            )
+        out = FactOutcome()
+        superseded: list[str] = []
+        if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
+            superseded = self.resolution.supersede(decision.superseded, by=record, out=out)
+        durable = e.writer.write([record], vector[None, :])
+        if out.updates:
+            e.writer.update(out.updates)
+        e.written(scope.user_id, [record])
+        trace.emit()
+        event = WriteEvent.UPDATED if superseded else WriteEvent.ADDED
+        return WriteResult(event, record.id, superseded_ids=superseded, pending=not durable, reason=decision.reason)
+
+    def update(self, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
+        """Replace a memory's text: the old version is superseded, kept as history."""
+        e = self.e
+        old = self.own_current(memory_id, user_id, "update")
+        text = e.redact(v.check_content(text, max_bytes=e.config.max_content_bytes))
+        new = old.copy(
+            id=uuid.uuid4().hex,
+            text=text,
+            timestamp=time.time(),
+            valid_to=None,
+            superseded_by=None,
+            source_ids=list(old.source_ids),
+            metadata=dict(old.metadata),
+        )
+        e.store.validate([new])
+        vector = e.embed_documents([text], old.user_id)[0]
+        e.writer.write([new], vector[None, :])
+        e.writer.update([old.copy(valid_to=new.timestamp, superseded_by=new.id)])
+        e.written(old.user_id, [new])
+        return WriteResult(WriteEvent.UPDATED, new.id, superseded_ids=[old.id])
+
+    def delete(self, memory_id: str, *, user_id: str | None = None) -> bool:
+        """Physically delete one memory of the caller's user."""
+        e = self.e
+        record = self.own_current(memory_id, user_id, "delete")
+        e.drop_from_state([record])
+        e.writer.forget([record.id])
+        e.backend.delete(ids=[record.id])
+        e.deleted(record.user_id)
+        return True
+
+    def set_pinned(self, memory_id: str, pinned: bool, *, user_id: str | None = None) -> MemoryRecord:
+        record = self.own_current(memory_id, user_id, "pin" if pinned else "unpin").copy(pinned=pinned)
+        self.e.writer.update([record])
+        return record
+
+    def history(self, memory_id: str, *, user_id: str | None = None) -> list[MemoryRecord]:
+        """The supersede chain through this memory, oldest first."""
+        e = self.e
+        start = self.own(memory_id, user_id)
+        where = RecordFilter(user_id=start.user_id, kinds=(start.kind,), include_superseded=True, include_archived=True)
+        by_id = {r.id: r for r in e.writer.scan(where)}
+        predecessors = {r.superseded_by: r for r in by_id.values() if r.superseded_by}
+        chain = [start]
+        current = start
+        while current.id in predecessors and predecessors[current.id] not in chain:
+            current = predecessors[current.id]
+            chain.insert(0, current)
+        current = start
+        while current.superseded_by and current.superseded_by in by_id and by_id[current.superseded_by] not in chain:
+            current = by_id[current.superseded_by]
+            chain.append(current)
+        return chain
+
+    def restore(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        """Undo a supersede: this memory is current again, its successor is not."""
+        e = self.e
+        old = self.own(memory_id, user_id)
+        if old.valid_to is None:
+            return old
+        changes: list[MemoryRecord] = [old.copy(valid_to=None, superseded_by=None)]
+        if old.superseded_by:
+            for successor in e.writer.get([old.superseded_by]):
+                if successor.user_id == old.user_id and successor.valid_to is None:
+                    now = time.time()
+                    changes.append(successor.copy(valid_to=now, superseded_by=old.id))
+                    # the message that stated the newer value stops being served too
+                    for src in e.writer.get(successor.source_ids):
+                        if src.user_id == old.user_id and src.valid_to is None:
+                            changes.append(src.copy(valid_to=now, superseded_by=old.id))
+        sources = e.writer.get(old.source_ids)  # ids an import may have set: never another user's record
+        changes += [
+            s.copy(valid_to=None, superseded_by=None)
+            for s in sources
+            if s.user_id == old.user_id and s.superseded_by == old.superseded_by
+        ]
+        e.writer.update(changes)
+        return changes[0]

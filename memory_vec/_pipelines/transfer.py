@@ -1,0 +1,285 @@
+"""Whole-user and whole-session operations: export / import, clear, forget,
+session history. Import validates everything before it writes anything."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from typing import Any
+
+from memory_vec._model import validate as v
+from memory_vec._model.errors import BackendUnavailableError, InvalidInputError, MemoryVecError, StateStoreError
+from memory_vec._model.records import ForgetReceipt, MemoryRecord
+from memory_vec._model.scope import Scope
+from memory_vec._pipelines.engine import Engine
+from memory_vec.backends.base import RecordFilter
+from memory_vec.state import StateMessage, WorkingState
+
+__all__ = ["EXPORT_FORMAT", "Transfer"]
+
+EXPORT_FORMAT = "memory-vec/1"
+# Rows per backend call on import: a round trip costs about the same for 64
+# rows as for 1,000 (Chroma, Milvus), so bulk writes use big ones.
+BULK_BATCH = 1000
+_RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
+_STATE_FIELDS = {f.name for f in fields(WorkingState)} - {"user_id", "session_id"}
+_MESSAGE_FIELDS = {f.name for f in fields(StateMessage)}
+
+
+class Transfer:
+    def __init__(self, engine: Engine) -> None:
+        self.e = engine
+
+    # ------------------------------------------------------------- export / import
+    def export_memories(self, user_id: str) -> dict[str, Any]:
+        e = self.e
+        e.writer.flush()
+        e.settle(user_id)  # and other workers' (a shared server)
+        where = RecordFilter(user_id=user_id, include_superseded=True, include_archived=True)
+        records = e.backend.scan(where)
+        sessions = {s: e.state.load(user_id, s) for s in e.state.sessions(user_id)}
+        return {
+            "format": EXPORT_FORMAT,
+            "user_id": user_id,
+            "embedding_model": e.embedder.model_id,
+            "records": [asdict(r) for r in records],
+            "sessions": {s: _state_to_dict(st) for s, st in sessions.items()},
+        }
+
+    def import_memories(self, data: Any, *, allow_shared: bool = False) -> int:  # noqa: C901 (to split)
+        """All or nothing: every record and session is checked (format, the
+        validation hook, ownership of existing ids) before anything is written.
+        A shared record (visibility ``global`` or ``agent``) reaches other users:
+        only with ``allow_shared`` (an operator's restore), never from a user's file."""
+        e = self.e
+        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+            raise InvalidInputError(f"not a memory-vec export (expected format {EXPORT_FORMAT!r})")
+        user = v.check_id(data.get("user_id"), "user_id")
+        raw_records, raw_sessions = data.get("records"), data.get("sessions")
+        if not isinstance(raw_records, list) or not isinstance(raw_sessions, dict):
+            raise InvalidInputError("malformed memory-vec export: 'records' must be a list, 'sessions' a dict")
+        records, bad = [], {}
+        for i, item in enumerate(raw_records):
+            rid = item.get("id") if isinstance(item, dict) else None
+            label = rid if isinstance(rid, str) else f"#{i}"
+            try:
+                record = _record_from_dict(item)
+                if record.user_id != user:
+                    raise InvalidInputError(f"belongs to {record.user_id!r}, not {user!r}")
+                if record.visibility != "private" and not allow_shared:
+                    raise InvalidInputError(
+                        f"visibility {record.visibility!r} reaches other users; an operator's "
+                        "restore passes allow_shared=True (CLI: --allow-shared)"
+                    )
+                if (
+                    isinstance(record.text, str)
+                    and len(record.text.encode("utf-8", "surrogatepass")) > e.config.max_content_bytes
+                ):
+                    raise InvalidInputError(f"text over max_content_bytes ({e.config.max_content_bytes})")
+                e.store.validate([record])
+                records.append(record)
+            except (MemoryVecError, TypeError, ValueError) as exc:
+                bad[label] = str(exc)
+        if bad:
+            shown = "; ".join(f"{k}: {why}" for k, why in list(bad.items())[:10])
+            raise InvalidInputError(f"import refused, nothing written: {len(bad)} bad record(s): {shown}")
+        ids = [r.id for r in records]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("import refused, nothing written: duplicate record ids in the export")
+        taken = [r.id for r in e.writer.get(ids) if r.user_id != user]
+        if taken:
+            raise InvalidInputError(
+                f"import refused, nothing written: record id(s) {taken[:10]} belong to another user"
+            )
+        # A record's links (its sources, its successor) are followed by restore() and history():
+        # they may name the user's own records, in the store or in this import, never another's.
+        own = set(ids)
+        linked = sorted({i for r in records for i in (*r.source_ids, r.superseded_by) if i and i not in own})
+        foreign = [r.id for r in e.writer.get(linked) if r.user_id != user] if linked else []
+        if foreign:
+            raise InvalidInputError(
+                f"import refused, nothing written: records link to id(s) {foreign[:10]} of another user"
+            )
+        try:
+            states = [
+                _state_from_dict(
+                    user,
+                    s,
+                    d,
+                    max_content_bytes=e.config.max_content_bytes,
+                    max_metadata_bytes=e.config.max_metadata_bytes,
+                )
+                for s, d in raw_sessions.items()
+            ]
+        except (MemoryVecError, KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"import refused, nothing written: malformed session: {exc}") from exc
+        # An older export into a session that went on: its seqs go on past every stored message.
+        for state in states:
+            seqs = [r.seq for r in records if r.kind == "message" and r.session_id == state.session_id]
+            floor = max(e.next_stored_seq(Scope(user, state.session_id)), max(seqs, default=0) + 1)
+            state.next_seq = max(state.next_seq, floor)
+        if records:
+            vectors = e.record_vectors(records)
+            for i in range(0, len(records), BULK_BATCH):
+                e.writer.write(records[i : i + BULK_BATCH], vectors[i : i + BULK_BATCH], batch_size=BULK_BATCH)
+        e.writer.flush(BULK_BATCH)  # also the user's queued turns: their working state is replaced below
+        # Imported ids may replace existing ones (a shared record may come back private):
+        # every process rebuilds its keywords and copies, before anything else can fail.
+        e.deleted(user)
+        for state in states:
+            e.state.replace(state)
+        return len(records)
+
+    # ------------------------------------------------------------- sessions
+    def session_history(self, scope: Scope) -> list[MemoryRecord]:
+        e = self.e
+        e.settle(scope.user_id)
+        where = RecordFilter(
+            user_id=scope.user_id,
+            session_id=scope.session_id,
+            kinds=("message",),
+            include_superseded=True,
+            include_archived=True,
+        )
+        return sorted(e.writer.scan(where), key=lambda r: (r.seq, r.timestamp))
+
+    def reset_working_state(self, scope: Scope) -> None:
+        self.e.writer.flush()  # queued turns first: the log heal re-stores them from is emptied
+        state = self.e.state.load(scope.user_id, scope.session_id)
+        self.e.state.replace(
+            WorkingState(scope.user_id, scope.session_id, next_seq=state.next_seq, folded_through=state.next_seq - 1)
+        )
+
+    def clear(self, scope: Scope) -> int:
+        e = self.e
+        where = RecordFilter(
+            user_id=scope.user_id, session_id=scope.session_id, include_superseded=True, include_archived=True
+        )
+        _settled_for_delete(e, scope.user_id, scope.session_id)
+        e.writer.forget_where(where)
+        deleted = e.backend.delete(where=where)
+        e.deleted(scope.user_id)
+        e.state.clear(scope.user_id, scope.session_id)
+        return deleted
+
+    def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
+        e = self.e
+        where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
+        _settled_for_delete(e, user_id, session_id)
+        e.writer.forget_where(where)
+        deleted = e.backend.delete(where=where)
+        e.deleted(user_id)
+        sessions = [session_id] if session_id is not None else e.state.sessions(user_id)
+        cleared = sum(e.state.clear(user_id, s) for s in sessions)
+        letters = [
+            d.record_id for d in e.store.dead_letters(user_id) if session_id is None or d.session_id == session_id
+        ]
+        e.store.drop_dead_letters(letters)
+        notes: list[str] = []
+        # The vectors of the user's texts go from the caches too, the shared tier's included.
+        try:
+            e.forget_cached_vectors(user_id)
+        except StateStoreError as exc:  # they expire within VECTOR_TTL_S; the receipt says so
+            notes.append(f"cached vectors not dropped from the shared tier (they expire within minutes): {exc}")
+        # The backend's check of its files counts too: deleted records still found there remain.
+        report = e.store.purge()
+        remaining = report.residue
+        remaining += e.backend.count(where) + len(e.writer.pending_records(where))
+        remaining += sum(1 for s in sessions if e.state.load(user_id, s).messages)
+        return ForgetReceipt(
+            user_id,
+            session_id,
+            deleted,
+            cleared,
+            remaining,
+            disk_purged=report.purged,
+            disk_notes=(*report.notes, *notes),
+        )
+
+
+def _record_from_dict(d: Any) -> MemoryRecord:
+    if not isinstance(d, dict):
+        raise InvalidInputError(f"a record must be an object, got {type(d).__name__}")
+    unknown = set(d) - _RECORD_FIELDS
+    if unknown:
+        raise InvalidInputError(f"unknown record fields {sorted(unknown)}")
+    return MemoryRecord(**d)
+
+
+def _state_to_dict(state: WorkingState) -> dict[str, Any]:
+    return {k: val for k, val in asdict(state).items() if k not in ("user_id", "session_id")}
+
+
+def _state_from_dict(
+    user: str, session: str, d: Any, *, max_content_bytes: int, max_metadata_bytes: int
+) -> WorkingState:
+    """One exported session, checked as ``add_messages`` checks a message: a
+    state that would fail every later read of the session is refused here."""
+    Scope(user, session)
+    if not isinstance(d, dict) or set(d) - _STATE_FIELDS:
+        raise InvalidInputError(f"session {session!r} must be an object with keys from {sorted(_STATE_FIELDS)}")
+    raw = d.get("messages", [])
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"session {session!r}: 'messages' must be a list")
+    messages: list[StateMessage] = []
+    for m in raw:
+        if not isinstance(m, dict) or set(m) - _MESSAGE_FIELDS:
+            raise InvalidInputError(
+                f"session {session!r}: a message must be an object with keys from {sorted(_MESSAGE_FIELDS)}"
+            )
+        seq = _count(m.get("seq"), f"session {session!r}: message seq", low=1)
+        if messages and seq <= messages[-1].seq:
+            raise InvalidInputError(
+                f"session {session!r}: message seqs must increase (got {seq} after {messages[-1].seq})"
+            )
+        timestamp = v.check_timestamp(m.get("timestamp"))
+        if timestamp is None:
+            raise InvalidInputError(f"session {session!r}: message {seq} has no timestamp")
+        messages.append(
+            StateMessage(
+                seq,
+                v.check_id(m.get("id"), "message id"),
+                v.check_role(m.get("role")),
+                v.check_content(m.get("content"), max_bytes=max_content_bytes),
+                timestamp,
+                _count(m.get("tokens", 0), "message tokens"),
+                v.check_metadata({} if m.get("metadata") is None else m["metadata"], max_bytes=max_metadata_bytes),
+            )
+        )
+    summary = d.get("summary", "")
+    if not isinstance(summary, str) or v.has_lone_surrogate(summary):  # (an LLM's summary is kept as it came)
+        raise InvalidInputError(f"session {session!r}: 'summary' must be text (valid Unicode)")
+    last = messages[-1].seq if messages else 0
+    next_seq = _count(d.get("next_seq", last + 1), f"session {session!r}: next_seq", low=last + 1)
+    folded = _count(d.get("folded_through", 0), f"session {session!r}: folded_through")
+    if folded >= next_seq:
+        raise InvalidInputError(f"session {session!r}: folded_through {folded} is not below next_seq {next_seq}")
+    updated_at = v.check_timestamp(d.get("updated_at", 0.0)) or 0.0
+    return WorkingState(
+        user,
+        session,
+        summary,
+        _count(d.get("summary_tokens", 0), "summary_tokens"),
+        messages,
+        next_seq,
+        folded,
+        updated_at,
+    )
+
+
+def _count(value: Any, name: str, *, low: int = 0) -> int:
+    # Bounded like a record's seq: a state store refuses more (after the records were written).
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= v.INT_MAX:
+        raise InvalidInputError(f"{name} must be an integer from {low} to {v.INT_MAX}, got {value!r}")
+    return value
+
+
+def _settled_for_delete(e: Engine, user_id: str, session_id: str | None) -> None:
+    """Another worker's queued rows of the user would land after the delete: wait
+    for them, and refuse to delete while a live worker still holds some. The
+    leases a dead worker left on the sessions deleted go too (nothing to heal)."""
+    left = e.writer.settle(user_id, heal=lambda s: session_id is None or s == session_id)
+    if left:
+        raise BackendUnavailableError(
+            f"another worker still has unstored turns of user {user_id!r} (sessions {sorted(left)}): its "
+            "backend writes are failing or slow; nothing was deleted, call forget / clear again"
+        )

@@ -1,0 +1,398 @@
+"""``Store``: everything stateful about one collection, under one owner.
+
+A store is one (backend kind, location, collection). It owns the backend
+client, the working-state store (keyed by the same collection), the buffered
+writer with its validation hook and dead-letter list, and the keyword index.
+Drop the store, drop its state: nothing about it lives in module globals
+keyed by object identity.
+
+``open_store(config)`` gives every core of a process the same store for the
+same config location (so per-request cores reuse one client and one writer);
+its cache key is the whole set of settings that identify the store. A core
+asking for different writer settings than the store's gets a ``ConfigError``
+rather than silently another writer. A backend or state store instance passed
+in by the caller gets a store of its own (not cached): the caller owns it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+
+from memory_vec._model import validate as v
+from memory_vec._model.config import MemoryConfig
+from memory_vec._model.errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError
+from memory_vec._model.records import MemoryRecord
+from memory_vec._storage.keywords import SHARED_LOG, KeywordIndex
+from memory_vec._storage.replica import ReplicatedBackend
+from memory_vec._storage.unflushed import SharedUnflushed, UnflushedSessions, open_unflushed, release_unflushed
+from memory_vec._storage.vector_cache import SharedVectors, VectorCache
+from memory_vec._storage.writer import RecordWriter, WriterSettings
+from memory_vec.backends import create_backend
+from memory_vec.backends.base import Backend, BackendLimits, PurgeReport, reads_vectors
+from memory_vec.state import StateStore, create_state_store, resolve_state_kind
+from memory_vec.state.base import DeadLetter
+
+__all__ = ["DeadLetterRetry", "Store", "StoreKey", "open_store", "release_stores"]
+
+log = logging.getLogger("memory_vec")
+
+
+@dataclass(frozen=True)
+class StoreKey:
+    """What identifies a store: engine, where it is, which collection, how it
+    is reached, and where its working state lives."""
+
+    backend: str
+    location: str
+    collection: str
+    backend_options: str
+    state: str
+    state_location: str
+    backend_timeout: float
+    backend_retries: int
+
+    @classmethod
+    def of(cls, config: MemoryConfig) -> StoreKey:
+        state = resolve_state_kind(config)
+        location = config.url or os.path.abspath(config.persist_dir)
+        state_location = config.redis_url or "" if state == "redis" else os.path.abspath(config.persist_dir)
+        return cls(
+            config.backend,
+            location,
+            config.collection,
+            repr(sorted(config.backend_options.items())),
+            state,
+            state_location,
+            config.backend_timeout,
+            config.backend_retries,
+        )
+
+
+@dataclass(frozen=True)
+class DeadLetterRetry:
+    """What ``Store.retry_dead_letters`` did."""
+
+    stored: list[str]
+    failed: dict[str, str]
+
+
+def writer_settings(config: MemoryConfig) -> WriterSettings:
+    """The config's writer settings; ``background`` None is decided by the store."""
+    return WriterSettings(config.background_writes, config.write_batch_size, config.flush_interval)
+
+
+class Store:
+    """One collection's backend, working state, writer and keyword index.
+
+    Example:
+        >>> from memory_vec import MemoryConfig
+        >>> store = open_store(MemoryConfig(collection="docs"))   # doctest: +SKIP
+        >>> store.dead_letters()                                   # doctest: +SKIP
+        []
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        state: StateStore,
+        *,
+        collection: str,
+        settings: WriterSettings | None = None,
+        keyword_cache_users: int = 1000,
+        keyword_cache_docs: int = 200_000,
+        replica_docs: int = 0,
+        legacy_state_path: str | None = None,
+    ) -> None:
+        # A persistent engine answers a user's recall reads from a local copy (replica.py),
+        # kept true by the keyword log: not when other processes write the engine and
+        # this process's working state (hence its log) is its own.
+        private_log = getattr(state, "name", "") == "memory" and getattr(backend, "supports_multiprocess", False)
+        self.replica = (
+            ReplicatedBackend(backend, state, max_docs=replica_docs)
+            if replica_docs > 0 and getattr(backend, "persistent", False) and reads_vectors(backend) and not private_log
+            else None
+        )
+        self.backend: Backend = self.replica if self.replica is not None else backend
+        self.state = state
+        self.collection = collection
+        self.keywords = KeywordIndex(self.backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
+        # One process owns the engine's files (a file lock) and the working state is on disk:
+        # a turn is durable once appended there, so its vector write can leave the turn.
+        state_path = getattr(state, "path", None) if getattr(state, "name", "") == "sqlite" else None
+        self.owned = (
+            bool(getattr(backend, "persistent", False))
+            and not getattr(backend, "supports_multiprocess", True)
+            and isinstance(state_path, str)
+        )
+        # Other processes may read the engine (a server): a turn is durable in the working
+        # state (Redis, or SQLite on this host) and they wait for its rows behind a lease
+        # kept there (unflushed.py).
+        self.shared = (
+            bool(getattr(backend, "persistent", False))
+            and not self.owned
+            and callable(getattr(state, "mark_unflushed", None))
+        )
+        settings = self.resolve(settings or WriterSettings())
+        leases = SharedUnflushed(state, lease=max(2.0, 4 * settings.flush_interval)) if self.shared else None
+        self._unflushed_path = f"{state_path}.unflushed" if isinstance(state_path, str) and self.owned else None
+        self._unflushed: UnflushedSessions | None = None  # read once the engine's file lock is ours (open)
+        self.writer = RecordWriter(
+            self.backend, settings, validate=self.validate, dead_letters=state, on_stored=self._stored, shared=leases
+        )
+        self.keywords.pending = self.writer.pending_of
+        self._legacy_state_path = legacy_state_path
+        self._opened: tuple[int, str] | None = None
+        self._open_lock = threading.Lock()
+        self._vector_caches: tuple[VectorCache, VectorCache] | None = None
+
+    def vector_caches(self, size: int) -> tuple[VectorCache, VectorCache]:
+        """The (document, query) vector caches every core of this store
+        shares; the first core's ``size`` sets their bound."""
+        with self._open_lock:
+            if self._vector_caches is None:
+                # Redis working state: worker processes see each other's vectors too
+                shared = (
+                    cast(SharedVectors, self.state) if callable(getattr(self.state, "cached_vectors", None)) else None
+                )
+                self._vector_caches = (
+                    VectorCache(size, shared=shared, kind="d"),
+                    VectorCache(size, shared=shared, kind="q"),
+                )
+            return self._vector_caches
+
+    @property
+    def limits(self) -> BackendLimits:
+        limits = getattr(self.backend, "limits", None)
+        return limits if isinstance(limits, BackendLimits) else BackendLimits()
+
+    # --- lifecycle ------------------------------------------------------------------
+    def open(self, *, dimension: int, model_id: str) -> None:
+        """Open the backend for this embedding model (once per model); a
+        different model than the collection's raises
+        ``EmbeddingModelMismatchError``."""
+        with self._open_lock:
+            if self._opened == (dimension, model_id):
+                return
+            self.backend.open(dimension=dimension, model_id=model_id)
+            first = self._opened is None
+            self._opened = (dimension, model_id)
+            if first and self._unflushed_path is not None:
+                # Read even when this store writes inline: the process before may have died with rows queued.
+                self._unflushed = self.writer.unflushed = open_unflushed(self._unflushed_path)
+        if first and self._legacy_state_path and os.path.exists(self._legacy_state_path):
+            self._claim_legacy_state(self._legacy_state_path)
+
+    def _claim_legacy_state(self, path: str) -> None:
+        from memory_vec.state._legacy import claim_legacy_sessions
+
+        def owns(ids: Sequence[str]) -> set[str]:
+            return {r.id for r in self.backend.get(list(ids))}
+
+        claimed = claim_legacy_sessions(path, self.state, owns)
+        if claimed:
+            log.info(
+                "memory-vec: moved %d session(s) of the shared state file %s into collection %r",
+                claimed,
+                path,
+                self.collection,
+            )
+
+    def resolve(self, settings: WriterSettings) -> WriterSettings:
+        """``background`` None: in the background where a turn is durable before its
+        vectors are stored: a store this process owns, or a server with the state in
+        Redis or SQLite (leases); not where a write is a local transaction."""
+        if settings.background is not None:
+            return settings
+        local = bool(getattr(self.backend, "local_writes", False))
+        return dataclasses.replace(settings, background=self.owned or (self.shared and not local))
+
+    def check_settings(self, settings: WriterSettings) -> None:
+        """A store has one writer; a core asking for another raises (``background``
+        None takes the store's)."""
+        if settings.background is None:
+            settings = dataclasses.replace(settings, background=self.writer.background)
+        if settings != self.writer.settings:
+            mine, theirs = self.writer.settings, settings
+            diffs = [
+                f"{name}: store has {getattr(mine, name)!r}, this core asked for {getattr(theirs, name)!r}"
+                for name in ("background", "batch_size", "flush_interval")
+                if getattr(mine, name) != getattr(theirs, name)
+            ]
+            raise ConfigError(
+                f"collection {self.collection!r} is already open in this process with other writer settings "
+                f"({'; '.join(diffs)}). Use the same background_writes / write_batch_size / flush_interval "
+                "for every core on one store, or call release_stores() first."
+            )
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def vectors_changed(self) -> None:
+        """Every stored vector was rewritten (``reembed``): every process's
+        replica copies are rebuilt on their next read."""
+        self.state.reset_keywords(SHARED_LOG)
+        if self.replica is not None:
+            self.replica.drop_copies()
+
+    def _stored(self, records: Sequence[MemoryRecord]) -> None:
+        """Records durable in the backend: log them for other processes; this
+        process's replica copies already hold them, so they stay caught up."""
+        for key, counter, count in self.keywords.stored(records):
+            if self.replica is not None:
+                self.replica.logged(key, counter, count)
+
+    def purge(self) -> PurgeReport:
+        """After a forget: no trace of deleted data in this store's files, where
+        the engine allows (the state store's log; the backend's, see
+        ``BaseBackend.purge``). Returns the backend's report."""
+        self.state.purge()
+        purge = getattr(self.backend, "purge", None)
+        if not callable(purge):  # a Backend protocol object without the optional purge
+            note = f"{self.backend.name}: the backend has no purge; deleted records may remain in its files"
+            return PurgeReport(False, 0, (note,))
+        report = purge()
+        if isinstance(report, PurgeReport):
+            return report
+        return PurgeReport(False, 0, (f"{self.backend.name}: purge() gave no report ({report!r})",))
+
+    def close(self) -> None:
+        """Flush pending writes and close the backend and the state store."""
+        try:
+            self.writer.close()
+        finally:
+            if self._unflushed is not None:
+                release_unflushed(self._unflushed)
+            self.keywords.drop()
+            for cache in self._vector_caches or ():
+                cache.close()  # its queued puts go to the state store's Redis before it closes
+            self.backend.close()
+            self.state.close()
+
+    # --- the validation hook --------------------------------------------------------
+    def validate(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
+        """Every record of every write path passes here before anything is
+        queued: the library's rules, this backend's hard limits, and (when
+        given) one finite vector per record of the collection's dimension;
+        and a backend this process may not use refuses here, not at the flush."""
+        check_usable = getattr(self.backend, "check_usable", None)  # optional in the Backend protocol
+        if callable(check_usable):
+            check_usable()
+        limits = self.limits
+        for record in records:
+            v.check_record(record, limits)
+        if vectors is not None:
+            dimension = self._opened[0] if self._opened is not None else None
+            v.check_vectors(vectors, count=len(records), dimension=dimension, ids=[r.id for r in records])
+
+    # --- dead letters ---------------------------------------------------------------
+    def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:
+        """Records the backend refused, oldest first."""
+        return self.state.dead_letters(user_id)
+
+    def drop_dead_letters(self, record_ids: Sequence[str] | None = None) -> int:
+        """Discard dead letters (all when ``record_ids`` is None)."""
+        ids = [d.record_id for d in self.dead_letters()] if record_ids is None else list(record_ids)
+        return self.state.remove_dead_letters(ids)
+
+    def retry_dead_letters(self, record_ids: Sequence[str] | None = None) -> DeadLetterRetry:
+        """Try refused records again, one by one (after fixing the cause, e.g.
+        a changed collection schema). Stored ones leave the list."""
+        wanted = None if record_ids is None else set(record_ids)
+        stored: list[str] = []
+        failed: dict[str, str] = {}
+        for letter in self.dead_letters():
+            if wanted is not None and letter.record_id not in wanted:
+                continue
+            try:
+                record = MemoryRecord(**letter.record)
+                self.validate([record])
+                if letter.vector is not None:
+                    self.backend.upsert([record], np.asarray([letter.vector], dtype=np.float32))
+                else:
+                    self.backend.update([record])
+            except BackendUnavailableError:
+                raise
+            except (BackendError, InvalidInputError, TypeError) as exc:
+                failed[letter.record_id] = f"{type(exc).__name__}: {exc}"
+                continue
+            self.state.remove_dead_letters([letter.record_id])
+            self._stored([record])
+            stored.append(letter.record_id)
+        return DeadLetterRetry(stored, failed)
+
+
+# --- the factory: one store per identifying config, per process --------------------
+_stores: dict[StoreKey, Store] = {}
+_stores_lock = threading.Lock()
+
+
+def build_store(config: MemoryConfig, *, backend: Backend | None = None, state: StateStore | None = None) -> Store:
+    """A new store for ``config`` (not cached); given parts are used as they are."""
+    if (backend is None and config.url is None and config.backend != "memory") or (
+        state is None and resolve_state_kind(config) == "sqlite"
+    ):
+        _check_persist_dir(config.persist_dir)
+    legacy = None
+    if state is None and resolve_state_kind(config) == "sqlite":
+        legacy = os.path.join(config.persist_dir, "state.sqlite3")
+    settings = writer_settings(config)
+    if (backend is not None or state is not None) and settings.background is None:
+        # A store of its own per core (often one per request): no writer thread to outlive it.
+        settings = dataclasses.replace(settings, background=False)
+    return Store(
+        backend if backend is not None else create_backend(config),
+        state if state is not None else create_state_store(config),
+        collection=config.collection,
+        settings=settings,
+        keyword_cache_users=config.keyword_cache_users,
+        keyword_cache_docs=config.keyword_cache_docs,
+        replica_docs=config.replica_docs,
+        legacy_state_path=legacy,
+    )
+
+
+def _check_persist_dir(path: str) -> None:
+    """A persist_dir that cannot be made or written is a ConfigError naming it,
+    not an OSError from deep inside a backend (a mistyped or read-only path)."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"persist_dir {path!r} cannot be created: {exc.strerror or exc}") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"persist_dir {path!r} is not writable by this process")
+
+
+def open_store(config: MemoryConfig) -> Store:
+    """The process's store for this config's collection, created once.
+
+    Raises:
+        ConfigError: the store is open with other writer settings.
+    """
+    key = StoreKey.of(config)
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = build_store(config)
+            return store
+    store.check_settings(writer_settings(config))
+    return store
+
+
+def release_stores() -> None:
+    """Flush and close every cached store (tests, shutdown)."""
+    with _stores_lock:
+        stores = list(_stores.values())
+        _stores.clear()
+    for store in stores:
+        try:
+            store.close()
+        except Exception as exc:  # noqa: BLE001  # best effort at shutdown: close the others
+            log.warning("memory-vec: closing a store failed: %s", exc)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The static checks CI runs before the tests (they are not tests): the formatter, ruff's rules
+# (function size included: complexity <= 12), mypy --strict, and the import layers contract.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh dev
+paths=(memory_vec langchain_memory_vec llamaindex_memory_vec tests benchmarks scripts)
+.venv/bin/ruff format --check "${paths[@]}"
+.venv/bin/ruff check "${paths[@]}"
+.venv/bin/mypy
+.venv/bin/lint-imports
