@@ -19,12 +19,14 @@ from memory_vec._model import validate as v
 from memory_vec._model.config import MemoryConfig
 from memory_vec._model.errors import ConfigError
 from memory_vec._model.records import (
+    DeleteResult,
     ForgetReceipt,
     MemoryContext,
     MemoryRecord,
     MessageInput,
     MessageLike,
     RecalledMemory,
+    RecheckedSupersede,
     WriteResult,
 )
 from memory_vec._model.trace import TurnTrace, run_in_thread
@@ -131,7 +133,11 @@ class MemoryCore:
             counter=counter,
             summarizer=summarizer,
             extractor=extractor,
-            resolver=ConflictResolver(threshold=threshold, judge=llm if cfg.conflict_judge else None),
+            resolver=ConflictResolver(
+                threshold=threshold,
+                judge=llm if cfg.conflict_judge else None,
+                detector=cfg.conflict_detector,
+            ),
             redactor=redactor or (RegexRedactor() if cfg.redact_pii else None),
         )
         resolution = FactResolution(engine)
@@ -326,8 +332,9 @@ class MemoryCore:
         history. Returns the new memory's id (``WriteResult.id``)."""
         return self._memories.update(memory_id, text, user_id=user_id)
 
-    def delete(self, memory_id: str, *, user_id: str | None = None) -> bool:
-        """Physically delete one memory of the caller's user."""
+    def delete(self, memory_id: str, *, user_id: str | None = None) -> DeleteResult:
+        """Physically delete one memory of the caller's user, with the facts derived
+        from it; what it superseded is current again (see :class:`DeleteResult`)."""
         return self._memories.delete(memory_id, user_id=user_id)
 
     def pin(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
@@ -386,6 +393,12 @@ class MemoryCore:
         report = self._upkeep.maintain(user_id=user_id, now=now, lifecycle=lifecycle, consolidate=consolidate)
         report.restored = restored
         return report
+
+    def recheck_superseded(self, *, user_id: str | None = None, apply: bool = False) -> list[RecheckedSupersede]:
+        """Superseded memories that today's statement model would keep current (a store
+        written by 0.1's rules: events, past, reported or hypothetical values taken for
+        updates). A dry run unless ``apply``; with it, they are current again."""
+        return self._memories.recheck_superseded(user_id, apply=apply)
 
     def compact(self, *, user_id: str | None = None) -> dict[str, list[str]]:
         """Merge a user's near-duplicate facts into one each (provenance kept)."""
@@ -455,7 +468,7 @@ class MemoryCore:
     async def aupdate(self, memory_id: str, text: str, **kwargs: Any) -> WriteResult:
         return await run_in_thread(self.update, memory_id, text, **kwargs)
 
-    async def adelete(self, memory_id: str, **kwargs: Any) -> bool:
+    async def adelete(self, memory_id: str, **kwargs: Any) -> DeleteResult:
         return await run_in_thread(self.delete, memory_id, **kwargs)
 
     async def apin(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
@@ -487,6 +500,9 @@ class MemoryCore:
 
     async def acompact(self, **kwargs: Any) -> dict[str, list[str]]:
         return await run_in_thread(self.compact, **kwargs)
+
+    async def arecheck_superseded(self, *, user_id: str | None = None, apply: bool = False) -> list[RecheckedSupersede]:
+        return await run_in_thread(self.recheck_superseded, user_id=user_id, apply=apply)
 
     async def adead_letters(self, **kwargs: Any) -> list[DeadLetter]:
         return await run_in_thread(self.dead_letters, **kwargs)

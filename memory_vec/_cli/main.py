@@ -13,6 +13,7 @@ also printed on stdout.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from memory_vec._cli.ops import (
     record_dict,
     store_stats,
 )
+from memory_vec._model.queries import RecordFilter
 from memory_vec._model.records import to_datetime
 
 if TYPE_CHECKING:
@@ -364,6 +366,25 @@ def _compact(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_EVERY_SUPERSEDED = RecordFilter(include_superseded=True, kinds=("message", "fact"))
+
+
+def _recheck_supersedes(args: argparse.Namespace) -> int:
+    core = _core(_config(args))
+    users = [args.user] if args.user else sorted({r.user_id for r in core.backend.scan(_EVERY_SUPERSEDED)})
+    found = [(user, x) for user in users for x in core.recheck_superseded(user_id=user, apply=args.apply)]
+    verb = "restored" if args.apply else "would restore"
+    lines = [f"{verb} {len(found)} superseded memories ({len(users)} users checked)"]
+    lines += [f"  {x.record_id} {_short(x.text, 50)!r}  <- {_short(x.by_text, 50)!r}: {x.reason}" for _, x in found]
+    data = {
+        "users": len(users),
+        "applied": args.apply,
+        "restored" if args.apply else "would_restore": [{"user_id": u, **dataclasses.asdict(x)} for u, x in found],
+    }
+    _emit(args, data, "\n".join(lines))
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------- parser
 def _store_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
@@ -377,6 +398,37 @@ def _store_options() -> argparse.ArgumentParser:
     g.add_argument("--session", default=None, help="session id (filter, or the session to act on)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     return p
+
+
+def _add_upkeep_commands(sub: Any, store: argparse.ArgumentParser) -> None:
+    """reembed, dead-letters, backfill-dates, recheck-supersedes, compact: operations on a stored collection."""
+    p = sub.add_parser("reembed", parents=[store], help="rebuild every vector with another embedding model")
+    p.add_argument("--model", required=True)
+    p.set_defaults(func=_reembed)
+    p = sub.add_parser(
+        "dead-letters", parents=[store], help="records the backend refused: list them, retry them, or drop them"
+    )
+    p.add_argument("action", choices=["list", "retry", "drop"], nargs="?", default="list")
+    p.add_argument("--id", action="append", dest="ids", help="only this record id (repeatable)")
+    p.set_defaults(func=_dead_letters)
+    p = sub.add_parser(
+        "backfill-dates",
+        parents=[store],
+        help="store the dates older messages refer to ('yesterday', '上周五') as event_date",
+    )
+    p.add_argument("--dry-run", action="store_true", help="count only; change nothing")
+    p.set_defaults(func=_backfill_dates)
+    p = sub.add_parser(
+        "recheck-supersedes",
+        parents=[store],
+        help="list superseded memories today's rules would keep current (events, past, reported, hypothetical "
+        "values); --apply restores them",
+    )
+    p.add_argument("--apply", action="store_true", help="restore them (default: only list)")
+    p.set_defaults(func=_recheck_supersedes)
+    p = sub.add_parser("compact", parents=[store], help="merge near-duplicate facts of --user (or every user)")
+    p.add_argument("--dry-run", action="store_true", help="show the merges without applying them")
+    p.set_defaults(func=_compact)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -428,25 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also restore records shared with other users (global / agent visibility)",
     )
     p.set_defaults(func=_import)
-    p = sub.add_parser("reembed", parents=[store], help="rebuild every vector with another embedding model")
-    p.add_argument("--model", required=True)
-    p.set_defaults(func=_reembed)
-    p = sub.add_parser(
-        "dead-letters", parents=[store], help="records the backend refused: list them, retry them, or drop them"
-    )
-    p.add_argument("action", choices=["list", "retry", "drop"], nargs="?", default="list")
-    p.add_argument("--id", action="append", dest="ids", help="only this record id (repeatable)")
-    p.set_defaults(func=_dead_letters)
-    p = sub.add_parser(
-        "backfill-dates",
-        parents=[store],
-        help="store the dates older messages refer to ('yesterday', '上周五') as event_date",
-    )
-    p.add_argument("--dry-run", action="store_true", help="count only; change nothing")
-    p.set_defaults(func=_backfill_dates)
-    p = sub.add_parser("compact", parents=[store], help="merge near-duplicate facts of --user (or every user)")
-    p.add_argument("--dry-run", action="store_true", help="show the merges without applying them")
-    p.set_defaults(func=_compact)
+    _add_upkeep_commands(sub, store)
     return parser
 
 

@@ -315,6 +315,12 @@ class MemoryConfig(BaseModel):
         description="How facts are extracted from user messages: offline rules, the LLM (one call per "
         "message, needs llm=), or none (then user messages themselves are checked for conflicts).",
     )
+    conflict_detector: Literal["rules", "learned"] = Field(
+        "rules",
+        description="What decides whether a new fact replaces an older one: the statement model's rules, or the "
+        "small learned judge shipped with the package (n-gram features, no download). Measured side by side in "
+        "benchmarks/RESULTS.md (supersede set).",
+    )
     conflict_judge: bool = Field(
         False, description="Let the LLM (llm=) decide borderline conflicts as ADD / UPDATE / DELETE / NOOP."
     )

@@ -186,6 +186,35 @@ class WriteResult:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class DeleteResult:
+    """What ``delete`` did. True when something was deleted.
+
+    ``deleted_ids``: the memory and the facts derived from it; ``restored_ids``:
+    what it had superseded, current again; ``relinked_ids``: when a superseded
+    memory was deleted (the middle of a chain), its predecessors, now superseded
+    by its successor.
+    """
+
+    deleted_ids: list[str]
+    restored_ids: list[str] = field(default_factory=list)
+    relinked_ids: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.deleted_ids)
+
+
+@dataclass(frozen=True)
+class RecheckedSupersede:
+    """A stored supersede the statement model would not make today (see ``recheck_superseded``)."""
+
+    record_id: str
+    superseded_by: str
+    reason: str
+    text: str
+    by_text: str
+
+
 @dataclass
 class MemoryContext:
     """The memory block for one model call, each slot within its budget."""

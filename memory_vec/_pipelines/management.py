@@ -10,11 +10,11 @@ from typing import Any
 
 from memory_vec._model import validate as v
 from memory_vec._model.errors import InvalidInputError, MemoryNotFoundError, SupersededMemoryError
-from memory_vec._model.records import MemoryRecord, WriteEvent, WriteResult
+from memory_vec._model.records import DeleteResult, MemoryRecord, RecheckedSupersede, WriteEvent, WriteResult
 from memory_vec._model.scope import Scope
 from memory_vec._pipelines.engine import Engine
-from memory_vec._pipelines.resolution import FactOutcome, FactResolution
-from memory_vec._rules.conflict import ConflictAction, ExtractedFact
+from memory_vec._pipelines.resolution import FactOutcome, FactResolution, fact_id, statement_fields
+from memory_vec._rules.conflict import ConflictAction, ExtractedFact, why_restore
 from memory_vec._rules.facts import subject_key
 from memory_vec.backends.base import RecordFilter
 
@@ -124,10 +124,18 @@ class Management:
         return WriteResult(event, record.id, superseded_ids=superseded, pending=not durable, reason=decision.reason)
 
     def update(self, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
-        """Replace a memory's text: the old version is superseded, kept as history."""
+        """Replace a memory's text: the old version is superseded, kept as history.
+
+        The copies of the old text go with it: a message's extracted facts, a
+        fact's source message (so the new text is what recall ranks first), and
+        the summary's lines that repeat it (patched to the new text).
+        """
         e = self.e
         old = self.own_current(memory_id, user_id, "update")
         text = e.redact(v.check_content(text, max_bytes=e.config.max_content_bytes))
+        metadata = dict(old.metadata)
+        if old.kind == "fact":
+            metadata.update(statement_fields(text))
         new = old.copy(
             id=uuid.uuid4().hex,
             text=text,
@@ -135,24 +143,123 @@ class Management:
             valid_to=None,
             superseded_by=None,
             source_ids=list(old.source_ids),
-            metadata=dict(old.metadata),
+            metadata=metadata,
         )
-        e.store.validate([new])
-        vector = e.embed_documents([text], old.user_id)[0]
-        e.writer.write([new], vector[None, :])
-        e.writer.update([old.copy(valid_to=new.timestamp, superseded_by=new.id)])
-        e.written(old.user_id, [new])
-        return WriteResult(WriteEvent.UPDATED, new.id, superseded_ids=[old.id])
+        facts = self._facts_of(new) if old.kind == "message" else []
+        e.store.validate([new, *facts])
+        vectors = e.embed_documents([r.text for r in (new, *facts)], old.user_id)
+        e.writer.write([new, *facts], vectors)
+        copies = [c for c in self._copies(old) if c.valid_to is None and c.id not in {f.id for f in facts}]
+        e.writer.update([r.copy(valid_to=new.timestamp, superseded_by=new.id) for r in (old, *copies)])
+        e.written(old.user_id, [new, *facts])
+        scope = e.scope(old.user_id, old.session_id)
+        self.resolution.patch_summary(scope, old.subject, [old.text, *(c.text for c in copies)], new.text)
+        return WriteResult(
+            WriteEvent.UPDATED,
+            new.id,
+            superseded_ids=[old.id, *(c.id for c in copies)],
+            reason="update: the caller's new text",
+        )
 
-    def delete(self, memory_id: str, *, user_id: str | None = None) -> bool:
-        """Physically delete one memory of the caller's user."""
+    def delete(self, memory_id: str, *, user_id: str | None = None) -> DeleteResult:
+        """Physically delete one memory of the caller's user, with its copies.
+
+        A message's extracted facts are deleted with it, and its lines leave the
+        summary. What it had superseded becomes current again; deleting the middle
+        of a chain (5000 -> 8000 -> 9000: delete 8000) links its predecessors to
+        its successor instead, so 9000 stays current and the chain stays whole.
+        """
         e = self.e
-        record = self.own_current(memory_id, user_id, "delete")
-        e.drop_from_state([record])
-        e.writer.forget([record.id])
-        e.backend.delete(ids=[record.id])
+        record = self.own(memory_id, user_id)
+        targets = [record, *(c for c in self._copies(record) if c.kind == "fact")]
+        ids = {t.id for t in targets}
+        predecessors = self._superseded_by(record.user_id, ids)
+        successor = record.superseded_by
+        if successor:
+            changed = [p.copy(superseded_by=successor) for p in predecessors]
+        else:
+            changed = [p.copy(valid_to=None, superseded_by=None) for p in predecessors]
+        e.drop_from_state(targets)
+        e.writer.forget(list(ids))
+        e.backend.delete(ids=list(ids))
+        if changed:
+            e.writer.update(changed)
         e.deleted(record.user_id)
-        return True
+        restored = [] if successor else [p for p in changed if p.id not in ids]
+        scope = e.scope(record.user_id, record.session_id)
+        newest = max(restored, key=lambda r: r.timestamp, default=None)
+        self.resolution.patch_summary(scope, record.subject, [t.text for t in targets], newest.text if newest else None)
+        return DeleteResult(
+            deleted_ids=[t.id for t in targets],
+            restored_ids=[p.id for p in restored],
+            relinked_ids=[p.id for p in changed] if successor else [],
+        )
+
+    def recheck_superseded(self, user_id: str | None = None, *, apply: bool = False) -> list[RecheckedSupersede]:
+        """The user's superseded memories that the statement model would keep current today
+        (an event, a past, reported or hypothetical value taken for an update by 0.1's rules);
+        with ``apply``, they are restored. Edits by ``update`` and assistant echoes are left alone."""
+        e = self.e
+        user = e.scope(user_id).user_id
+        records = {r.id: r for r in e.writer.scan(RecordFilter(user_id=user, include_superseded=True))}
+        found = []
+        for r in records.values():
+            by = records.get(r.superseded_by or "")
+            if r.valid_to is None or by is None or r.role != "user" or r.kind not in ("message", "fact"):
+                continue
+            if by.seq == r.seq and by.session_id == r.session_id:
+                continue  # an edit keeps its seq: the caller's word, not a rule's
+            if why := why_restore(r.text, by.text):
+                found.append(RecheckedSupersede(r.id, by.id, why, r.text, by.text))
+        if apply and found:
+            e.writer.update([records[x.record_id].copy(valid_to=None, superseded_by=None) for x in found])
+        return found
+
+    def _facts_of(self, message: MemoryRecord) -> list[MemoryRecord]:
+        """The facts of an edited message, extracted again from its new text, so a
+        later update of the same value finds them (no conflict check: the edit is the caller's word)."""
+        e = self.e
+        trace = e.start_trace("update", e.scope(message.user_id, message.session_id))
+        return [
+            MemoryRecord(
+                id=fact_id(message.id, index),
+                text=fact.text,
+                role=message.role,
+                user_id=message.user_id,
+                session_id=message.session_id,
+                timestamp=message.timestamp,
+                kind="fact",
+                seq=message.seq,
+                agent_id=message.agent_id,
+                importance=fact.importance,
+                metadata={"type": fact.type, **statement_fields(fact.text), **message.metadata},
+                subject=fact.subject,
+                source_ids=[message.id],
+            )
+            for index, fact in enumerate(self.resolution.extract(message.role, message.text, trace))
+            if not (fact.transient and e.config.skip_transient)
+        ]
+
+    def _copies(self, record: MemoryRecord) -> list[MemoryRecord]:
+        """The records that carry ``record``'s text: a message's facts, or a fact's source messages."""
+        e = self.e
+        if record.kind == "fact":
+            return [s for s in e.writer.get(record.source_ids) if s.user_id == record.user_id]
+        if record.kind != "message":
+            return []
+        where = RecordFilter(
+            user_id=record.user_id,
+            session_id=record.session_id,
+            kinds=("fact",),
+            seq_min=record.seq,
+            seq_max=record.seq,
+            include_superseded=True,
+        )
+        return [f for f in e.writer.scan(where) if record.id in f.source_ids]
+
+    def _superseded_by(self, user_id: str, ids: set[str]) -> list[MemoryRecord]:
+        where = RecordFilter(user_id=user_id, include_superseded=True)
+        return [r for r in self.e.writer.scan(where) if r.superseded_by in ids and r.id not in ids]
 
     def set_pinned(self, memory_id: str, pinned: bool, *, user_id: str | None = None) -> MemoryRecord:
         record = self.own_current(memory_id, user_id, "pin" if pinned else "unpin").copy(pinned=pinned)

@@ -19,11 +19,12 @@ from memory_vec._model.records import MemoryRecord, WriteEvent
 from memory_vec._model.scope import Scope
 from memory_vec._model.trace import TurnTrace
 from memory_vec._pipelines.engine import Engine
+from memory_vec._rules.assertion import assess
 from memory_vec._rules.conflict import ConflictAction, ExistingFact, ExtractedFact, patch_summary
 from memory_vec._rules.facts import extract_values, is_question, split_sentences, subject_key
 from memory_vec.backends.base import RecordFilter
 
-__all__ = ["MAX_FACTS_PER_MESSAGE", "BatchFacts", "FactOutcome", "FactResolution", "fact_id"]
+__all__ = ["MAX_FACTS_PER_MESSAGE", "BatchFacts", "FactOutcome", "FactResolution", "fact_id", "statement_fields"]
 
 _NEIGHBOURS = 5
 # Facts kept per message: a pasted document is not a thousand facts, each an
@@ -31,6 +32,12 @@ _NEIGHBOURS = 5
 MAX_FACTS_PER_MESSAGE = 32
 _PATCH_ATTEMPTS = 5
 _FACT_IDS = uuid.UUID("6f1d3c2e-54a7-4c1b-9a57-7e0b3f6d8a21")
+
+
+def statement_fields(text: str) -> dict[str, str]:
+    """The statement model of a fact, as the documented metadata fields ``modality`` and ``statement``."""
+    assertion = assess(text)
+    return {"modality": assertion.modality.value, "statement": assertion.kind.value}
 
 
 def fact_id(message_id: str, index: int) -> str:
@@ -203,7 +210,7 @@ class FactResolution:
                         seq=message.seq,
                         agent_id=message.agent_id,
                         importance=fact.importance,
-                        metadata={"type": fact.type, **message.metadata},
+                        metadata={"type": fact.type, **statement_fields(fact.text), **message.metadata},
                         subject=fact.subject,
                         source_ids=[message.id],
                     )
@@ -217,6 +224,7 @@ class FactResolution:
                     )
                     out.superseded.setdefault(message.id, []).extend(superseded)
                     out.events[message.id] = WriteEvent.UPDATED
+                    out.reasons[message.id] = f"{decision.action.value.lower()}: {decision.reason}"
                     old_texts = [u.text for u in out.updates if u.id in superseded]
                     out.summary_patches.append((fact.subject, old_texts, fact.text))
         return out
@@ -286,7 +294,7 @@ class FactResolution:
                     echoes.append(reply)
         return echoes
 
-    def patch_summary(self, scope: Scope, subject: str | None, old_texts: list[str], new_text: str) -> bool:
+    def patch_summary(self, scope: Scope, subject: str | None, old_texts: list[str], new_text: str | None) -> bool:
         """Rewrite superseded values in the running summary.
 
         Compare-and-set like a fold: the patch commits only if neither the

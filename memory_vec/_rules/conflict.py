@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from memory_vec._rules.assertion import Assertion, assess, why_not_superseding
 from memory_vec._rules.extraction import EXTRACTION_PROMPT, ExtractedFact, FactExtractor, LLMExtractor, RuleExtractor
 from memory_vec._rules.facts import (
     distinct_subjects,
@@ -31,6 +32,7 @@ from memory_vec._rules.facts import (
 )
 from memory_vec._rules.owners import detect_owner, owner_of
 from memory_vec._rules.ranking import dedupe_key
+from memory_vec._rules.supersede_model import shipped_model
 
 __all__ = [
     "EXTRACTION_PROMPT",
@@ -43,6 +45,7 @@ __all__ = [
     "LLMExtractor",
     "RuleExtractor",
     "patch_summary",
+    "why_restore",
 ]
 
 
@@ -73,6 +76,34 @@ class ConflictDecision:
     judged: bool = False
 
 
+_BORDERLINE = "borderline"
+
+
+@dataclass(frozen=True)
+class _NewFact:
+    """What every comparison needs of the new fact, computed once."""
+
+    fact: ExtractedFact
+    key: str
+    values: set[str]
+    subject: str | None
+    owner: str
+    pref: tuple[str, bool] | None
+    assertion: Assertion
+
+    @classmethod
+    def of(cls, fact: ExtractedFact) -> _NewFact:
+        return cls(
+            fact,
+            dedupe_key(fact.text),
+            extract_values(fact.text),
+            fact.subject or subject_key(fact.text),
+            fact.owner or owner_of(fact.subject, fact.text),
+            preference(fact.text),
+            assess(fact.text),
+        )
+
+
 @dataclass
 class ConflictResolver:
     """Decides what a new fact does to its nearest existing facts.
@@ -91,6 +122,9 @@ class ConflictResolver:
 
     threshold: float = 0.8
     judge: Callable[[str], str] | None = None
+    #: ``rules`` (the statement model and the value rules below) or ``learned``
+    #: (:class:`~memory_vec._rules.supersede_model.SupersedeModel` decides each same-owner pair).
+    detector: str = "rules"
     judge_margin: float = 0.1
     judge_calls: int = field(default=0, init=False)
 
@@ -100,64 +134,84 @@ class ConflictResolver:
         """``subject_only``: supersede only on a matching subject key (used for
         raw messages when no extractor runs, where similar chat lines with
         different numbers are usually different things, not updates)."""
-        new_key = dedupe_key(fact.text)
-        new_values = extract_values(fact.text)
-        new_subject = fact.subject or subject_key(fact.text)
-        new_owner = fact.owner or owner_of(fact.subject, fact.text)
-        new_pref = preference(fact.text)
+        new = _NewFact.of(fact)
         superseded: list[str] = []
+        reasons: list[str] = []
         borderline: list[ExistingFact] = []
+        kept_because = ""
         for old in existing:
-            if dedupe_key(old.text) == new_key:
+            if dedupe_key(old.text) == new.key:
                 return ConflictDecision(ConflictAction.NOOP, duplicate_of=old.id, reason="exact duplicate")
-            if owner_of(old.subject, old.text) != new_owner:
+            if owner_of(old.subject, old.text) != new.owner:
                 continue  # someone else's fact: not an update, not even a borderline one
-            old_subject = old.subject or subject_key(old.text)
-            old_values = extract_values(old.text)
-            same_subject = bool(new_subject) and new_subject == old_subject
-            # Both name a subject and each names something the other does not
-            # ("thesis deadline" / "project deadline"): similar wording alone
-            # must not make one overwrite the other.
-            other_subject = bool(new_subject and old_subject and distinct_subjects(new_subject, old_subject))
-            if fact.negated and same_subject:
-                superseded.append(old.id)
+            if self.detector == "learned":
+                model = shipped_model()
+                if model.probability(old.text, fact.text) >= model.threshold:
+                    superseded.append(old.id)
+                    reasons.append("learned judge")
                 continue
-            old_pref = preference(old.text)
-            if new_pref and old_pref and new_pref[0] == old_pref[0] and new_pref[1] != old_pref[1]:
-                superseded.append(old.id)  # "I love sushi" -> "I don't like sushi (anymore)", and back
+            # Only an asserted-now state replaces an asserted state of the same entity.
+            if why := why_not_superseding(new.assertion, assess(old.text)):
+                kept_because = kept_because or why
                 continue
-            # (Tried: letting a nested subject, "budget cap" / "budget", supersede
-            # on differing values. Conflict benchmark, EN: stale@5 0.113 -> 0.083
-            # but current@5 0.979 -> 0.921 and false overwrites 42 -> 99: dropped.)
-            if (
-                same_subject
-                and new_values != old_values
-                and (new_values or old_values)
-                and ((new_values and old_values) or _short_values(fact.text, old.text))
-            ):
-                superseded.append(old.id)  # a value on one side only: both must set a short value
-            elif same_subject and not new_values and not old_values and _new_value_text(fact.text, old.text):
-                superseded.append(old.id)  # "favorite drink is tea" -> "... is now coffee"
-            elif (
-                not subject_only
-                and old.similarity >= self.threshold
-                and new_values
-                and old_values
-                and not other_subject
-                and new_values != old_values
-                and _comparable(new_values, old_values)
-                and not _different_units(fact.text, old.text)
-                and not _different_anchors(fact.text, old.text, new_values, old_values)
-            ):
-                superseded.append(old.id)
-            elif same_subject or old.similarity >= self.threshold - self.judge_margin:
+            verdict = self._rule_verdict(new, old, subject_only=subject_only)
+            if verdict == _BORDERLINE:
                 borderline.append(old)
+            elif verdict:
+                superseded.append(old.id)
+                reasons.append(verdict)
         if superseded:
             action = ConflictAction.DELETE if fact.negated else ConflictAction.UPDATE
-            return ConflictDecision(action, tuple(superseded), reason="same subject, new value")
+            return ConflictDecision(action, tuple(superseded), reason=reasons[0])
         if self.judge is not None and borderline:
             return self._ask_judge(fact, borderline)
-        return ConflictDecision(ConflictAction.ADD, reason="new fact")
+        return ConflictDecision(ConflictAction.ADD, reason=f"kept: {kept_because}" if kept_because else "new fact")
+
+    def _rule_verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool) -> str:
+        """Why the rules supersede ``old`` (the rule's name), :data:`_BORDERLINE`, or ""."""
+        old_subject = old.subject or subject_key(old.text)
+        old_values = extract_values(old.text)
+        same_subject = bool(new.subject) and new.subject == old_subject
+        if new.fact.negated and same_subject:
+            return "rule: retraction of the subject"
+        old_pref = preference(old.text)
+        if new.pref and old_pref and new.pref[0] == old_pref[0] and new.pref[1] != old_pref[1]:
+            return "rule: the opposite liking"  # "I love sushi" -> "I don't like sushi (anymore)", and back
+        # (Tried: letting a nested subject, "budget cap" / "budget", supersede
+        # on differing values. Conflict benchmark, EN: stale@5 0.113 -> 0.083
+        # but current@5 0.979 -> 0.921 and false overwrites 42 -> 99: dropped.)
+        values_differ = new.values != old_values
+        # a value on one side only: both must set a short value
+        if (
+            same_subject
+            and values_differ
+            and ((new.values and old_values) or ((new.values or old_values) and _short_values(new.fact.text, old.text)))
+        ):
+            return "rule: same subject, new value"
+        if same_subject and not new.values and not old_values and _new_value_text(new.fact.text, old.text):
+            return "rule: same subject, new value"  # "favorite drink is tea" -> "... is now coffee"
+        if not subject_only and old.similarity >= self.threshold and self._similar_new_value(new, old, old_subject):
+            return "rule: similar statement, new value"
+        if same_subject or old.similarity >= self.threshold - self.judge_margin:
+            return _BORDERLINE
+        return ""
+
+    @staticmethod
+    def _similar_new_value(new: _NewFact, old: ExistingFact, old_subject: str | None) -> bool:
+        """Similar statements with comparable values that differ: the same thing changed."""
+        old_values = extract_values(old.text)
+        # Both name a subject and each names something the other does not
+        # ("thesis deadline" / "project deadline"): similar wording alone
+        # must not make one overwrite the other.
+        if new.subject and old_subject and distinct_subjects(new.subject, old_subject):
+            return False
+        return (
+            bool(new.values and old_values)
+            and new.values != old_values
+            and _comparable(new.values, old_values)
+            and not _different_units(new.fact.text, old.text)
+            and not _different_anchors(new.fact.text, old.text, new.values, old_values)
+        )
 
     def _ask_judge(self, fact: ExtractedFact, borderline: Sequence[ExistingFact]) -> ConflictDecision:
         assert self.judge is not None
@@ -183,6 +237,15 @@ class ConflictResolver:
         if verb == "NOOP":
             return ConflictDecision(ConflictAction.NOOP, duplicate_of=targets[0], reason="judge: known", judged=True)
         return ConflictDecision(ConflictAction.ADD, reason="judge: add", judged=True)
+
+
+def why_restore(old_text: str, new_text: str) -> str:
+    """For a stored supersede (``new`` replaced ``old``): the reason the statement
+    model would not make it today, "" if it still would. Stores written by 0.1's
+    rules hold supersedes of events, past, reported or hypothetical values."""
+    if owner_of(None, old_text) != owner_of(None, new_text):
+        return "another owner"
+    return why_not_superseding(assess(new_text), assess(old_text))
 
 
 def _short_values(new_text: str, old_text: str) -> bool:
@@ -234,8 +297,10 @@ def _comparable(a: set[str], b: set[str]) -> bool:
     return numeric(a) == numeric(b)
 
 
-def patch_summary(summary: str, *, subject: str | None, old_texts: Sequence[str], new_text: str) -> str:
+def patch_summary(summary: str, *, subject: str | None, old_texts: Sequence[str], new_text: str | None) -> str:
     """Make a line-oriented summary agree with an update; the new statement is added.
+
+    ``new_text`` None: the old statements were deleted; their lines go, nothing is added.
 
     A line goes when it repeats a superseded statement (the user's, or the
     assistant's echo of it), when it carries a superseded value and speaks of
@@ -245,13 +310,13 @@ def patch_summary(summary: str, *, subject: str | None, old_texts: Sequence[str]
     """
     if not summary:
         return summary
-    owner = owner_of(subject, new_text)
+    owner = owner_of(subject, new_text or (old_texts[0] if old_texts else ""))
     old_keys = {dedupe_key(t) for t in old_texts}
     old_values: set[str] = set()
     for text in old_texts:
         old_values |= extract_values(text)
-    stale = old_values - extract_values(new_text)
-    new_pref = preference(new_text)
+    stale = old_values - extract_values(new_text or "")
+    new_pref = preference(new_text) if new_text else None
     lines = summary.splitlines()
     kept = []
     for line in lines:
@@ -273,8 +338,9 @@ def patch_summary(summary: str, *, subject: str | None, old_texts: Sequence[str]
         kept.append(line)
     if len(kept) == len(lines):
         return summary  # the summary never stated the old value
-    marker = "- [user] " if summary.lstrip().startswith("- ") else ""
-    kept.append(f"{marker}{new_text}")
+    if new_text:
+        marker = "- [user] " if summary.lstrip().startswith("- ") else ""
+        kept.append(f"{marker}{new_text}")
     return "\n".join(kept)
 
 

@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from memory_vec._model.errors import SummaryRejectedError
 from memory_vec._model.session import StateMessage
+from memory_vec._rules.assertion import Kind, Modality, assess
 from memory_vec._rules.facts import analyze, extract_values, is_chinese, mentions_subject, preference, split_sentences
 from memory_vec._rules.owners import owner_of
 from memory_vec._rules.tokens import TokenCounter
@@ -224,6 +225,8 @@ def _newest_value_wins(lines: list[_Line]) -> list[_Line]:
     liked: dict[str, _Line] = {}
     prefs = {line.order: preference(_body(line.text)) for line in lines}
     for line in lines:
+        if not _sets_current_value(line.text):
+            continue  # a question, a plan, a past or reported value, an echo: kept as itself, overrides nothing
         if line.subject:
             latest[line.subject] = line
         pref = prefs[line.order]
@@ -247,6 +250,13 @@ def _newest_value_wins(lines: list[_Line]) -> list[_Line]:
         if not superseded:
             kept.append(line)
     return kept
+
+
+def _sets_current_value(line: str) -> bool:
+    """The user asserting, now, a state: the only kind of line that replaces another."""
+    role = line[1 : line.index("]")] if line.startswith("[") and "]" in line else "user"
+    statement = assess(_body(line), role)
+    return statement.modality is Modality.ASSERTED and statement.kind is Kind.STATE
 
 
 def _body(text: str) -> str:

@@ -148,7 +148,9 @@ def test_manage_single_memories_within_user_scope(make_core) -> None:  # type: i
     assert core.delete(updated.id)
     with pytest.raises(MemoryNotFoundError):
         core.get(updated.id)
-    assert core.remember("Remember that I prefer aisle seats").event is WriteEvent.ADDED  # old one superseded
+    # Deleting the newer value made the older one current again: remembering it again is a duplicate.
+    assert core.get(r.id).valid_to is None
+    assert core.remember("Remember that I prefer aisle seats").event is WriteEvent.SKIPPED_DUPLICATE
 
 
 def test_llm_extractor_bad_json_is_skipped_with_reason(make_core, hash_embedder) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,234 @@
+"""What a statement asserts, and what the memory serves as current because of it (#44).
+
+Unit tier: the hashing embedder, in-process stores. The same behaviours on
+every backend are in tests/reliability/test_conflict_backends.py; the rates on
+the frozen supersede set are a benchmark (benchmarks/supersede).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_vec import WriteEvent
+from memory_vec._model.queries import RecordFilter
+from memory_vec._model.session import StateMessage
+from memory_vec._rules.assertion import Kind, Modality, assess
+from memory_vec._rules.conflict import patch_summary
+from memory_vec._rules.summary import ExtractiveSummarizer
+from memory_vec._rules.tokens import get_token_counter
+
+
+@pytest.mark.parametrize(
+    ("text", "role", "modality"),
+    [
+        ("The budget is 8000 euros.", "user", Modality.ASSERTED),
+        ("The budget used to be 9000.", "user", Modality.PAST),
+        ("Last year the budget was 9000.", "user", Modality.PAST),
+        ("The budget was 5000 but now it's 8000.", "user", Modality.ASSERTED),
+        ("Suppose the budget is 9000.", "user", Modality.HYPOTHETICAL),
+        ("Let's say the budget is 9000.", "user", Modality.HYPOTHETICAL),
+        ("I wish the budget were 9000.", "user", Modality.HYPOTHETICAL),
+        ("He told me the budget is 9000.", "user", Modality.REPORTED),
+        ("According to Tom the budget is 9000.", "user", Modality.REPORTED),
+        ("Is the budget 9000?", "user", Modality.QUESTION),
+        ("Next month we might raise the budget to 9000.", "user", Modality.PLANNED),
+        ("Great, so the budget is 9000.", "assistant", Modality.ECHO),
+        ("预算调整到8000元了。", "user", Modality.ASSERTED),
+        ("去年预算是9000元。", "user", Modality.PAST),
+        ("原来是5000，现在改成8000了。", "user", Modality.ASSERTED),
+        ("假设预算是9000元。", "user", Modality.HYPOTHETICAL),
+        ("如果预算是9000元的话就好了。", "user", Modality.HYPOTHETICAL),
+        ("同事说预算是9000元。", "user", Modality.REPORTED),
+        ("老板说预算是9000元。", "user", Modality.REPORTED),
+        ("预算是9000元吗？", "user", Modality.QUESTION),
+        ("下个月可能把预算提高到9000元。", "user", Modality.PLANNED),
+    ],
+)
+def test_modality(text: str, role: str, modality: Modality) -> None:
+    assert assess(text, role).modality is modality
+
+
+def test_events_and_entities() -> None:
+    assert assess("I ran 5 km on Monday.").kind is Kind.EVENT
+    assert assess("我周一跑了5公里。").kind is Kind.EVENT
+    assert assess("I moved to Lyon.").kind is Kind.STATE  # a change of state, not an event
+    assert assess("My budget is 5000.").kind is Kind.STATE
+    assert assess("Room 101 has a broken lamp.").entities == {"room 101"}
+    assert assess("3号床的病人今天出院。").entities == {"3号床"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I ran 5 km on Monday.", "I ran 10 km on Wednesday."),
+        ("Room 101 has a broken lamp.", "Room 205 has a broken lamp."),
+        ("The budget is 5000 euros.", "The budget used to be 9000 euros."),
+        ("The budget is 5000 euros.", "Last year the budget was 9000 euros."),
+        ("The budget is 5000 euros.", "Suppose the budget is 9000 euros."),
+        ("The budget is 5000 euros.", "Let's say the budget is 9000 euros."),
+        ("The budget is 5000 euros.", "He told me the budget is 9000 euros."),
+        ("预算是5000元。", "同事说预算是9000元。"),
+        ("预算是5000元。", "老板说预算是9000元。"),
+        ("预算是5000元。", "去年预算是9000元。"),
+        ("预算是5000元。", "假设预算是9000元。"),
+        ("预算是5000元。", "如果预算是9000元的话，我们可以换沙发。"),
+    ],
+)
+def test_not_an_update_is_kept_as_itself(make_core, old: str, new: str) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    first = core.add_message("user", old)
+    second = core.add_message("user", new)
+    assert second.superseded_ids == [] and second.event is not WriteEvent.UPDATED
+    assert second.reason.startswith("kept") or second.reason == ""
+    current = {h.text for h in core.recall(old, k=10)}
+    assert old in current, f"{old!r} is no longer served after {new!r}"
+    assert core.get(first.id).valid_to is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The budget is 5000 euros.", "The budget is now 8000 euros."),
+        ("我的预算是5000元。", "预算调整到8000元。"),
+        ("I love sushi.", "I don't like sushi anymore."),
+    ],
+)
+def test_an_update_supersedes_and_says_why(make_core, old: str, new: str) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    first = core.add_message("user", old)
+    second = core.add_message("user", new)
+    assert first.id in second.superseded_ids
+    assert second.reason.startswith(("update: rule:", "delete: rule:"))
+
+
+def test_facts_carry_their_modality_and_recall_filters_on_it(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    core.add_message("user", "My budget is 5000 euros.")
+    core.add_message("user", "My boss said the budget is 9000 euros.")
+    facts = core.backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))
+    assert {f.metadata["modality"] for f in facts} == {"asserted", "reported"}
+    assert {f.metadata["statement"] for f in facts} == {"state"}
+    asserted = core.backend.scan(RecordFilter(user_id="u1", kinds=("fact",), metadata={"modality": "asserted"}))
+    assert [f.text for f in asserted] == ["My budget is 5000 euros."]
+
+
+def _summary(lines: list[tuple[str, str]]) -> str:
+    messages = [StateMessage(i + 1, str(i), role, text, 0.0, 10) for i, (role, text) in enumerate(lines)]
+    return ExtractiveSummarizer(counter=get_token_counter()).summarize("", messages, max_tokens=400)
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        ("user", "Suppose the budget is 9000 euros."),
+        ("user", "Is the budget 9000 euros?"),
+        ("user", "Next month we might raise the budget to 9000 euros."),
+        ("assistant", "Great, so the budget is 9000 euros."),
+        ("user", "My boss said the budget is 9000 euros."),
+    ],
+)
+def test_the_extractive_summary_keeps_the_users_value(later: tuple[str, str]) -> None:
+    assert "5000" in _summary([("user", "My budget is 5000 euros."), later])
+
+
+@pytest.mark.parametrize(
+    "later", ["预算是9000元吗？", "下个月可能把预算提高到9000元。", "假设预算是9000元。", "同事说预算是9000元。"]
+)
+def test_the_extractive_summary_keeps_the_users_value_zh(later: str) -> None:
+    assert "5000" in _summary([("user", "我的预算是5000元。"), ("user", later)])
+
+
+def test_an_update_still_replaces_the_value_in_the_summary() -> None:
+    summary = _summary([("user", "My budget is 5000 euros."), ("user", "My budget is now 8000 euros.")])
+    assert "8000" in summary and "5000" not in summary
+
+
+def test_patch_summary_without_a_new_text_only_removes() -> None:
+    summary = "- [user] My budget is 5000 euros.\n- [user] I like tea."
+    patched = patch_summary(summary, subject="budget", old_texts=["My budget is 5000 euros."], new_text=None)
+    assert patched == "- [user] I like tea."
+
+
+# --- edits reach every copy ------------------------------------------------------------------
+
+
+def _budget(core) -> list[str]:  # type: ignore[no-untyped-def]
+    return [h.text for h in core.recall("what is my budget", k=5)]
+
+
+def test_update_of_a_message_reaches_its_facts(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    first = core.add_message("user", "My budget is 5000 euros.")
+    edited = core.update(first.id, "My budget is 7000 euros.")
+    assert set(first.fact_ids) <= set(edited.superseded_ids)
+    assert all(core.get(f).valid_to is not None for f in first.fact_ids)
+    assert _budget(core)[0] == "My budget is 7000 euros." and not any("5000" in t for t in _budget(core))
+    later = core.add_message("user", "My budget is now 9000 euros.")  # the edit's own facts are found
+    assert edited.id in later.superseded_ids
+
+
+def test_update_of_a_fact_makes_the_new_text_current_and_first(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    first = core.add_message("user", "My budget is 5000 euros.")
+    edited = core.update(first.fact_ids[0], "My budget is 6500 euros.")
+    assert first.id in edited.superseded_ids  # the source message said the old value
+    assert _budget(core)[0] == "My budget is 6500 euros."
+    assert not any("5000" in t for t in _budget(core))
+
+
+def test_delete_of_a_message_takes_its_facts_and_summary_lines(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core(max_token_limit=150, summary_max_tokens=60, keep_recent_turns=2)
+    first = core.add_message("user", "The budget is 5000 dollars.")
+    for i in range(12):
+        core.add_message("user", f"chatting about hobby number {i} and other things")
+    assert "5000" in core.working_state().summary
+    result = core.delete(first.id)
+    assert set(result.deleted_ids) == {first.id, *first.fact_ids}
+    assert "5000" not in core.working_state().summary
+    assert not any("5000" in h.text for h in core.recall("what is the budget", k=10))
+    assert not any("5000" in r["text"] for r in core.export_memories()["records"])
+
+
+def test_delete_of_the_newer_value_makes_the_older_current(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    old = core.add_message("user", "My budget is 5000 euros.")
+    new = core.add_message("user", "My budget is now 8000 euros.")
+    result = core.delete(new.id)
+    assert old.id in result.restored_ids and core.get(old.id).valid_to is None
+    assert _budget(core)[0] == "My budget is 5000 euros."
+
+
+def test_delete_of_the_middle_of_a_chain_keeps_it_whole(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    a = core.add_message("user", "My budget is 5000 euros.")
+    b = core.add_message("user", "My budget is now 8000 euros.")
+    c = core.add_message("user", "My budget is now 9000 euros.")
+    result = core.delete(b.fact_ids[0])  # superseded: allowed, and said so in the result
+    assert result.restored_ids == [] and a.fact_ids[0] in result.relinked_ids
+    assert core.get(a.fact_ids[0]).superseded_by == c.fact_ids[0]
+    assert _budget(core)[0] == "My budget is now 9000 euros."
+    assert [r.id for r in core.history(c.fact_ids[0])] == [a.fact_ids[0], c.fact_ids[0]]
+
+
+# --- repair of stores written by the old rules ------------------------------------------------
+
+
+def test_recheck_restores_what_the_old_rules_superseded(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    kept = core.add_message("user", "I ran 5 km on Monday.")
+    later = core.add_message("user", "I ran 10 km on Wednesday.")
+    budget = core.add_message("user", "My budget is 5000 euros.")
+    update = core.add_message("user", "My budget is now 8000 euros.")
+    # What 0.1's rules wrote: the second run superseded the first.
+    wrong = [core.get(i).copy(valid_to=later_ts, superseded_by=later.fact_ids[0]) for i in (kept.id, *kept.fact_ids)]
+    core.backend.update(wrong)
+    found = core.recheck_superseded()
+    assert {x.record_id for x in found} == {kept.id, *kept.fact_ids}
+    assert all("event" in x.reason for x in found)
+    assert core.get(kept.id).valid_to is not None  # a dry run changes nothing
+    core.recheck_superseded(apply=True)
+    assert core.get(kept.id).valid_to is None and core.get(budget.id).valid_to is not None  # a real update stays
+    assert core.recheck_superseded() == [] and update.superseded_ids
+
+
+later_ts = 1_900_000_000.0
