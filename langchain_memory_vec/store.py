@@ -56,6 +56,8 @@ from memory_vec import MemoryConfig
 from memory_vec._model.errors import ConfigError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec._rules.bm25 import BM25Index, IndexedDoc
+from memory_vec._rules.conflict import ConflictAction, ConflictResolver, ExistingFact, ExtractedFact
+from memory_vec._rules.facts import subject_key
 from memory_vec._rules.ranking import Candidate, RankingPolicy, rank
 from memory_vec.backends import Backend, RecordFilter, create_backend
 from memory_vec.backends.base import BackendLimits
@@ -117,8 +119,16 @@ class VectorSummaryStore(BaseStore):
             removed by :meth:`sweep_ttl`.
         user_position: which namespace element is the user id.
         allow_cross_user: let searches and listings span users (admin only).
-        conflict_overwrite: supersede other keys that state a conflicting
-            fact (not implemented yet; must stay ``False``).
+        conflict_overwrite: the current-value rule of the core, for items: an
+            indexed item whose text updates another item of the same namespace
+            ("budget is now 8000" after "budget is 5000", under another key)
+            supersedes it. ``search`` then returns only the current one; ``get``
+            by key still returns what was put under that key; the older record
+            is marked superseded (its ``superseded_by``, and ``lg_superseded_by``
+            naming the newer key, in its metadata); deleting the newer item
+            makes the older current again. Events, other entities, and past,
+            planned, reported or hypothetical statements never supersede.
+            Default True; ``False`` keeps every key as put.
         clock: epoch seconds (tests pass a fake clock for TTL).
     """
 
@@ -134,14 +144,9 @@ class VectorSummaryStore(BaseStore):
         ttl: TTLConfig | None = None,
         user_position: int = 1,
         allow_cross_user: bool = False,
-        conflict_overwrite: bool = False,
+        conflict_overwrite: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if conflict_overwrite:
-            raise NotImplementedError(
-                "VectorSummaryStore(conflict_overwrite=True) is not implemented yet: put() replaces only the "
-                "same (namespace, key). Leave conflict_overwrite=False."
-            )
         if isinstance(user_position, bool) or not isinstance(user_position, int) or user_position < 0:
             raise ConfigError(f"VectorSummaryStore.user_position: got {user_position!r}; expected an int >= 0")
         self.config = config or MemoryConfig()
@@ -175,6 +180,10 @@ class VectorSummaryStore(BaseStore):
             threshold=c.score_threshold or 0.0,
             collapse_duplicates=False,  # equal texts under two keys are two items
         )
+        threshold = c.conflict_threshold
+        if threshold is None:
+            threshold = float(getattr(self.embedder, "conflict_threshold", 0.8))
+        self.resolver = ConflictResolver(threshold, detector=c.conflict_detector) if conflict_overwrite else None
         self._clock = clock
         self._last = 0.0
         self._clock_lock = threading.Lock()
@@ -268,7 +277,9 @@ class VectorSummaryStore(BaseStore):
         items = [
             i
             for i in self._load(user, now, loaded)
-            if i.namespace[: len(prefix)] == prefix and matches_filter(i.value, op.filter)
+            if i.namespace[: len(prefix)] == prefix
+            and i.record.valid_to is None  # superseded by a newer item: get() by key still has it
+            and matches_filter(i.value, op.filter)
         ]
         ranked: list[tuple[StoredItem, float | None]]
         if op.query:
@@ -369,9 +380,55 @@ class VectorSummaryStore(BaseStore):
                 for old in filter(None, map(StoredItem.decode, self.backend.get(list(by_id)))):
                     if not old.expired(now):
                         by_id[old.record.id].metadata["lg_created"] = old.created
+                superseded = self._superseded_by_puts(records, vectors, now)
                 self.backend.upsert(records, vectors)
+                if superseded:
+                    self.backend.update(superseded)
             if deletes:
+                restored = self._restored_by_deletes(deletes)
                 self.backend.delete(ids=deletes)
+                if restored:
+                    self.backend.update(restored)
+
+    def _superseded_by_puts(self, records: list[MemoryRecord], vectors: np.ndarray, now: float) -> list[MemoryRecord]:
+        """Other items of the same namespace that the new items update (the core's current-value rule)."""
+        if self.resolver is None:
+            return []
+        put_ids = {r.id for r in records}
+        out: dict[str, MemoryRecord] = {}
+        for record, vector in zip(records, vectors):
+            item = StoredItem.decode(record)
+            if item is None or not item.fields:
+                continue
+            text = index_text(item.value, item.fields)
+            where = RecordFilter(user_id=record.user_id, metadata={MARKER: 1, "lg_ns": record.metadata["lg_ns"]})
+            olds: dict[str, MemoryRecord] = {}
+            neighbours = []
+            for hit in self.backend.query(vector, k=5, where=where):
+                old = StoredItem.decode(hit.record)
+                if old is None or not old.fields or old.record.id in put_ids or old.expired(now):
+                    continue
+                old_text = index_text(old.value, old.fields)
+                olds[old.record.id] = old.record
+                neighbours.append(ExistingFact(old.record.id, old_text, subject_key(old_text), hit.similarity))
+            decision = self.resolver.decide(ExtractedFact(text, subject_key(text), 0.5), neighbours)
+            if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE):
+                for old_id in decision.superseded:
+                    meta = {**olds[old_id].metadata, "lg_superseded_by": item.key}
+                    out[old_id] = olds[old_id].copy(valid_to=now, superseded_by=record.id, metadata=meta)
+        return list(out.values())
+
+    def _restored_by_deletes(self, deletes: list[str]) -> list[MemoryRecord]:
+        """Items that a deleted item had superseded: current again."""
+        gone = set(deletes)
+        restored = []
+        for user in {r.user_id for r in self.backend.get(deletes)}:
+            where = RecordFilter(user_id=user, metadata={MARKER: 1}, include_superseded=True)
+            for r in self.backend.scan(where):
+                if r.superseded_by in gone and r.id not in gone:
+                    meta = {k: v for k, v in r.metadata.items() if k != "lg_superseded_by"}
+                    restored.append(r.copy(valid_to=None, superseded_by=None, metadata=meta))
+        return restored
 
     def _refresh(self, items: list[StoredItem], *, skip: set[str]) -> None:
         """Push the TTL deadline of items that were read (re-read first: never revert a newer write).

@@ -33,6 +33,7 @@ from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Item, 
 from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
+from langchain_memory_vec._store_items import record_id
 from langchain_memory_vec.store import NamespaceScopeError, VectorSummaryStore
 from memory_vec import MemoryConfig
 from memory_vec._model.errors import ConfigError, InvalidInputError
@@ -432,6 +433,30 @@ def test_bad_values_raise_before_anything_is_written(make_store: StoreFactory, v
     assert store.get(ALICE, "good") is None and store.backend.count() == 0
 
 
+def test_search_serves_the_current_item_and_get_what_was_put(make_store: StoreFactory) -> None:
+    store = make_store()
+    store.put(ALICE, "a", {"text": "My budget is 5000 euros."})
+    store.put(ALICE, "b", {"text": "My budget is now 8000 euros."})
+    store.put(ALICE, "c", {"text": "I ran 5 km on Monday."})
+    store.put(ALICE, "d", {"text": "I ran 10 km on Wednesday."})
+    keys = [i.key for i in store.search(ALICE, query="what is my budget", limit=10)]
+    assert "b" in keys and "a" not in keys  # the update replaced the old value in search
+    assert {"c", "d"} <= set(keys)  # two events: both kept
+    old = store.get(ALICE, "a")
+    assert old is not None and old.value == {"text": "My budget is 5000 euros."}  # get by key: as put
+    [record] = store.backend.get([record_id(ALICE, "a")])
+    assert record.valid_to is not None and record.metadata["lg_superseded_by"] == "b"
+    store.delete(ALICE, "b")  # the newer item gone: the older is current again
+    assert "a" in [i.key for i in store.search(ALICE, query="what is my budget", limit=10)]
+
+
+def test_conflict_overwrite_off_keeps_every_key(make_store: StoreFactory) -> None:
+    store = make_store(conflict_overwrite=False)
+    store.put(ALICE, "a", {"text": "My budget is 5000 euros."})
+    store.put(ALICE, "b", {"text": "My budget is now 8000 euros."})
+    assert {"a", "b"} <= {i.key for i in store.search(ALICE, query="what is my budget", limit=10)}
+
+
 def test_other_invalid_input(make_store: StoreFactory) -> None:
     store = make_store()
     with pytest.raises(InvalidNamespaceError):
@@ -442,8 +467,6 @@ def test_other_invalid_input(make_store: StoreFactory) -> None:
         store.put(ALICE, "k", {"v": 1}, ttl=-1)
     with pytest.raises(InvalidInputError, match="key must be a string"):
         store.batch([PutOp(ALICE, 7, {"v": 1})])  # type: ignore[arg-type]
-    with pytest.raises(NotImplementedError, match="conflict_overwrite"):
-        make_store(conflict_overwrite=True)
     for bad in (
         {"index": {"dims": 3}},
         {"index": {"field": ["text"]}},
