@@ -15,6 +15,7 @@ __all__ = [
     "BackendUnavailableError",
     "ConfigError",
     "ContentTooLargeError",
+    "CrossUserImportError",
     "DependencyMissingError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
@@ -45,6 +46,11 @@ class ConfigError(MemoryVecError, ValueError):
 
 class InvalidInputError(MemoryVecError, ValueError):
     """An argument to a public method is invalid. Nothing was written."""
+
+
+class CrossUserImportError(InvalidInputError):
+    """An import aimed at a user other than the core's own: an operator's path,
+    taken only with ``allow_other_user=True``."""
 
 
 class InvalidContentError(InvalidInputError):
