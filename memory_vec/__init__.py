@@ -39,6 +39,7 @@ from memory_vec._model.errors import (
     StoreLockedError,
     SummaryRejectedError,
     SupersededMemoryError,
+    UnknownEmbeddingModelError,
 )
 from memory_vec._model.records import (
     ChatMessage,
@@ -100,6 +101,7 @@ __all__ = [
     "SupersededMemoryError",
     "TiktokenCounter",
     "TokenCounter",
+    "UnknownEmbeddingModelError",
     "WriteEvent",
     "WriteResult",
     "__version__",

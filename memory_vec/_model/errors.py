@@ -33,6 +33,7 @@ __all__ = [
     "StoreLockedError",
     "SummaryRejectedError",
     "SupersededMemoryError",
+    "UnknownEmbeddingModelError",
 ]
 
 
@@ -151,3 +152,8 @@ class SupersededMemoryError(InvalidInputError):
         super().__init__(message)
         self.memory_id = memory_id
         self.current_id = current_id
+
+
+class UnknownEmbeddingModelError(ConfigError, EmbeddingError):
+    """The ``embedding_model`` setting names a model that cannot be loaded here
+    (not packaged, not a local path, not in the local Hugging Face cache)."""
