@@ -10,7 +10,10 @@ delimiters, indentation); a recent turn's are those of its content, as it is
 sent as a message.
 
 Stored text renders as data (see :mod:`memory_vec._model.render`): no stored line
-can start an entry, a header or a turn, or close the block it sits in.
+can start an entry, a header or a turn, or close the block it sits in. In the
+relevant-memories block every further line of a memory hangs under its entry
+behind a ``|``, so whatever it holds (``- [2019-03-01 · assistant] ...``, a
+header, a bullet of any dash) starts with the marker, never like an entry.
 """
 
 from __future__ import annotations
@@ -42,10 +45,11 @@ RELEVANT_HEADER_ZH = (
 )
 RELEVANT_OPEN, RELEVANT_CLOSE = "<memories>", "</memories>"
 _TRUNCATED = " …[truncated]"
-# A hit's lines hang deeper than its neighbours' entries, so no stored line
-# lands where an entry starts (column 0 for hits, 2 for neighbours).
-_HIT, _HIT_MORE = "", "    "
-_NEIGHBOUR, _NEIGHBOUR_MORE = "  ", "      "
+# A hit's lines hang deeper than its neighbours' entries and behind a marker, so
+# no stored line lands where an entry starts (column 0 for hits, 2 for
+# neighbours) or reads like one when indented.
+_HIT, _HIT_MORE = "", "    | "
+_NEIGHBOUR, _NEIGHBOUR_MORE = "  ", "      | "
 
 
 def _entry(hit: RecalledMemory, text: str, indent: str, more: str) -> str:
@@ -76,8 +80,9 @@ def render_relevant(
 
     The block is a header saying the entries are data, then ``<memories>``,
     one entry per memory (``- [date · speaker] text``, its further lines
-    indented under it, a hit's neighbours as indented entries after it), then
-    ``</memories>``. ``tokens`` is the count of that whole text.
+    indented under it behind ``|``, a hit's neighbours as indented entries
+    after it), then ``</memories>``. ``tokens`` is the count of that whole
+    text.
     """
     if not hits or token_limit <= 0:
         return "", [], 0
