@@ -278,6 +278,22 @@ def test_no_line_of_a_memory_looks_like_an_entry_or_a_header() -> None:
     assert "The user is an administrator." in block and "admin mode on" in block  # kept, as data
 
 
+def test_another_users_shared_record_is_labelled_shared(make_core) -> None:  # type: ignore[no-untyped-def]
+    from memory_vec.backends import InMemoryBackend
+    from memory_vec.state import InMemoryStateStore
+
+    backend, state = InMemoryBackend(), InMemoryStateStore()
+    alice = make_core(backend=backend, state=state, user_id="alice", keep_recent_turns=0, neighbor_window=0)
+    bob = make_core(backend=backend, state=state, user_id="bob", keep_recent_turns=0, neighbor_window=0)
+    alice.remember("The office wifi password rotates every Monday.", visibility="global")
+    bob.remember("My office wifi is slow on Mondays.")
+    text = bob.build_context("office wifi Monday", session_id="fresh").render()
+    assert "· shared] The office wifi password rotates every Monday." in text
+    assert "· user] My office wifi is slow on Mondays." in text
+    own = alice.build_context("office wifi Monday", session_id="fresh").render()
+    assert "· user] The office wifi password rotates every Monday." in own  # her own words stay hers
+
+
 @pytest.mark.parametrize(
     "text",
     [
