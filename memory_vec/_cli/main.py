@@ -46,13 +46,11 @@ def _config(args: argparse.Namespace) -> MemoryConfig:
     from memory_vec._model.errors import ConfigError
 
     if args.config:
-        import yaml
-
         try:
-            cfg = MemoryConfig.from_yaml(args.config)
+            cfg = MemoryConfig.from_yaml(args.config)  # a YAML syntax error is a ConfigError naming the file
         except FileNotFoundError as exc:
             raise ConfigError(f"--config: no such file {args.config!r}") from exc
-        except (OSError, yaml.YAMLError) as exc:
+        except OSError as exc:
             raise ConfigError(f"--config: cannot read {args.config!r}: {exc}") from exc
     else:
         cfg = MemoryConfig.from_env()

@@ -411,3 +411,12 @@ def test_import_goes_into_the_user_the_command_names(
     assert sorted((r.id, r.text) for r in core.backend.scan(_all("alice"))) == before
     copied = core.backend.scan(_all("bob"))
     assert len(copied) == len(before) and {r.user_id for r in copied} == {"bob"}
+
+
+def test_a_config_file_with_a_yaml_syntax_error_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("backend: [memory\n", encoding="utf-8")
+    code, _, err = run(capsys, "stats", "--config", str(bad))
+    assert code == 2 and "ConfigError" in err and "bad.yaml" in err and "not valid YAML" in err
