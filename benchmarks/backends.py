@@ -145,7 +145,7 @@ def start_server(kind: str, milvus_config: Sequence[str] = ()) -> Any:
     if kind == "chroma-server":
         from tests.fixtures_chroma import _heartbeat_ok
 
-        binary = find_binary("chroma", "MEMORY_VEC_CHROMA_BIN")
+        binary = find_binary("chroma", "MEMVEC_CHROMA_BIN")
         return start_service(
             "chroma",
             lambda port, d: [binary, "run", "--path", f"{d}/data", "--host", "127.0.0.1", "--port", str(port)],

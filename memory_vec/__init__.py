@@ -21,6 +21,7 @@ from memory_vec._model.errors import (
     BackendUnavailableError,
     ConfigError,
     ContentTooLargeError,
+    CrossUserImportError,
     DependencyMissingError,
     EmbeddingError,
     EmbeddingModelMismatchError,
@@ -38,6 +39,7 @@ from memory_vec._model.errors import (
     StoreLockedError,
     SummaryRejectedError,
     SupersededMemoryError,
+    UnknownEmbeddingModelError,
 )
 from memory_vec._model.records import (
     ChatMessage,
@@ -66,6 +68,7 @@ __all__ = [
     "ChatMessage",
     "ConfigError",
     "ContentTooLargeError",
+    "CrossUserImportError",
     "DependencyMissingError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
@@ -98,6 +101,7 @@ __all__ = [
     "SupersededMemoryError",
     "TiktokenCounter",
     "TokenCounter",
+    "UnknownEmbeddingModelError",
     "WriteEvent",
     "WriteResult",
     "__version__",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_vec._model import validate as v
 from memory_vec._model.config import MemoryConfig
-from memory_vec._model.errors import ConfigError
+from memory_vec._model.errors import ConfigError, CrossUserImportError
 from memory_vec._model.records import (
     DeleteResult,
     ForgetReceipt,
@@ -358,10 +358,44 @@ class MemoryCore:
         history, working state of every session)."""
         return self._transfer.export_memories(self._engine.scope(user_id).user_id)
 
-    def import_memories(self, data: dict[str, Any], *, allow_shared: bool = False) -> int:
-        """Restore an export exactly (ids, texts, times, validity, working state), all or
-        nothing; a shared record (global / agent visibility) only with ``allow_shared``."""
-        return self._transfer.import_memories(data, allow_shared=allow_shared)
+    def import_memories(
+        self,
+        data: dict[str, Any],
+        *,
+        user_id: str | None = None,
+        allow_shared: bool = False,
+        allow_other_user: bool = False,
+    ) -> int:
+        """Restore an export into this core's user, all or nothing.
+
+        An export of the same user comes back exactly (ids, texts, times,
+        validity, working state). An export of another user becomes a copy
+        owned by this core's user: user ids rewritten, ids mapped to new ones
+        (importing the same file again replaces the copy); the user named in
+        the file is never written to, its summary and recent turns stay.
+
+        Args:
+            data: what ``export_memories`` returned (or its JSON, loaded).
+            user_id: the user to import into; another than the config's
+                ``user_id`` is an operator's path (restoring someone else's
+                data) and needs ``allow_other_user=True``.
+            allow_shared: also restore shared records (global / agent
+                visibility), which reach other users: an operator's restore.
+            allow_other_user: allow ``user_id`` to name a user other than the
+                core's own; refused by default with :class:`CrossUserImportError`.
+
+        Returns:
+            The number of records written.
+        """
+        own = self.config.user_id
+        user = own if user_id is None else v.check_id(user_id, "user_id")
+        if user != own and not allow_other_user:
+            raise CrossUserImportError(
+                f"import into user {user!r} refused, nothing written: this core belongs to user {own!r}. "
+                "Importing into another user is an operator's path: pass allow_other_user=True "
+                "(CLI: memory-vec import FILE --user USER)"
+            )
+        return self._transfer.import_memories(data, user, allow_shared=allow_shared)
 
     def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
         """Forget this session: its working state and all its stored records.
@@ -486,8 +520,8 @@ class MemoryCore:
     async def aexport_memories(self, **kwargs: Any) -> dict[str, Any]:
         return await run_in_thread(self.export_memories, **kwargs)
 
-    async def aimport_memories(self, data: dict[str, Any], *, allow_shared: bool = False) -> int:
-        return await run_in_thread(self.import_memories, data, allow_shared=allow_shared)
+    async def aimport_memories(self, data: dict[str, Any], **kwargs: Any) -> int:
+        return await run_in_thread(self.import_memories, data, **kwargs)
 
     async def aclear(self, **kwargs: Any) -> int:
         return await run_in_thread(self.clear, **kwargs)

@@ -70,14 +70,14 @@ TUNING = [
     ("md", "# Tuning recall: threshold, decay, hybrid\n\nRecall@k for a few settings of the recall ranking, on a small "
            "conversation written for this repository (`notebooks/data/sample_conversation.json`: two friends, four "
            "sessions over 2023, 49 turns, 20 questions that name the turns answering them; recall@k as the LoCoMo "
-           "paper defines it). It is in the LoCoMo format, so `$MEMORY_VEC_LOCOMO` may point at any file of that "
+           "paper defines it). It is in the LoCoMo format, so `$MEMVEC_LOCOMO` may point at any file of that "
            "format instead. The LoCoMo figures in benchmarks/RESULTS.md come from `benchmarks/locomo_recall.py` on "
            "the LoCoMo data, which is not in the repository (see benchmarks/README.md). Offline, default embedder."),
     ("code", "import os, sys, json, time\nfrom pathlib import Path\nsys.path.insert(0, str(Path('..').resolve()))\n"
              "from benchmarks.locomo_recall import ingest, evidence_ids, recall_at\n"
              "from memory_vec import MemoryConfig, MemoryCore\nfrom memory_vec.backends import InMemoryBackend\n"
              "from memory_vec.state import InMemoryStateStore\n"
-             "data_path = Path(os.environ.get('MEMORY_VEC_LOCOMO') or 'data/sample_conversation.json')\n"
+             "data_path = Path(os.environ.get('MEMVEC_LOCOMO') or 'data/sample_conversation.json')\n"
              "data = json.loads(data_path.read_text(encoding='utf-8'))[:1]  # one conversation keeps the notebook fast\n"
              "print(data_path.name, '-', len(data), 'conversation(s)')"),
     ("code", "backend, state = InMemoryBackend(), InMemoryStateStore()\n"

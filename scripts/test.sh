@@ -9,19 +9,19 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
 bash scripts/services.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-export MEMORY_VEC_REQUIRE_SERVICES=1
+export MEMVEC_TEST_REQUIRE_SERVICES=1
 export MILVUS_SERVER_BIN="$PWD/.venv-milvus/bin/milvus-server"
-export MEMORY_VEC_SERVICE_PIDFILE MEMORY_VEC_SERVICE_ROOT
-MEMORY_VEC_SERVICE_PIDFILE="$(mktemp)"
-MEMORY_VEC_SERVICE_ROOT="$(mktemp -d "${TMPDIR:-/tmp}/memvec-test-XXXXXX")"
+export MEMVEC_TEST_SERVICE_PIDFILE MEMVEC_TEST_SERVICE_ROOT
+MEMVEC_TEST_SERVICE_PIDFILE="$(mktemp)"
+MEMVEC_TEST_SERVICE_ROOT="$(mktemp -d "${TMPDIR:-/tmp}/memvec-test-XXXXXX")"
 stop_services() {
   while read -r pgid; do
     kill -TERM -- "-$pgid" 2>/dev/null || true
     sleep 0.2
     kill -KILL -- "-$pgid" 2>/dev/null || true
-  done < "$MEMORY_VEC_SERVICE_PIDFILE"
-  rm -f "$MEMORY_VEC_SERVICE_PIDFILE"
-  rm -rf "$MEMORY_VEC_SERVICE_ROOT"
+  done < "$MEMVEC_TEST_SERVICE_PIDFILE"
+  rm -f "$MEMVEC_TEST_SERVICE_PIDFILE"
+  rm -rf "$MEMVEC_TEST_SERVICE_ROOT"
 }
 trap stop_services EXIT
 # tmp_path directories are kept only for failed tests (pytest keeps every one by default).

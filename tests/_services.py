@@ -2,13 +2,13 @@
 
 Each server runs in its own process group on a free loopback port and is
 stopped by killing the group (Milvus' child processes need SIGKILL). When a
-binary is missing the test is skipped, unless MEMORY_VEC_REQUIRE_SERVICES=1
+binary is missing the test is skipped, unless MEMVEC_TEST_REQUIRE_SERVICES=1
 (set by scripts/test.sh and CI), where it fails instead.
 
 Every server's data directory lies under one directory per test session
-(``services_root()``, inside ``$MEMORY_VEC_SERVICE_ROOT`` or the system temp
+(``services_root()``, inside ``$MEMVEC_TEST_SERVICE_ROOT`` or the system temp
 directory), removed when the session ends (tests/conftest.py) unless
-``MEMORY_VEC_KEEP_SERVICE_DATA=1``; scripts/test.sh also removes it if pytest
+``MEMVEC_TEST_KEEP_SERVICE_DATA=1``; scripts/test.sh also removes it if pytest
 itself is killed.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-REQUIRE = os.environ.get("MEMORY_VEC_REQUIRE_SERVICES") == "1"
+REQUIRE = os.environ.get("MEMVEC_TEST_REQUIRE_SERVICES") == "1"
 VENV_BIN = Path(sys.executable).parent
 _root: str | None = None
 
@@ -38,7 +38,7 @@ def services_root() -> str:
     """This session's directory for server data (created on first use)."""
     global _root
     if _root is None:
-        parent = os.environ.get("MEMORY_VEC_SERVICE_ROOT") or None
+        parent = os.environ.get("MEMVEC_TEST_SERVICE_ROOT") or None
         if parent:
             os.makedirs(parent, exist_ok=True)
         _root = tempfile.mkdtemp(prefix="memvec-services-", dir=parent)
@@ -50,8 +50,8 @@ def remove_service_data() -> None:
     global _root
     if _root is None:
         return
-    if os.environ.get("MEMORY_VEC_KEEP_SERVICE_DATA") == "1":
-        print(f"\nserver data kept in {_root} (MEMORY_VEC_KEEP_SERVICE_DATA=1)")
+    if os.environ.get("MEMVEC_TEST_KEEP_SERVICE_DATA") == "1":
+        print(f"\nserver data kept in {_root} (MEMVEC_TEST_KEEP_SERVICE_DATA=1)")
     else:
         shutil.rmtree(_root, ignore_errors=True)
     _root = None
@@ -71,7 +71,7 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
 
 def missing(what: str) -> None:
     if REQUIRE:
-        pytest.fail(f"{what} is required in CI (MEMORY_VEC_REQUIRE_SERVICES=1) but missing")
+        pytest.fail(f"{what} is required in CI (MEMVEC_TEST_REQUIRE_SERVICES=1) but missing")
     pytest.skip(f"{what} not available")
 
 
@@ -145,7 +145,7 @@ def start_service(
             env={**os.environ, **(env or {})},
             cwd=data_dir,
         )
-    pidfile = os.environ.get("MEMORY_VEC_SERVICE_PIDFILE")
+    pidfile = os.environ.get("MEMVEC_TEST_SERVICE_PIDFILE")
     if pidfile:  # scripts/test.sh kills these groups even if pytest itself is killed
         with open(pidfile, "a", encoding="utf-8") as f:
             f.write(f"{service.proc.pid}\n")

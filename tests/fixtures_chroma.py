@@ -22,7 +22,7 @@ def _heartbeat_ok(service: Service) -> bool:
 @pytest.fixture(scope="session")
 def chroma_server() -> Iterator[Service]:
     """A real Chroma server (`chroma run`) on a free loopback port, for the whole session."""
-    binary = find_binary("chroma", "MEMORY_VEC_CHROMA_BIN")
+    binary = find_binary("chroma", "MEMVEC_CHROMA_BIN")
     if binary is None:
         missing("the `chroma` server binary (pip install chromadb)")
     assert binary is not None

@@ -33,7 +33,7 @@ def test_notebook_runs(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nb = nbformat.read(path, as_version=4)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    monkeypatch.delenv("MEMORY_VEC_LOCOMO", raising=False)  # the repository's sample, never outside data
+    monkeypatch.delenv("MEMVEC_LOCOMO", raising=False)  # the repository's sample, never outside data
     client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError with the failing cell's traceback
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]

@@ -59,7 +59,7 @@ class Proc:
                 env={**os.environ, **(env or {})},
                 cwd=cwd,
             )
-        pidfile = os.environ.get("MEMORY_VEC_SERVICE_PIDFILE")
+        pidfile = os.environ.get("MEMVEC_TEST_SERVICE_PIDFILE")
         if pidfile:  # scripts/test.sh kills these groups even if the test run itself is killed
             with open(pidfile, "a", encoding="utf-8") as f:
                 f.write(f"{self.popen.pid}\n")

@@ -48,13 +48,11 @@ def _config(args: argparse.Namespace) -> MemoryConfig:
     from memory_vec._model.errors import ConfigError
 
     if args.config:
-        import yaml
-
         try:
-            cfg = MemoryConfig.from_yaml(args.config)
+            cfg = MemoryConfig.from_yaml(args.config)  # a YAML syntax error is a ConfigError naming the file
         except FileNotFoundError as exc:
             raise ConfigError(f"--config: no such file {args.config!r}") from exc
-        except (OSError, yaml.YAMLError) as exc:
+        except OSError as exc:
             raise ConfigError(f"--config: cannot read {args.config!r}: {exc}") from exc
     else:
         cfg = MemoryConfig.from_env()
@@ -299,12 +297,15 @@ def _import(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"import: no such file {args.file!r}") from exc
     except (OSError, ValueError) as exc:
         raise InvalidInputError(f"import: {args.file!r} is not a readable JSON export: {exc}") from exc
-    count = _core(_config(args)).import_memories(data, allow_shared=args.allow_shared)
-    user = data.get("user_id")
+    # Into the user of the config (or --user): an export of another user becomes that user's copy.
+    core = _core(_config(args))
+    count = core.import_memories(data, allow_shared=args.allow_shared)
+    user, source = core.config.user_id, data.get("user_id")
+    copied = "" if source == user else f" (a copy of {source!r}'s export)"
     _emit(
         args,
-        {"user_id": user, "imported": count, "file": args.file},
-        f"imported {count} records of {user!r} from {args.file}",
+        {"user_id": user, "from_user_id": source, "imported": count, "file": args.file},
+        f"imported {count} records into {user!r} from {args.file}{copied}",
     )
     return EXIT_OK
 
@@ -472,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", parents=[store], help="write everything of --user to a JSON file")
     p.add_argument("file")
     p.set_defaults(func=_export)
-    p = sub.add_parser("import", parents=[store], help="restore a JSON export")
+    p = sub.add_parser("import", parents=[store], help="restore a JSON export into the config's user (or --user)")
     p.add_argument("file")
     p.add_argument(
         "--allow-shared",

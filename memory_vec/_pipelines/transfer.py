@@ -3,6 +3,7 @@ session history. Import validates everything before it writes anything."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -23,6 +24,8 @@ BULK_BATCH = 1000
 _RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
 _STATE_FIELDS = {f.name for f in fields(WorkingState)} - {"user_id", "session_id"}
 _MESSAGE_FIELDS = {f.name for f in fields(StateMessage)}
+# The namespace of the ids an import into another user gives its copy (any fixed uuid).
+_COPY_IDS = uuid.UUID("6f0c1a52-5d1e-4a8e-9a43-44a1c0b1e0a4")
 
 
 class Transfer:
@@ -45,15 +48,17 @@ class Transfer:
             "sessions": {s: _state_to_dict(st) for s, st in sessions.items()},
         }
 
-    def import_memories(self, data: Any, *, allow_shared: bool = False) -> int:  # noqa: C901 (to split)
-        """All or nothing: every record and session is checked (format, the
-        validation hook, ownership of existing ids) before anything is written.
-        A shared record (visibility ``global`` or ``agent``) reaches other users:
-        only with ``allow_shared`` (an operator's restore), never from a user's file."""
+    def import_memories(self, data: Any, user: str, *, allow_shared: bool = False) -> int:  # noqa: C901 (to split)
+        """Import into ``user``, all or nothing: every record and session is checked
+        (format, the validation hook, ownership of existing ids) before anything is
+        written. An export of another user becomes ``user``'s copy (see ``_rehomed``):
+        the file's user is never written to. A shared record (visibility ``global``
+        or ``agent``) reaches other users: only with ``allow_shared`` (an operator's
+        restore), never from a user's file."""
         e = self.e
         if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
             raise InvalidInputError(f"not a memory-vec export (expected format {EXPORT_FORMAT!r})")
-        user = v.check_id(data.get("user_id"), "user_id")
+        data = _rehomed(data, v.check_id(data.get("user_id"), "user_id"), user)
         raw_records, raw_sessions = data.get("records"), data.get("sessions")
         if not isinstance(raw_records, list) or not isinstance(raw_sessions, dict):
             raise InvalidInputError("malformed memory-vec export: 'records' must be a list, 'sessions' a dict")
@@ -194,6 +199,61 @@ class Transfer:
             disk_purged=report.purged,
             disk_notes=(*report.notes, *notes),
         )
+
+
+def _rehomed(data: dict[str, Any], source: str, target: str) -> dict[str, Any]:
+    """The export of ``source`` as ``target``'s: the user id of its records and
+    sessions rewritten, and every id of the file mapped to a new one derived from
+    (target, old id), so a copy on the store that still holds ``source``'s records
+    takes none of theirs, links (sources, successor, the working state's messages)
+    stay within the copy, and importing the same file again replaces the copy.
+    Whatever is malformed is left as it is, for the checks that follow to refuse."""
+    if source == target:
+        return data
+    records = data.get("records")
+    if not isinstance(records, list):
+        return {**data, "user_id": target}
+    own = {
+        r["id"] for r in records if isinstance(r, dict) and r.get("user_id") == source and isinstance(r.get("id"), str)
+    }
+
+    def moved(i: Any) -> Any:
+        return _copy_id(target, i) if isinstance(i, str) and i in own else i
+
+    copied: list[Any] = []
+    for r in records:
+        if not isinstance(r, dict) or r.get("user_id") != source:
+            copied.append(r)  # another user's record: refused below, as it would be unchanged
+            continue
+        links = r.get("source_ids")
+        copied.append(
+            {
+                **r,
+                "user_id": target,
+                "id": moved(r.get("id")),
+                "superseded_by": moved(r.get("superseded_by")),
+                **({"source_ids": [moved(i) for i in links]} if isinstance(links, list) else {}),
+            }
+        )
+    sessions = data.get("sessions")
+    if isinstance(sessions, dict):
+        sessions = {name: _rehomed_session(d, target) for name, d in sessions.items()}
+    return {**data, "user_id": target, "records": copied, "sessions": sessions}
+
+
+def _rehomed_session(d: Any, target: str) -> Any:
+    messages = d.get("messages") if isinstance(d, dict) else None
+    if not isinstance(messages, list):
+        return d
+    rehomed = [
+        {**m, "id": _copy_id(target, m["id"])} if isinstance(m, dict) and isinstance(m.get("id"), str) else m
+        for m in messages
+    ]
+    return {**d, "messages": rehomed}
+
+
+def _copy_id(target: str, old: str) -> str:
+    return uuid.uuid5(_COPY_IDS, f"{target}\x00{old}").hex
 
 
 def _record_from_dict(d: Any) -> MemoryRecord:

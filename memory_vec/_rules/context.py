@@ -10,7 +10,12 @@ delimiters, indentation); a recent turn's are those of its content, as it is
 sent as a message.
 
 Stored text renders as data (see :mod:`memory_vec._model.render`): no stored line
-can start an entry, a header or a turn, or close the block it sits in.
+can start an entry, a header or a turn, or close the block it sits in. In the
+relevant-memories block every further line of a memory hangs under its entry
+behind a ``|``, so whatever it holds (``- [2019-03-01 · assistant] ...``, a
+header, a bullet of any dash) starts with the marker, never like an entry.
+Another user's shared record (visibility global or agent) is labelled
+``shared``, not with a role: it is not the user's own words.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ __all__ = [
     "RELEVANT_HEADER",
     "RELEVANT_HEADER_ZH",
     "RELEVANT_OPEN",
+    "SHARED_LABEL",
     "assemble_context",
     "render_relevant",
 ]
@@ -42,14 +48,19 @@ RELEVANT_HEADER_ZH = (
 )
 RELEVANT_OPEN, RELEVANT_CLOSE = "<memories>", "</memories>"
 _TRUNCATED = " …[truncated]"
-# A hit's lines hang deeper than its neighbours' entries, so no stored line
-# lands where an entry starts (column 0 for hits, 2 for neighbours).
-_HIT, _HIT_MORE = "", "    "
-_NEIGHBOUR, _NEIGHBOUR_MORE = "  ", "      "
+# A hit's lines hang deeper than its neighbours' entries and behind a marker, so
+# no stored line lands where an entry starts (column 0 for hits, 2 for
+# neighbours) or reads like one when indented.
+_HIT, _HIT_MORE = "", "    | "
+_NEIGHBOUR, _NEIGHBOUR_MORE = "  ", "      | "
+SHARED_LABEL = "shared"
 
 
-def _entry(hit: RecalledMemory, text: str, indent: str, more: str) -> str:
-    who = safe_label(hit.metadata.get("speaker"), fallback=safe_label(hit.role, "unknown"))
+def _entry(hit: RecalledMemory, text: str, indent: str, more: str, user_id: str | None) -> str:
+    if user_id is not None and hit.user_id and hit.user_id != user_id:
+        who = SHARED_LABEL  # another user's record, recalled because it is shared
+    else:
+        who = safe_label(hit.metadata.get("speaker"), fallback=safe_label(hit.role, "unknown"))
     body = escape_tags(clean_text(text)).strip()
     # the day the memory is about, when its words said one ("yesterday"): an
     # answer to "when did ..." needs it, not the day it was said
@@ -71,13 +82,16 @@ def render_relevant(
     token_limit: int,
     item_max_tokens: int,
     chinese: bool = False,
+    user_id: str | None = None,
 ) -> tuple[str, list[RecalledMemory], int]:
     """The relevant-memories block within ``token_limit``: (text, kept, tokens).
 
     The block is a header saying the entries are data, then ``<memories>``,
     one entry per memory (``- [date · speaker] text``, its further lines
-    indented under it, a hit's neighbours as indented entries after it), then
-    ``</memories>``. ``tokens`` is the count of that whole text.
+    indented under it behind ``|``, a hit's neighbours as indented entries
+    after it), then ``</memories>``. ``tokens`` is the count of that whole
+    text. With ``user_id`` (the user the context is for), another user's
+    record is labelled ``shared`` instead of its speaker or role.
     """
     if not hits or token_limit <= 0:
         return "", [], 0
@@ -90,7 +104,7 @@ def render_relevant(
     entries: list[tuple[str, RecalledMemory | None]] = []  # (line, the hit it is) or (line, None): a neighbour
     shown = {hit.id for hit in hits}  # a hit is never repeated as another hit's neighbour
     for hit in hits:
-        line = _entry(hit, _fit(hit.text, counter, item_max_tokens), _HIT, _HIT_MORE)
+        line = _entry(hit, _fit(hit.text, counter, item_max_tokens), _HIT, _HIT_MORE, user_id)
         cost = counter.count(line) + 1
         if used + cost > token_limit:
             continue
@@ -100,7 +114,7 @@ def render_relevant(
             if nb.id in shown:
                 continue
             shown.add(nb.id)
-            nb_line = _entry(nb, _fit(nb.text, counter, item_max_tokens), _NEIGHBOUR, _NEIGHBOUR_MORE)
+            nb_line = _entry(nb, _fit(nb.text, counter, item_max_tokens), _NEIGHBOUR, _NEIGHBOUR_MORE, user_id)
             nb_cost = counter.count(nb_line) + 1
             if used + nb_cost <= token_limit:
                 entries.append((nb_line, None))
@@ -129,6 +143,7 @@ def assemble_context(
     relevant_item_max_tokens: int,
     chinese: bool = False,
     degraded: bool = False,
+    user_id: str | None = None,
 ) -> MemoryContext:
     summary_text = summary
     summary_tokens = counter.count(summary_text)
@@ -170,6 +185,7 @@ def assemble_context(
         token_limit=relevant_token_limit,
         item_max_tokens=relevant_item_max_tokens,
         chinese=chinese,
+        user_id=user_id,
     )
     tokens = {
         "summary": summary_tokens,

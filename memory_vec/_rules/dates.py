@@ -6,6 +6,9 @@ write path stores the first such span of a message as its ``event_date``
 metadata (ISO 8601: ``2023-05-07`` or ``2023-05-01/2023-05-07``), so recall
 can place a memory on the day it is about, not only on the day it was
 said; the relevant-memories block shows it; and a filter can ask for a day.
+Only the message's own words date it: a date inside quotes (``"see you
+tomorrow"``, “明天见”, a ``>`` quoted line) or on a line that looks like a
+rendered memory entry (``- [2019-03-01 · assistant] ...``) is someone else's.
 
 Pure functions: text and a datetime in, spans out. Weeks start on Monday.
 What is not recognised is left alone (a bare "Friday" or "May" is not a
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import calendar
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -447,10 +451,30 @@ def resolve_dates(text: str, written: datetime | date) -> list[DateSpan]:
     return [span for _, _, span in kept]
 
 
+# Quoted words: straight, curly, corner-bracket, guillemet and full-width quotes
+# closed on the same line (an apostrophe is no quote: "it's", "I'll").
+_QUOTED = re.compile(
+    '"[^"\n]*"|\u201c[^\u201d\n]*\u201d|\u2018[^\u2019\n]*\u2019|\u300c[^\u300d\n]*\u300d'
+    "|\u300e[^\u300f\n]*\u300f|\u00ab[^\u00bb\n]*\u00bb|\uff02[^\uff02\n]*\uff02"
+)
+# A line as a rendered memory entry starts ("- [2019-03-01 · assistant] ..."), seen
+# after NFKC (full-width dashes and brackets), or a ">" quoted line.
+_ENTRY_LIKE = re.compile(r"\s*(?:[-*•‐‑‒–—―−]\s*)?\[[^\]]*\d{4}\s*-\s*\d{1,2}\s*-\s*\d{1,2}|\s*>")
+
+
+def _own_words(text: str) -> str:
+    """``text`` without what it quotes: lines that look like a memory entry or a
+    ``>`` quote, and words between quotes (each replaced by spaces)."""
+    lines = text.splitlines()
+    kept = ["" if _ENTRY_LIKE.match(unicodedata.normalize("NFKC", line)) else line for line in lines]
+    return _QUOTED.sub(lambda m: " " * len(m.group(0)), "\n".join(kept))
+
+
 def event_span(text: str, written: datetime | date) -> DateSpan | None:
-    """The first date ``text`` refers to other than the day it was written, if any."""
+    """The first date ``text`` refers to other than the day it was written, if
+    any; a date it quotes (see :func:`_own_words`) does not count."""
     at = written.date() if isinstance(written, datetime) else written
-    for span in resolve_dates(text, written):
+    for span in resolve_dates(_own_words(text), written):
         if (span.start, span.end) != (at, at):
             return span
     return None

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_vec._model.errors import DependencyMissingError
+from memory_vec._model.errors import DependencyMissingError, UnknownEmbeddingModelError
 from memory_vec.embeddings.base import BaseEmbedder
 
 __all__ = [
@@ -74,7 +74,16 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.symmetric = query_prefix == document_prefix
-        self._model = SentenceTransformer(path, device=device)
+        try:
+            self._model = SentenceTransformer(path, device=device)
+        except OSError as exc:  # transformers' "couldn't find them in the cached files" and kin
+            raise UnknownEmbeddingModelError(
+                f"embedding_model {model!r} cannot be loaded: it is not a packaged model "
+                "('multilingual-e5-small', 'all-MiniLM-L6-v2'), a local directory, or a model in the local "
+                "Hugging Face cache. The packaged models need no download; for another one, download it once "
+                "before running (e.g. `huggingface-cli download NAME`) or give its local path: with "
+                f"HF_HUB_OFFLINE=1 nothing is downloaded at run time. ({type(exc).__name__}: {exc})"
+            ) from exc
         self._lock = threading.Lock()
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:

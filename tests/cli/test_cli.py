@@ -395,3 +395,28 @@ def test_an_unusable_persist_dir_exits_2_without_a_traceback(capsys: pytest.Capt
         capsys, "forget", "--backend", "sqlite", "--persist-dir", "/proc/self/no-such-dir", "--user", "alice"
     )
     assert code == 2 and "ConfigError: persist_dir '/proc/self/no-such-dir'" in err and "Traceback" not in err
+
+
+def test_import_goes_into_the_user_the_command_names(
+    core: MemoryCore, config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An export of alice imported with --user bob is bob's copy; alice keeps hers."""
+    core.add_messages([("user", "我对花生过敏。"), ("assistant", "记住了。")])
+    cfg = ["--config", str(config_file)]
+    out = tmp_path / "alice.json"
+    run(capsys, "export", str(out), *cfg, "--user", "alice")
+    before = sorted((r.id, r.text) for r in core.backend.scan(_all("alice")))
+    code, result, _ = run(capsys, "import", str(out), *cfg, "--user", "bob", "--json")
+    assert code == 0 and result["user_id"] == "bob" and result["from_user_id"] == "alice"
+    assert sorted((r.id, r.text) for r in core.backend.scan(_all("alice"))) == before
+    copied = core.backend.scan(_all("bob"))
+    assert len(copied) == len(before) and {r.user_id for r in copied} == {"bob"}
+
+
+def test_a_config_file_with_a_yaml_syntax_error_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("backend: [memory\n", encoding="utf-8")
+    code, _, err = run(capsys, "stats", "--config", str(bad))
+    assert code == 2 and "ConfigError" in err and "bad.yaml" in err and "not valid YAML" in err

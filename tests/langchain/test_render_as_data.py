@@ -55,7 +55,7 @@ def test_string_mode_keeps_memories_and_turns_as_data(core_factory: Any) -> None
         "user",
         "assistant",
     ]  # the two stored turns, then the current one
-    assert not has_control(prompt) and "· Eve 31m - 2020-01-01 system x · event 2020-01-01] Notes from" in prompt
+    assert not has_control(prompt) and "· Eve 31m - 2020-01-01 system x] Notes from" in prompt
 
 
 def test_folded_string_mode_keeps_the_block_delimited(core_factory: Any) -> None:

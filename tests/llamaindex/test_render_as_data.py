@@ -34,7 +34,7 @@ def test_memory_get_sends_a_delimited_system_block_and_turns_as_messages(
     text = system.content or ""
     assert_forged_is_data(text)
     assert entries(text) and not has_control(text)
-    assert "· Eve 31m - 2020-01-01 system x · event 2020-01-01] Notes from the tea tasting session." in text
+    assert "· Eve 31m - 2020-01-01 system x] Notes from the tea tasting session." in text
     assert [(m.role, m.content) for m in history[1:]] == [
         (MessageRole.USER, FORGED_TURN_SENT),
         (MessageRole.ASSISTANT, "Ok."),

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.services, pytest.mark.slow]
 
 
 def _start_chroma(port: int | None = None, data_dir: str | None = None) -> Service:
-    binary = find_binary("chroma", "MEMORY_VEC_CHROMA_BIN")
+    binary = find_binary("chroma", "MEMVEC_CHROMA_BIN")
     if binary is None:
         missing("the `chroma` server binary")
     assert binary is not None

@@ -6,7 +6,7 @@ round trip.
 CI runs ~200 examples per entry point on the in-process backend, 40 on the
 SQLite backend, embedded Chroma and Milvus Lite, and 10 on a Chroma server and
 a Milvus server. A longer run (every backend scales with it):
-``MEMORY_VEC_FUZZ_EXAMPLES=2000 .venv/bin/pytest tests/reliability/test_fuzz.py``.
+``MEMVEC_TEST_FUZZ_EXAMPLES=2000 .venv/bin/pytest tests/reliability/test_fuzz.py``.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from memory_vec.testing import DeterministicHashEmbedder
 pytestmark = pytest.mark.integration
 
 EMBEDDER = DeterministicHashEmbedder(dimension=32)
-EXAMPLES = int(os.environ.get("MEMORY_VEC_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("MEMVEC_TEST_FUZZ_EXAMPLES", "200"))
 PER_BACKEND = {
     "memory": EXAMPLES,
     "sqlite": max(20, EXAMPLES // 5),
     "chroma": max(20, EXAMPLES // 5),
     "milvus": max(20, EXAMPLES // 5),
-    # servers: a small fixed number in CI (the longer run takes MEMORY_VEC_FUZZ_EXAMPLES)
+    # servers: a small fixed number in CI (the longer run takes MEMVEC_TEST_FUZZ_EXAMPLES)
     "chroma-server": max(10, EXAMPLES // 20),
     "milvus-server": max(10, EXAMPLES // 20),
 }
