@@ -120,6 +120,7 @@ def test_readme_blocks_run(request: pytest.FixtureRequest, tmp_path: Path) -> No
 @pytest.mark.parametrize(
     "block", [b for b in BLOCKS if b.needs & NEVER_RUN.keys()], ids=lambda b: f"README.md:{b.line}"
 )
+@pytest.mark.slow
 def test_readme_block_needing_a_key(block: object) -> None:
     needs = sorted(block.needs & NEVER_RUN.keys())  # type: ignore[attr-defined]
     pytest.skip(f"README.md line {block.line} {NEVER_RUN[needs[0]]}")  # type: ignore[attr-defined]

@@ -88,6 +88,7 @@ def test_a_lite_server_collection_gets_the_scope_indexes_lite_has(milvus_lite_se
         backend.close()
 
 
+@pytest.mark.slow
 def test_a_server_collection_named_before_names_were_mapped_stays_in_use(
     milvus_lite_server: Service,
     monkeypatch: pytest.MonkeyPatch,

@@ -105,6 +105,7 @@ def test_the_latest_write_of_a_row_wins_with_its_vector() -> None:
 pytestmark_server = [pytest.mark.integration]
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_bounded_backend_reads_its_own_writes_updates_and_deletes_at_once(milvus_server: Service) -> None:
     name = f"own_{uuid.uuid4().hex[:10]}"
@@ -139,6 +140,7 @@ def test_a_bounded_backend_reads_its_own_writes_updates_and_deletes_at_once(milv
         writer.close()
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_bounded_backend_forgets_a_session_at_once(milvus_server: Service) -> None:
     name = f"own_{uuid.uuid4().hex[:10]}"

@@ -62,6 +62,7 @@ backend.close()
 """
 
 
+@pytest.mark.slow
 def test_strong_reader_sees_another_process_writes_at_once(milvus_server: Service) -> None:
     name = f"c_{uuid.uuid4().hex[:12]}"
     reader = MilvusBackend(milvus_server.url, collection=name, consistency_level="Strong")
@@ -84,6 +85,7 @@ def test_strong_reader_sees_another_process_writes_at_once(milvus_server: Servic
         reader.close()
 
 
+@pytest.mark.slow
 def test_a_search_the_server_answers_short_is_completed_and_explained(
     milvus_server: Service,
     caplog: pytest.LogCaptureFixture,
@@ -127,6 +129,7 @@ def test_a_search_the_server_answers_short_is_completed_and_explained(
         reader.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", ["Bounded", "Session"])
 def test_scans_smaller_than_a_page_as_big_as_one_and_bigger_read_every_row(milvus_server: Service, level: str) -> None:
     """A server scan reads at its level first (one plain read, which holds a small scope whole),
@@ -155,6 +158,7 @@ def test_scans_smaller_than_a_page_as_big_as_one_and_bigger_read_every_row(milvu
         writer.close()
 
 
+@pytest.mark.slow
 def test_a_user_scope_on_a_collection_without_partition_key_is_filtered_without_the_owner_clause(
     milvus_server: Service,
 ) -> None:
@@ -198,6 +202,7 @@ def test_a_user_scope_on_a_collection_without_partition_key_is_filtered_without_
         backend.close()
 
 
+@pytest.mark.slow
 def test_a_server_collection_indexes_its_scope_fields_and_sealed_reads_stay_exact(milvus_server: Service) -> None:
     """A new server collection has a Trie index on each scope field (a user's read compares
     no strings row by row); over sealed, indexed segments a user's scope is exact for ids
@@ -232,6 +237,7 @@ def test_a_server_collection_indexes_its_scope_fields_and_sealed_reads_stay_exac
         backend.close()
 
 
+@pytest.mark.slow
 def test_a_collection_indexed_after_it_was_loaded_still_opens(milvus_server: Service) -> None:
     """A 2.3 server refuses to load again a collection whose indexes changed since it was
     loaded (an operator's index, an older memory-vec's collection indexed by hand): a second

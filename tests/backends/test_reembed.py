@@ -113,6 +113,7 @@ def test_reembed_rejects_bad_input() -> None:
         reembed(MemoryConfig(), DeterministicHashEmbedder(8))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend_name", ["sqlite", "chroma", "milvus"])
 def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
     backend_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -241,6 +241,7 @@ def test_compact_merges_duplicate_facts(
     assert code == 0 and report["merged"] == 0
 
 
+@pytest.mark.slow
 def test_demo_subprocess(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     store = tmp_path / "demo-store"

@@ -74,6 +74,7 @@ def test_url_and_ids_are_validated() -> None:
         MemoryConfig(session_id="x" * 257)
 
 
+@pytest.mark.slow
 def test_tiktoken_counts_offline_like_tiktoken() -> None:
     counter = get_token_counter("cl100k_base")
     assert counter.count("hello world") == 2

@@ -301,6 +301,7 @@ def test_subject_keys_are_owner_qualified() -> None:
     assert (sister.owner, sister.subject) == ("sister", "sister")
 
 
+@pytest.mark.slow
 def test_other_persons_fact_does_not_hide_the_users_value_in_recall(make_core) -> None:  # type: ignore[no-untyped-def]
     # The hashing embedder is not semantic: a low threshold stands in for the
     # cosine >= 0.9 a real embedder gives such look-alikes.

@@ -191,6 +191,7 @@ def test_recall_input_checks(make_core) -> None:  # type: ignore[no-untyped-def]
         core.recall("x", scope="everyone")
 
 
+@pytest.mark.slow
 def test_buffer_never_exceeds_budget_over_500_turns(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(max_token_limit=400, summary_max_tokens=120, relevant_token_limit=150, keep_recent_turns=4)
     for i in range(250):

@@ -62,6 +62,7 @@ def test_chinese_end_to_end_summary_and_recall() -> None:
     assert ctx.tokens["summary"] + ctx.tokens["recent"] <= 300
 
 
+@pytest.mark.slow
 def test_minilm_loads_offline_from_package() -> None:
     emb = get_embedder("all-MiniLM-L6-v2")
     assert isinstance(emb, SentenceTransformerEmbedder) and emb.model_id == MINILM_ID

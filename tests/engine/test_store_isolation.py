@@ -111,6 +111,7 @@ def test_a_refused_record_is_dead_lettered_and_blocks_nobody(
     assert again.drop_dead_letters() == 1 and again.dead_letters() == []
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize("backend", EMBEDDED)
 def test_two_collections_under_one_persist_dir_do_not_leak(backend: str, tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ def _bm25_of(core: MemoryCore, query: str, text: str) -> float | None:
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["chroma_server", "milvus_server"])
 def test_a_long_lived_process_sees_the_other_process_keywords(
     server: str, request: pytest.FixtureRequest, tmp_path: Path
@@ -98,6 +99,7 @@ def _within(seconds: float, check: Any) -> bool:
     return bool(check())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["chroma_server", "milvus_server"])
 def test_a_long_lived_process_follows_the_other_process_updates_and_shared_memories(
     server: str, request: pytest.FixtureRequest, tmp_path: Path

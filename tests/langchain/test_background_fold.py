@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from langchain_core.language_models.fake import FakeListLLM
 
 from langchain_memory_vec import VectorSummaryMemory
@@ -27,6 +28,7 @@ class SlowLLM(FakeListLLM):
         return super()._call(prompt, stop, run_manager, **kwargs)
 
 
+@pytest.mark.slow
 def test_save_context_does_not_wait_for_the_summary_llm(core_factory: Any) -> None:
     llm = SlowLLM(responses=[SUMMARY_MARKER])
     core = core_factory(llm=llm, summary_in_background=None, session_id="bg")

@@ -82,6 +82,7 @@ def test_prompt_slots_hold_summary_recent_turns_and_recalled_memory(core_factory
     ]
 
 
+@pytest.mark.slow
 def test_hundred_turns_stay_within_budget(core_factory: Any, capture: PromptCapture) -> None:
     core: MemoryCore = core_factory()
     memory = VectorSummaryMemory(core=core, relevant_memories_key=None)

@@ -19,6 +19,7 @@ from memory_vec.testing import DeterministicHashEmbedder
 from .conftest import CapturingLLM, texts
 
 
+@pytest.mark.slow
 def test_hundred_turns_stay_within_budget(memory: VectorSummaryMemory, summarizer_llm: CapturingLLM) -> None:
     llm = CapturingLLM(max_tokens=12)
     engine = SimpleChatEngine.from_defaults(llm=llm, memory=memory)
@@ -107,6 +108,7 @@ def test_restart_resumes_the_session(tmp_path: Path, hash_embedder: Deterministi
     assert after.core.working_state().messages[-1].seq == len(expected_all) + 1
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_real_default_embedder_recalls_a_paraphrase(tmp_path: Path) -> None:
     memory = VectorSummaryMemory.from_defaults(

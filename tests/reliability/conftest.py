@@ -56,7 +56,12 @@ def _config_factory(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -
     return make
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(
+    params=[
+        pytest.param(kind, marks=[pytest.mark.services, pytest.mark.integration]) if kind in SERVER_BACKENDS else kind
+        for kind in BACKENDS
+    ]
+)
 def backend_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -11,6 +11,7 @@ from .conftest import EMBEDDER, ConfigFactory
 NAMES = ["用户记忆", "my memories", "ab", "127.0.0.1", "Team.Notes_v2-1"]  # see also tests/backends
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_collection_name_stores_and_reopens(make_config: ConfigFactory, name: str) -> None:
     writer = MemoryCore(make_config(collection=name, session_id="s1"), embedder=EMBEDDER)
@@ -24,6 +25,7 @@ def test_collection_name_stores_and_reopens(make_config: ConfigFactory, name: st
         reader.close()
 
 
+@pytest.mark.slow
 def test_names_mapped_alike_stay_apart(make_config: ConfigFactory) -> None:
     """'my memories' and 'my  memories' share a readable part, 'my-memories' is kept as given: three collections
     in one directory (or server), each serving only its own memories."""

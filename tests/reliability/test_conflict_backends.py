@@ -9,6 +9,7 @@ from memory_vec import WriteEvent
 pytestmark = [pytest.mark.integration]
 
 
+@pytest.mark.slow
 def test_update_history_restore_on_every_backend(core_factory) -> None:  # type: ignore[no-untyped-def]
     core = core_factory(user_id="alice", session_id="s1")
     first = core.add_messages([("user", "The budget is 5000 dollars."), ("assistant", "Noted: 5000 dollars.")])[0]

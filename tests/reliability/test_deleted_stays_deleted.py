@@ -30,6 +30,7 @@ def _next_process(config: MemoryConfig) -> MemoryCore:
     return MemoryCore(config, embedder=EMBEDDER)
 
 
+@pytest.mark.slow
 def test_a_deleted_message_is_not_healed_back(config: Callable[..., MemoryConfig]) -> None:
     cfg = config()
     core = MemoryCore(cfg, embedder=EMBEDDER)

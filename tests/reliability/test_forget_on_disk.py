@@ -130,6 +130,7 @@ def test_forget_leaves_no_trace_in_the_sqlite_working_state(tmp_path: Path) -> N
         release_stores()
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.parametrize("kind", ["sqlite", "chroma", "milvus"])
 def test_forget_leaves_no_trace_in_the_embedded_store(kind: str, tmp_path: Path) -> None:
@@ -307,6 +308,7 @@ def test_milvus_lite_rewrite_survives_a_crash_at_each_step(point: str, tmp_path:
         release_stores()
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_milvus_lite_reads_during_the_rewrite_see_every_row(tmp_path: Path) -> None:
     import threading
@@ -348,6 +350,7 @@ def test_milvus_lite_reads_during_the_rewrite_see_every_row(tmp_path: Path) -> N
     assert counts and set(counts) == {100}
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_milvus_lite_rewrite_keeps_every_remaining_record_exactly(tmp_path: Path) -> None:
     import numpy as np

@@ -26,6 +26,7 @@ def _words(hits: list) -> set[str]:  # type: ignore[type-arg]
     return {w for h in hits for w in h.text.split()}
 
 
+@pytest.mark.slow
 def test_a_forked_child_uses_the_parents_core_and_leaves_the_parents_store_alone(
     core_factory: Callable[..., MemoryCore], backend_kind: str
 ) -> None:
@@ -91,6 +92,7 @@ def test_a_forked_child_cannot_open_the_embedded_store_its_parent_holds(
         release_stores()
 
 
+@pytest.mark.slow
 def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
     core_factory: Callable[..., MemoryCore], backend_kind: str
 ) -> None:
@@ -123,6 +125,7 @@ def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
         release_stores()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["chroma-server", "milvus-server"])
 def test_a_forked_child_of_a_worker_with_redis_state(
     server: str, request: pytest.FixtureRequest, tmp_path: Path

@@ -115,6 +115,7 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+@pytest.mark.slow
 def test_add_message(cores: tuple[MemoryCore, MemoryCore, str]) -> None:
     core, canary, backend = cores
 
@@ -147,6 +148,7 @@ def test_add_message(cores: tuple[MemoryCore, MemoryCore, str]) -> None:
     run()
 
 
+@pytest.mark.slow
 def test_remember_update_and_recall(cores: tuple[MemoryCore, MemoryCore, str]) -> None:
     core, canary, backend = cores
 
@@ -177,6 +179,7 @@ def test_remember_update_and_recall(cores: tuple[MemoryCore, MemoryCore, str]) -
     run()
 
 
+@pytest.mark.slow
 def test_import_of_a_mutated_export(cores: tuple[MemoryCore, MemoryCore, str]) -> None:
     core, canary, backend = cores
     core.add_message("user", "a base memory to export")

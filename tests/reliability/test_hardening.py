@@ -63,11 +63,11 @@ def test_smaller_ones_get_named_errors(make_core: Any) -> None:
     _untouched(core)
 
 
-def test_pin_update_delete_on_a_superseded_memory_name_the_current_one(make_core: Any) -> None:
+def test_pin_update_on_a_superseded_memory_name_the_current_one(make_core: Any) -> None:
     core = make_core()
     first = core.remember("my budget is 5000", subject="budget")
     newer = core.update(first.id, "my budget is 8000")
-    for action in (core.pin, core.unpin, core.delete):
+    for action in (core.pin, core.unpin):
         with pytest.raises(SupersededMemoryError) as err:
             action(first.id)
         assert err.value.current_id == newer.id and newer.id in str(err.value)
@@ -75,6 +75,10 @@ def test_pin_update_delete_on_a_superseded_memory_name_the_current_one(make_core
         core.update(first.id, "my budget is 9000")
     assert core.pin(newer.id).pinned
     assert [r.id for r in core.history(newer.id)] == [first.id, newer.id]
+    # Deleting history is allowed (#44): the current value stays current.
+    deleted = core.delete(first.id)
+    assert deleted.deleted_ids == [first.id] and deleted.restored_ids == []
+    assert core.get(newer.id).valid_to is None and core.history(newer.id)[-1].id == newer.id
 
 
 def _export_with(core: MemoryCore, **changes: Any) -> dict[str, Any]:

@@ -76,6 +76,7 @@ def test_jieba_gets_long_runs_in_pieces_and_ordinary_text_whole(monkeypatch: pyt
         " ".join(f"I like thing{i}." for i in range(1_880)),  # 1,880 facts, each checked against all before: 9 s
     ],
 )
+@pytest.mark.slow
 def test_a_hostile_message_is_stored_and_recalled_without_stalling(text: str) -> None:
     core = MemoryCore(
         MemoryConfig(user_id="hostile", session_id="s"),

@@ -26,6 +26,7 @@ def _message_seqs(core: MemoryCore, session_id: str) -> list[tuple[int, str]]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("state", ["redis", "memory"])
 def test_a_lost_working_state_never_hands_out_stored_seqs_again(
     state: str,

@@ -99,6 +99,7 @@ def leases(core: MemoryCore, user: str = "ana") -> list[str]:
         ("sqlite", {}, False),  # inline (a local write), still waiting for other writers' leases
     ],
 )
+@pytest.mark.slow
 def test_shared_state_writes_in_the_background_with_leases(
     kind: str,
     extra: dict[str, Any],
@@ -156,6 +157,7 @@ def test_an_inline_sqlite_backend_reader_waits_for_a_background_writer(
     assert "Graz" in recall_waiting_for(held, b, "where does my sister live", k=1)[0].text
 
 
+@pytest.mark.slow
 def test_another_worker_waits_for_a_queued_supersede(
     shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -231,6 +233,7 @@ def test_a_turn_reads_the_other_workers_turn_with_its_first_load(
     assert any("visit Tomas" in h.text for h in a.recall("when do I visit my brother", k=3))
 
 
+@pytest.mark.slow
 def test_a_turn_that_waits_for_another_worker_reads_the_logs_again(
     shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,6 +258,7 @@ def test_a_turn_that_waits_for_another_worker_reads_the_logs_again(
     assert answers and "Linz" in answers[0].relevant[0].text
 
 
+@pytest.mark.slow
 def test_a_worker_stuck_in_a_write_keeps_its_lease_and_holds_readers_one_lease_at_most(
     shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -277,6 +281,7 @@ def test_a_worker_stuck_in_a_write_keeps_its_lease_and_holds_readers_one_lease_a
     assert "Graz" in b.recall("where does my sister live", k=1)[0].text
 
 
+@pytest.mark.slow
 def test_forget_refuses_while_another_live_worker_still_holds_turns_of_the_user(
     shared_config: Callable[..., MemoryConfig], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -313,6 +318,7 @@ time.sleep(600)  # killed here
 """
 
 
+@pytest.mark.slow
 def test_a_turn_of_a_worker_killed_before_its_write_is_healed_by_the_next_reader(
     shared_config: Callable[..., MemoryConfig],
 ) -> None:
@@ -330,6 +336,7 @@ def test_a_turn_of_a_worker_killed_before_its_write_is_healed_by_the_next_reader
     assert [r.id for r in b.store.backend.get([acked])] == [acked]
 
 
+@pytest.mark.slow
 def test_forget_drops_the_leases_a_dead_worker_left_on_the_user(shared_config: Callable[..., MemoryConfig]) -> None:
     config = shared_config()
     [[_, acked, _]] = kill_after(spawn(DYING_WORKER, config.model_dump_json()), 1)
@@ -359,6 +366,7 @@ def test_forget_lets_go_of_the_user_leases(
     assert time.monotonic() - t0 < 1.0  # nothing to wait for
 
 
+@pytest.mark.slow
 def test_two_workers_in_two_processes_see_each_others_turns(
     shared_config: Callable[..., MemoryConfig], tmp_path: Path
 ) -> None:
