@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from memory_vec._rules.facts import is_chinese, is_question
 
-__all__ = ["Assertion", "Kind", "Modality", "assess", "why_not_superseding"]
+__all__ = ["Assertion", "Kind", "Modality", "assess", "says_changed", "why_not_superseding"]
 
 
 class Modality(str, enum.Enum):
@@ -63,13 +63,16 @@ _UPDATE_EN = re.compile(
     r"|(?:has|have|had|was|were|got|been)\s+(?:just\s+)?(?:changed|moved|raised|lowered|increased|decreased|cut"
     r"|bumped|updated|renamed|switched|pushed|extended|reduced|shifted|rescheduled|upped|dropped)"
     r"|(?:changed|moved|raised|lowered|increased|decreased|bumped|updated|switched|upped|reduced|shifted"
-    r"|rescheduled|pushed|dropped|cut)\b[^.!?]{0,40}\bto\b|instead of|rather than|not \S+ but|correction|i meant"
-    r"|actually)\b",
+    r"|rescheduled|pushed|dropped|cut|hiked|lowered)\b[^.!?]{0,40}\bto\b|instead of|rather than|not \S+ but|correction"
+    r"|i meant|i mean|actually|typo|oops|my bad|sorry|after all|scratch that|no wait|misread|correct myself"
+    r"|not \S+,? (?:it's|it is)"
+    r"|(?:it's|it is) \S+,? not)\b",
     re.IGNORECASE,
 )
 _UPDATE_ZH = re.compile(
     r"现在|目前|如今|改成|改为|改到|改叫|改名|换成|换到|换了|调整|调到|调成|变成|变为|升到|涨到|降到|降为|提高到|增加到"
     r"|减少到|减到|推迟到|提前到|挪到|搬到|搬去|不再|已经不|不.{0,6}了$|不对|说错了|更正|其实是|从.{1,12}(?:改|变|调|换|涨|降)"
+    r"|打错了|写错了|记错了|看错了|搞错了|口误|纠正|不是.{1,12}[，,是]|应该是"
 )
 
 _NOW_EN = re.compile(r"\b(?:now|currently|these days|nowadays|from now on|as of (?:today|now))\b", re.IGNORECASE)
@@ -81,12 +84,15 @@ _PAST_EN = re.compile(
     r"|last (?:year|month|week|summer|winter|spring|fall|autumn|time|semester|quarter|season)"
     r"|(?:a|one|two|three|four|five|six|ten|\d+) (?:years?|months?|weeks?|decades?) ago|years ago"
     r"|before (?:that|the move|covid|i moved|we moved)|in (?:19|20)\d\d\b(?=[^.!?]*\b(?:was|were|had|paid|cost)\b)"
+    r"|(?:was|were|had|paid|cost)\b[^.!?]*\bin (?:19|20)\d\d\b|in my (?:teens|twenties|thirties|forties|fifties|youth)"
+    r"|during (?:college|school|finals|the pandemic|lockdown|my|our|the)"
+    r"|when (?:i|we) (?:lived|worked|was|were|had|started)"
     r"|(?:was|were|had been)\b[^.!?]*\b(?:until|till|before) )",
     re.IGNORECASE,
 )
 _PAST_ZH = re.compile(
     r"以前|之前|原来|原先|原本|曾经|过去|当时|那时|那会儿|当年|去年|前年|上个?月|上周|上星期|上礼拜|小时候|上学时|以往|早先|早些年"
-    r"|(?:几|两|三|\d+)年前|那几年|刚开始的时候|一开始"
+    r"|(?:几|两|三|\d+)年前|那几年|那年|刚开始|一开始|的时候|那时候|当初|起初|早年|第一次|头一回|前是|前的"
 )
 
 _HYPOTHETICAL_EN = re.compile(
@@ -111,38 +117,38 @@ _REPORTED_EN = re.compile(
 )
 _REPORTED_ZH = re.compile(
     r"听说|据说|据.{1,8}(?:说|讲|称|透露)|传言|有人说|别人说|大家都说|好像说"
-    r"|^(?!我[说讲觉认以]|我们)[^，,。！？!?]{1,8}?(?:说|讲|告诉我|跟我说|和我说|提到|觉得|认为|以为|表示|声称|透露|发消息说)"
+    r"|^(?!我[说讲觉认以]|我们)[^，,。！？!?]{1,8}?(?:说|讲|告诉我|跟我说|和我说|提到(?![\d零一二两三四五六七八九十百千万])|觉得|认为|以为|表示|声称|透露|发消息说)"
 )
 
 _PLAN_EN = re.compile(
     r"\b(?:might|may|maybe|perhaps|possibly|probably|could|planning|plan to|plans to|going to|gonna|thinking of"
     r"|thinking about|considering|consider|intend|intending|hoping to|hope to|want to|wanna|would like to|'d like to"
     r"|aiming to|aim to|about to|looking into|tempted to|debating|might as well|potentially|eventually|someday"
-    r"|one day|next (?:year|month|week|spring|summer|fall|autumn|winter|quarter|semester|time)"
-    r"|in the future|at some point|soon-ish|if all goes well|will (?:probably|likely|maybe|possibly))\b",
+    r"|one day|in the future|at some point|soon-ish|if all goes well|will (?:probably|likely|maybe|possibly))\b",
     re.IGNORECASE,
 )
 _PLAN_ZH = re.compile(
-    r"打算|准备|考虑|计划|想要|想把|想换|想搬|想改|想去|可能|也许|或许|大概|说不定|估计|也说不定|下(?:个)?月|明年|下周|下星期|下礼拜"
+    r"打算|准备|考虑|计划|想要|想把|想换|想搬|想改|想去|可能|也许|或许|大概|说不定|估计|也说不定"
     r"|将来|以后可能|有望|争取|希望能|预计|到时候|回头|改天|等.{1,6}再"
 )
 
 # An event: something done at a time, by the speaker; a change verb makes it a state update.
 _EVENT_EN = re.compile(
-    r"\b(?:i|we|i've|we've)\s+(?:just\s+|finally\s+|also\s+)?"
+    r"(?:^|\b(?:i|we|i've|we've)\s+)(?:just\s+|finally\s+|also\s+|then\s+)?"
     r"(?:ran|run|walked|swam|hiked|biked|cycled|rode|jogged|watched|saw|visited|ate|had|drank|cooked|baked|bought"
     r"|purchased|ordered|read|finished|played|went|attended|met|called|phoned|texted|emailed|spent|paid|took"
     r"|made|did|wrote|sent|received|got back|came back|flew|drove|caught|lost|won|scored|tried|tested|fixed"
     r"|cleaned|painted|planted|picked|booked|returned|gave|hosted|celebrated|danced|sang|practiced|practised"
     r"|studied|learned|learnt|lifted|trained|climbed|skied|surfed|fished|camped|travel(?:l)?ed|toured|stopped by"
-    r"|dropped by|picked up|hung out|caught up)\b",
+    r"|dropped by|picked up|hung out|caught up|slept|filled up|filled|grabbed|spent|visited|hit|did|saw|got)\b",
     re.IGNORECASE,
 )
 _TIME_ANCHOR_EN = re.compile(
     r"\b(?:yesterday|today|tonight|this (?:morning|afternoon|evening|week|weekend)|last (?:night|weekend)"
     r"|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|the \d+)|(?:monday|tuesday|wednesday"
     r"|thursday|friday|saturday|sunday)(?: (?:morning|afternoon|evening|night))?|earlier|just now|\d+ days? ago"
-    r"|at lunch|after work|over the weekend|in the morning|for (?:lunch|dinner|breakfast)|again)\b",
+    r"|at lunch|after work|over the weekend|in the (?:morning|afternoon|evening)|for (?:lunch|dinner|breakfast)"
+    r"|again|on (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d+|another)\b",
     re.IGNORECASE,
 )
 _CHANGE_VERB_EN = re.compile(
@@ -167,11 +173,13 @@ _ENTITY_EN = re.compile(
     r"|invoice|account|building|bldg|floor|house|bed|ward|class|grade|lane|platform|terminal|locker|desk|office"
     r"|lot|plot|stall|booth|court|field|bay|dock|cabin|car|train|block|section|row|aisle|door|pod|server|machine"
     r"|station|ward|cell|box|shelf|bin|tank|cage|kennel|stable|villa|cottage|studio|lab|clinic|branch|store|shop"
-    r"|project|phase|sprint|module|chapter|lesson|unit|level|number|no\.?|#)\s*#?(?P<id>[a-z]?\d+[a-z]?)\b",
+    r"|project|phase|sprint|module|chapter|lesson|unit|level|number|no\.?|#)\s*#?(?P<id>[a-z]?\d+[a-z]?)\b"
+    r"|\b(?P<noun_l>room|gate|building|wing|lot|terminal|line|team|group|plan|option|tier|section|block|court)\s+"
+    r"(?P<letter>[A-Z])\b",
     re.IGNORECASE,
 )
 _ENTITY_ZH = re.compile(
-    r"(?P<id>[A-Za-z]?\d+[A-Za-z]?)\s*(?P<noun>号床|号楼|号房|号线|号桌|号门|号柜|号车|号|室|房|栋|楼|层|床|座|班|组|车厢|排|区|单元|路)"
+    r"(?<!月)(?<![\d月])(?P<id>[A-Za-z]?\d+[A-Za-z]?)\s*(?P<noun>号床|号楼|号房|号线|号桌|号门|号柜|号车|号|室|房|栋|楼|层|床|座|班|组|车厢|排|区|单元|路)"
     r"|(?P<noun2>房间|病房|会议室|教室|宿舍|航班|订单|账户|车次|桌|床位)\s*(?P<id2>[A-Za-z]*\d+[A-Za-z]?)"
 )
 
@@ -179,7 +187,10 @@ _ENTITY_ZH = re.compile(
 def _entities(text: str) -> frozenset[str]:
     found = set()
     for m in _ENTITY_EN.finditer(text):
-        found.add(f"{m.group('noun').lower().rstrip('.')} {m.group('id').lower()}")
+        if m.group("noun"):
+            found.add(f"{m.group('noun').lower().rstrip('.')} {m.group('id').lower()}")
+        elif m.group("letter").isupper():  # "room A", not "plan a trip"
+            found.add(f"{m.group('noun_l').lower()} {m.group('letter').lower()}")
     for m in _ENTITY_ZH.finditer(text):
         if m.group("id"):
             found.add(f"{m.group('id').lower()}{m.group('noun')}")
@@ -204,7 +215,7 @@ def _modality(text: str, role: str) -> tuple[Modality, str]:
         if m := pattern.search(text):
             return modality, m.group(0)
     # "It was 5000 but now it's 8000": a past value followed by the current one asserts the current one.
-    if (m := past.search(text)) and not ((u := update.search(text, m.end())) and u.start() >= m.end()):
+    if (m := past.search(text)) and not update.search(text):
         return Modality.PAST, m.group(0)
     # "We might raise it to 9000": the change is inside the plan; only a later "now" asserts.
     if (m := plan.search(text)) and not (_NOW_ZH if zh else _NOW_EN).search(text, m.end()):
@@ -232,7 +243,12 @@ def assess(text: str, role: str = "user") -> Assertion:
     return Assertion(modality, kind, _entities(text), cue or kind_cue)
 
 
-def why_not_superseding(new: Assertion, old: Assertion) -> str:
+def says_changed(text: str) -> bool:
+    """The statement says its value changed ("now", "moved to", "no longer", "改成", "调整为")."""
+    return bool((_UPDATE_ZH if is_chinese(text) else _UPDATE_EN).search(text))
+
+
+def why_not_superseding(new: Assertion, old: Assertion, *, same_entity_needed: bool = True) -> str:
     """The reason ``new`` may not replace ``old`` ("" when it may, as far as the model goes).
 
     Values, subjects and owners are compared by the resolver afterwards; this
@@ -245,6 +261,6 @@ def why_not_superseding(new: Assertion, old: Assertion) -> str:
         return f"old is {old.modality.value}"
     if new.kind is Kind.EVENT or old.kind is Kind.EVENT:
         return f"an event ({new.cue or 'old'}) accumulates"
-    if new.entities and old.entities and not new.entities & old.entities:
+    if same_entity_needed and new.entities and old.entities and not new.entities & old.entities:
         return f"another entity ({', '.join(sorted(new.entities))})"
     return ""

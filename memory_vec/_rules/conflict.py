@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from memory_vec._rules.assertion import Assertion, assess, why_not_superseding
+from memory_vec._rules.assertion import Assertion, assess, says_changed, why_not_superseding
 from memory_vec._rules.extraction import EXTRACTION_PROMPT, ExtractedFact, FactExtractor, LLMExtractor, RuleExtractor
 from memory_vec._rules.facts import (
     distinct_subjects,
@@ -90,6 +90,8 @@ class _NewFact:
     owner: str
     pref: tuple[str, bool] | None
     assertion: Assertion
+    #: Says the value changed ("now", "moved to", "改成"): the frame may differ.
+    changes: bool
 
     @classmethod
     def of(cls, fact: ExtractedFact) -> _NewFact:
@@ -101,6 +103,7 @@ class _NewFact:
             fact.owner or owner_of(fact.subject, fact.text),
             preference(fact.text),
             assess(fact.text),
+            says_changed(fact.text),
         )
 
 
@@ -150,8 +153,9 @@ class ConflictResolver:
                     superseded.append(old.id)
                     reasons.append("learned judge")
                 continue
-            # Only an asserted-now state replaces an asserted state of the same entity.
-            if why := why_not_superseding(new.assertion, assess(old.text)):
+            # Only an asserted-now state replaces an asserted state of the same entity (a stated
+            # change may name a new one: "moved to flat 8B", "my bad, it's room 402").
+            if why := why_not_superseding(new.assertion, assess(old.text), same_entity_needed=not new.changes):
                 kept_because = kept_because or why
                 continue
             verdict = self._rule_verdict(new, old, subject_only=subject_only)
@@ -174,6 +178,12 @@ class ConflictResolver:
         same_subject = bool(new.subject) and new.subject == old_subject
         if new.fact.negated and same_subject:
             return "rule: retraction of the subject"
+        if (
+            new.fact.negated
+            and _frame(new.fact.text) & _frame(old.text)
+            and old.similarity >= self.threshold - self.judge_margin
+        ):
+            return "rule: retraction of what it said"  # "I drink coffee every morning" -> "I've quit coffee"
         old_pref = preference(old.text)
         if new.pref and old_pref and new.pref[0] == old_pref[0] and new.pref[1] != old_pref[1]:
             return "rule: the opposite liking"  # "I love sushi" -> "I don't like sushi (anymore)", and back
@@ -181,20 +191,42 @@ class ConflictResolver:
         # on differing values. Conflict benchmark, EN: stale@5 0.113 -> 0.083
         # but current@5 0.979 -> 0.921 and false overwrites 42 -> 99: dropped.)
         values_differ = new.values != old_values
+        # Without a change word, a new value must come in the same frame: "my rent is $1,400" and
+        # "my rent is due on the 1st" share the subject but say two things.
+        same_frame = new.changes or _frame(new.fact.text) == _frame(old.text)
         # a value on one side only: both must set a short value
         if (
             same_subject
+            and same_frame
             and values_differ
             and ((new.values and old_values) or ((new.values or old_values) and _short_values(new.fact.text, old.text)))
         ):
             return "rule: same subject, new value"
         if same_subject and not new.values and not old_values and _new_value_text(new.fact.text, old.text):
             return "rule: same subject, new value"  # "favorite drink is tea" -> "... is now coffee"
-        if not subject_only and old.similarity >= self.threshold and self._similar_new_value(new, old, old_subject):
+        if not subject_only and new.changes and self._says_it_replaced(new, old, old_values):
+            return "rule: a stated change of this value"
+        if (
+            not subject_only
+            and same_frame
+            and old.similarity >= self.threshold
+            and self._similar_new_value(new, old, old_subject)
+        ):
             return "rule: similar statement, new value"
         if same_subject or old.similarity >= self.threshold - self.judge_margin:
             return _BORDERLINE
         return ""
+
+    def _says_it_replaced(self, new: _NewFact, old: ExistingFact, old_values: set[str]) -> bool:
+        """A statement that says its value changed ("moved standup to 10:15", "it's 7:15, not
+        9:15", "改成周四") replaces an old value of the same thing: it names the old value as
+        wrong, or it shares what the old one was about and is close to it."""
+        if not old_values or not (new.values or _names_as_wrong(new.fact.text, old_values)):
+            return False
+        if _names_as_wrong(new.fact.text, old_values):
+            return True
+        shared = _frame(new.fact.text) & _frame(old.text)
+        return bool(shared) and old.similarity >= self.threshold - self.judge_margin and new.values != old_values
 
     @staticmethod
     def _similar_new_value(new: _NewFact, old: ExistingFact, old_subject: str | None) -> bool:
@@ -246,6 +278,41 @@ def why_restore(old_text: str, new_text: str) -> str:
     if owner_of(None, old_text) != owner_of(None, new_text):
         return "another owner"
     return why_not_superseding(assess(new_text), assess(old_text))
+
+
+_FIRST_CLAUSE = re.compile(r"[,;:，；：]|\s[-—–]\s")
+_POSSESSIVE = re.compile(r"['’](?:s|re|m|ve|ll|d)$")
+_FRAME_WORD = re.compile(r"[a-z]+(?:['’][a-z]+)?|[\u4e00-\u9fff]")
+_FRAME_STOP = frozenset(
+    (  # noqa: SIM905 - a word list reads better as words
+        "a an the is are am was were be been being 's 'm 're my our your his her their i we you me us it its "
+        "it's this that these those now currently actually still just anymore any more no longer so well oh "
+        "ok okay yeah btw also too really very and but of as today days nowadays update correction sorry "
+        "meant i'm we're it’s i’m wait hmm ugh oops yes right anyway "
+        "我 的 是 了 们 咱 呢 啊 吧 啦 也 都 就 才 还 又 很 现 在 已 经 目 前 如 今 个 这 那 对 哦 嗯 呀 "
+        "一 二 三 四 五 六 七 八 九 十 两 百 千 万"
+    ).split()
+)
+
+
+def _frame(text: str) -> frozenset[str]:
+    """A statement's words without its values and function words: what it says something about.
+    Its first clause only: "my manager is Daniel, he's pretty chill" is about the manager."""
+    for clause in _FIRST_CLAUSE.split(text):  # "Sorry, I meant 8000": past a leading interjection
+        values = " ".join(extract_values(clause))
+        words = (_POSSESSIVE.sub("", w) for w in _FRAME_WORD.findall(clause.lower()))
+        frame = frozenset(w for w in words if w not in _FRAME_STOP and not (len(w) > 1 and w in values))
+        if frame or values:
+            return frame
+    return frozenset()
+
+
+def _names_as_wrong(text: str, old_values: set[str]) -> bool:
+    """ "not 9:15", "not 5000", "不是5000": the new statement names an old value as the wrong one."""
+    lowered = text.lower()
+    return any(
+        re.search(rf"(?:\bnot|不是|而不是)\s*{re.escape(v)}", lowered) for v in old_values if len(v) > 1 or v.isdigit()
+    )
 
 
 def _short_values(new_text: str, old_text: str) -> bool:
