@@ -137,6 +137,8 @@ class MemoryCore:
                 threshold=threshold,
                 judge=llm if cfg.conflict_judge else None,
                 detector=cfg.conflict_detector,
+                judge_timeout=cfg.conflict_judge_timeout,
+                judge_budget=cfg.conflict_judge_budget,
             ),
             redactor=redactor or (RegexRedactor() if cfg.redact_pii else None),
         )

@@ -330,7 +330,13 @@ class MemoryConfig(BaseModel):
         "benchmarks/RESULTS.md (supersede set).",
     )
     conflict_judge: bool = Field(
-        False, description="Let the LLM (llm=) decide borderline conflicts as ADD / UPDATE / DELETE / NOOP."
+        False,
+        description="Let the LLM (llm=) confirm every supersede the offline path proposes and decide the pairs it "
+        "is unsure of (ADD / UPDATE / DELETE / NOOP); on a failure or timeout both values are kept.",
+    )
+    conflict_judge_timeout: float = Field(20.0, gt=0, description="Seconds the conflict judge may take per call.")
+    conflict_judge_budget: int | None = Field(
+        None, ge=0, description="Judge calls a core may make (None: no cap); past it the offline decision stands."
     )
     skip_transient: bool = Field(
         True, description="Value filter: do not keep one-off instructions ('convert this file now') as facts."

@@ -13,10 +13,11 @@ The extractors live in :mod:`memory_vec._rules.extraction` and are re-exported h
 
 from __future__ import annotations
 
+import concurrent.futures
 import enum
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memory_vec._rules.assertion import Assertion, assess, says_changed, why_not_superseding
 from memory_vec._rules.extraction import EXTRACTION_PROMPT, ExtractedFact, FactExtractor, LLMExtractor, RuleExtractor
@@ -129,6 +130,10 @@ class ConflictResolver:
     #: (:class:`~memory_vec._rules.supersede_model.SupersedeModel` decides each same-owner pair).
     detector: str = "rules"
     judge_margin: float = 0.1
+    #: Seconds to wait for the judge; on a timeout both values are kept.
+    judge_timeout: float | None = 20.0
+    #: Judge calls this resolver may make (None: no cap); past it the offline decision stands.
+    judge_budget: int | None = None
     judge_calls: int = field(default=0, init=False)
 
     def decide(
@@ -147,16 +152,16 @@ class ConflictResolver:
                 return ConflictDecision(ConflictAction.NOOP, duplicate_of=old.id, reason="exact duplicate")
             if owner_of(old.subject, old.text) != new.owner:
                 continue  # someone else's fact: not an update, not even a borderline one
-            if self.detector == "learned":
-                model = shipped_model()
-                if model.probability(old.text, fact.text) >= model.threshold:
-                    superseded.append(old.id)
-                    reasons.append("learned judge")
-                continue
             # Only an asserted-now state replaces an asserted state of the same entity (a stated
             # change may name a new one: "moved to flat 8B", "my bad, it's room 402").
             if why := why_not_superseding(new.assertion, assess(old.text), same_entity_needed=not new.changes):
                 kept_because = kept_because or why
+                continue
+            if self.detector == "learned":  # behind the same gate: the judge decides the rest
+                model = shipped_model()
+                if model.probability(old.text, fact.text) >= model.threshold:
+                    superseded.append(old.id)
+                    reasons.append("learned judge")
                 continue
             verdict = self._rule_verdict(new, old, subject_only=subject_only)
             if verdict == _BORDERLINE:
@@ -164,12 +169,19 @@ class ConflictResolver:
             elif verdict:
                 superseded.append(old.id)
                 reasons.append(verdict)
-        if superseded:
-            action = ConflictAction.DELETE if fact.negated else ConflictAction.UPDATE
-            return ConflictDecision(action, tuple(superseded), reason=reasons[0])
-        if self.judge is not None and borderline:
-            return self._ask_judge(fact, borderline)
-        return ConflictDecision(ConflictAction.ADD, reason=f"kept: {kept_because}" if kept_because else "new fact")
+        action = ConflictAction.DELETE if fact.negated else ConflictAction.UPDATE
+        offline = (
+            ConflictDecision(action, tuple(superseded), reason=reasons[0])
+            if superseded
+            else ConflictDecision(ConflictAction.ADD, reason=f"kept: {kept_because}" if kept_because else "new fact")
+        )
+        # The judge sees every supersede the offline path proposes and every pair it is unsure of.
+        proposed = [old for old in existing if old.id in superseded] + borderline
+        if self.judge is None or not proposed:
+            return offline
+        if self.judge_budget is not None and self.judge_calls >= self.judge_budget:
+            return replace(offline, reason=f"{offline.reason} (judge budget of {self.judge_budget} calls spent)")
+        return self._ask_judge(fact, proposed)
 
     def _rule_verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool) -> str:
         """Why the rules supersede ``old`` (the rule's name), :data:`_BORDERLINE`, or ""."""
@@ -254,10 +266,16 @@ class ConflictResolver:
             "ADD (new information), UPDATE (replaces those facts), DELETE (retracts them), NOOP (already known)."
         )
         self.judge_calls += 1
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         try:
-            answer = str(self.judge(prompt)).strip().upper()
+            answer = str(pool.submit(self.judge, prompt).result(timeout=self.judge_timeout)).strip().upper()
+        except concurrent.futures.TimeoutError:
+            reason = f"judge failed: no answer within {self.judge_timeout}s; both kept"
+            return ConflictDecision(ConflictAction.ADD, reason=reason, judged=True)
         except Exception as exc:  # noqa: BLE001 - any failure of the caller's judge falls back to keeping both
-            return ConflictDecision(ConflictAction.ADD, reason=f"judge failed: {exc}", judged=True)
+            return ConflictDecision(ConflictAction.ADD, reason=f"judge failed: {exc}; both kept", judged=True)
+        finally:
+            pool.shutdown(wait=False)  # a hung judge must not hang the turn
         words = answer.replace(",", " ").split()
         verb = words[0] if words else "ADD"
         indexes = [int(w) for w in words[1:] if w.isdigit() and int(w) < len(borderline)]

@@ -13,9 +13,11 @@ from memory_vec import WriteEvent
 from memory_vec._model.queries import RecordFilter
 from memory_vec._model.session import StateMessage
 from memory_vec._rules.assertion import Kind, Modality, assess
-from memory_vec._rules.conflict import patch_summary
+from memory_vec._rules.conflict import ConflictAction, ConflictResolver, ExistingFact, patch_summary
+from memory_vec._rules.extraction import RuleExtractor
 from memory_vec._rules.summary import ExtractiveSummarizer
 from memory_vec._rules.tokens import get_token_counter
+from memory_vec.testing import ScriptedLLM
 
 
 @pytest.mark.parametrize(
@@ -232,3 +234,36 @@ def test_recheck_restores_what_the_old_rules_superseded(make_core) -> None:  # t
 
 
 later_ts = 1_900_000_000.0
+
+
+# --- the LLM judge sees what the offline path proposes ----------------------------------------
+
+
+def _judged(answer: object, **settings: object) -> tuple[object, ScriptedLLM]:
+    judge = ScriptedLLM([answer])
+    resolver = ConflictResolver(threshold=0.9, judge=judge, **settings)  # type: ignore[arg-type]
+    fact = RuleExtractor().extract("user", "My budget is now 8000 euros.")[0]
+    old = ExistingFact("x1", "My budget is 5000 euros.", "budget", 0.95)
+    return resolver.decide(fact, [old]), judge
+
+
+def test_the_judge_confirms_or_vetoes_a_proposed_supersede() -> None:
+    decision, judge = _judged("UPDATE 0")
+    assert decision.action is ConflictAction.UPDATE and decision.judged and "5000" in judge.prompts[0]
+    decision, _ = _judged("ADD")
+    assert decision.action is ConflictAction.ADD and decision.judged
+
+
+def test_a_slow_or_failing_judge_keeps_both_and_says_why() -> None:
+    decision, _ = _judged((0.5, "UPDATE 0"), judge_timeout=0.05)
+    assert (
+        decision.action is ConflictAction.ADD and "within 0.05s" in decision.reason and "both kept" in decision.reason
+    )
+    decision, _ = _judged(RuntimeError("rate limited"))
+    assert decision.action is ConflictAction.ADD and "rate limited" in decision.reason
+
+
+def test_past_its_budget_the_offline_decision_stands() -> None:
+    decision, judge = _judged("ADD", judge_budget=0)
+    assert decision.action is ConflictAction.UPDATE and not decision.judged and "budget" in decision.reason
+    assert judge.calls == 0
