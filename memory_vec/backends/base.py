@@ -67,9 +67,6 @@ class BaseBackend:
     #: What the conformance suite may expect of this engine.
     supports_multiprocess = False
     persistent = False
-    #: A write is a local transaction, cheaper inline than handed to the writer's
-    #: thread: ``background_writes=None`` keeps it in the turn.
-    local_writes = False
 
     # --- the sync protocol: what a subclass implements (see :class:`Backend`) ---------------
     def open(self, *, dimension: int, model_id: str) -> None:
@@ -127,15 +124,15 @@ class BaseBackend:
         The default is ``upsert``."""
         self.upsert(records, vectors)
 
-    # Optional, for the local replica of a user's scope (memory_vec._storage.replica):
+    # Optional (``reembed``'s tools and the conformance suite read stored vectors with it):
     #   def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]
     # every record matching ``where`` with its stored vector, rows aligned
     # (shape (0, dimension) when none), in any order.
-    # Optional, not defined here so that wrappers (guard, replica) pass it through:
+    # Optional, not defined here so that wrappers (the guard) pass it through:
     #   def check_usable(self) -> None
     # raise when this process may not use the store at all (an embedded store
     # inherited across a fork); no I/O. The store calls it before a write is
-    # validated, so such a write is refused, not queued and lost at the flush.
+    # validated, so such a write is refused before anything is written.
 
     # --- async twins -------------------------------------------------------------------------
     async def _in_thread(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

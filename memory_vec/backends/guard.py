@@ -91,7 +91,6 @@ class GuardedBackend(BaseBackend):
         self.limits: BackendLimits = getattr(inner, "limits", BackendLimits())
         self.supports_multiprocess = bool(getattr(inner, "supports_multiprocess", False))
         self.persistent = bool(getattr(inner, "persistent", False))
-        self.local_writes = bool(getattr(inner, "local_writes", False))
         self.vector_reads = reads_vectors(inner)
         self.timeout = timeout
         self.retries = retries

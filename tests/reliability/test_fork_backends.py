@@ -127,7 +127,7 @@ def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
 def test_a_forked_child_of_a_worker_with_redis_state(
     server: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """The deployment of workers on several hosts: a server and Redis state (leases,
+    """The deployment of workers on several hosts: a server and Redis state (keyword
     logs, the shared vector cache), with a core the parent used before the fork."""
     from tests.fixtures_redis import redis_url
 
