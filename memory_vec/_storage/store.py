@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -33,7 +35,7 @@ from memory_vec._storage.keywords import KeywordIndex
 from memory_vec._storage.vector_cache import SharedVectors, VectorCache
 from memory_vec._storage.writer import RecordWriter, WriterSettings
 from memory_vec.backends import create_backend
-from memory_vec.backends.base import Backend, BackendLimits, PurgeReport
+from memory_vec.backends.base import Backend, BackendLimits, PurgeReport, claim_working_state_of
 from memory_vec.state import StateStore, create_state_store, resolve_state_kind
 from memory_vec.state.base import DeadLetter
 
@@ -152,9 +154,40 @@ class Store:
                 return
             self.backend.open(dimension=dimension, model_id=model_id)
             first = self._opened is None
+            if first:
+                self._check_working_state()
             self._opened = (dimension, model_id)
         if first and self._legacy_state_path and os.path.exists(self._legacy_state_path):
             self._claim_legacy_state(self._legacy_state_path)
+
+    def _check_working_state(self) -> None:
+        """A server other processes write: its collection names the working state
+        they use (``claim_working_state``). A working state of this host only
+        (a SQLite file) next to another one would serve what another host
+        superseded or forgot, so it is refused here, before anything is read."""
+        ours = working_state_identity(self.state)
+        if ours is None or not getattr(self.backend, "supports_multiprocess", False):
+            return  # a state of this process only (memory, a custom one), or a store one process owns
+        recorded = claim_working_state_of(self.backend, ours)
+        if recorded == ours:
+            return
+        if ours.startswith("redis ") and not recorded.startswith("redis "):
+            # Moving a deployment to a shared working state, as the error below asks.
+            log.warning(
+                "memory-vec: collection %r moves from the working state %s to %s", self.collection, recorded, ours
+            )
+            claim_working_state_of(self.backend, ours, replace=True)
+            return
+        if ours.startswith("redis "):
+            return  # two URLs of one Redis cannot be told apart from two Redis servers: a Redis is for sharing
+        raise ConfigError(
+            f"collection {self.collection!r} on this server is used with the working state {recorded}; this "
+            f"process's is {ours}. A working state in one host's SQLite file (persist_dir) cannot see what "
+            "other hosts write, supersede or forget: processes on several hosts over one server need "
+            "state='redis' with a redis_url shared by all of them (processes of one host: one persist_dir). "
+            "To move the working state on purpose, open the store once with state='redis', or replace the "
+            "record with store.backend.claim_working_state(identity, replace=True)."
+        )
 
     def _claim_legacy_state(self, path: str) -> None:
         from memory_vec.state._legacy import claim_legacy_sessions
@@ -263,6 +296,20 @@ class Store:
             self._stored([record])
             stored.append(letter.record_id)
         return DeadLetterRetry(stored, failed)
+
+
+def working_state_identity(state: StateStore) -> str | None:
+    """What names a working state across processes: a Redis (URL without credentials,
+    namespace), or a SQLite file of one host; None for a state of one process."""
+    name = getattr(state, "name", "")
+    if name == "redis":
+        url = urlsplit(str(getattr(state, "url", "")))
+        where = f"{url.scheme}://{url.hostname or ''}:{url.port or ''}{url.path}"
+        return f"redis {where} namespace={getattr(state, 'namespace', '')}"
+    path = getattr(state, "path", None)
+    if name == "sqlite" and isinstance(path, str):
+        return f"sqlite {socket.gethostname()}:{os.path.abspath(path)}"
+    return None
 
 
 # --- the factory: one store per identifying config, per process --------------------

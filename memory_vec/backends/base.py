@@ -31,6 +31,7 @@ __all__ = [
     "PurgeReport",
     "RecordFilter",
     "ScoredRecord",
+    "claim_working_state_of",
     "reads_vectors",
 ]
 
@@ -116,6 +117,16 @@ class BaseBackend:
         note = f"{self.name}: this backend has no purge; deleted records may remain in the engine's files"
         return PurgeReport(False, 0, (note,))
 
+    def claim_working_state(self, identity: str, *, replace: bool = False) -> str:
+        """Record in the engine which working state the store's processes use, if
+        none is recorded yet (or ``replace``), and return the one recorded. A
+        store other processes can write (a server) records it with the
+        collection, so a process with another, private working state (another
+        host's SQLite file) is refused at open instead of serving what another
+        host superseded or forgot. The default records nothing (one process
+        owns an embedded store): every identity is its own."""
+        return identity
+
     def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
         """Store records whose ids were never stored (fresh ids of new messages
         and facts). A backend may skip what ``upsert`` does for rows that exist
@@ -163,6 +174,13 @@ class BaseBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def claim_working_state_of(backend: object, identity: str, *, replace: bool = False) -> str:
+    """``backend.claim_working_state`` when it has one (a backend written against
+    the protocol alone records nothing: ``identity``)."""
+    method = getattr(backend, "claim_working_state", None)
+    return str(method(identity, replace=replace)) if callable(method) else identity
 
 
 def insert_new_of(backend: object) -> Callable[[Sequence[MemoryRecord], np.ndarray], None]:

@@ -64,6 +64,9 @@ from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, Re
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
 
+#: The collection property that names the working state its processes use (claim_working_state).
+_PROP_STATE = "memvec.working_state"
+
 __all__ = ["SCHEMA_VERSION", "MilvusBackend"]
 
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
@@ -252,6 +255,22 @@ class MilvusBackend(MilvusWrites, BaseBackend):
             self._dimension, self._model_id = dimension, model_id
             if mismatch is not None:
                 raise mismatch
+
+    def claim_working_state(self, identity: str, *, replace: bool = False) -> str:
+        """A server's collection records it in its properties (see ``BaseBackend``)."""
+        if not self.is_server:
+            return identity  # Milvus Lite: this process owns the path (a file lock)
+        with self._mutex:
+            client = self._ready()
+            with self._translate("record the working state"):
+                props = client.describe_collection(self.collection, timeout=self._timeout).get("properties") or {}
+                recorded = props.get(_PROP_STATE)
+                if isinstance(recorded, str) and recorded and not replace:
+                    return recorded
+                client.alter_collection_properties(
+                    self.collection, properties={_PROP_STATE: identity}, timeout=self._timeout
+                )
+            return identity
 
     def _read_one(self, client: Any, level: str) -> None:
         consistency.read_barrier(client, self.collection, level, timeout=self._timeout, translate=self._translate)
