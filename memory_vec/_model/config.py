@@ -397,7 +397,9 @@ class MemoryConfig(BaseModel):
             )
         if self.state == "redis" and not self.redis_url:
             raise ValueError("state='redis' needs redis_url")
-        ignored = sorted(_IGNORED_SINCE_0_2 & self.model_fields_set)
+        # Only a value other than the default: a dump of a config read back (round trips) says nothing.
+        fields = type(self).model_fields
+        ignored = sorted(n for n in _IGNORED_SINCE_0_2 if getattr(self, n) != fields[n].default)
         if ignored:
             warnings.warn(
                 f"MemoryConfig: {', '.join(ignored)} ignored since memory-vec 0.2 (writes and reads go to the "
