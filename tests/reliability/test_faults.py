@@ -1,5 +1,6 @@
 """A server backend stopped mid-conversation: the chat keeps answering
-without recall, writes are queued (never dropped), everything resumes."""
+without recall, a turn is kept in the working state (never dropped) and
+stored once the server is back."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ def test_a_forked_child_uses_the_parents_core_and_leaves_the_parents_store_alone
                     core.store.backend.count()
                 with pytest.raises(StoreLockedError, match="before this process forked"):
                     core.add_message("user", "the child wrote this about orchids", session_id="s2")
-                core.flush()  # refused before it was queued or entered in the working state
+                core.flush()  # refused before it was written or entered in the working state
                 core.close()  # the parent's client is not closed
             else:
                 core.add_message("user", "the child wrote this about orchids", session_id="s2")
