@@ -71,7 +71,7 @@ class MemoryCore:
 
     Stores: cores built from equal configs share one
     :class:`~memory_vec._storage.store.Store` per process (one client, one writer, one
-    keyword index); their writer settings must agree (else ``ConfigError``).
+    keyword index); their ``write_batch_size`` must agree (else ``ConfigError``).
     A ``backend=`` or ``state_store=`` passed in gets a store of its own,
     owned by this core and closed by :meth:`close`.
 
@@ -148,7 +148,6 @@ class MemoryCore:
         self._reads = ReadPath(engine, load_healed=self._writes.load_healed, on_recalled=self._upkeep.note_recalled)
         self._memories = Management(engine, resolution)
         self._transfer = Transfer(engine)
-        self._writes.heal_carried()  # turns a process that died had queued, before anything reads
 
     # ------------------------------------------------------------------ parts
     @property
@@ -266,7 +265,6 @@ class MemoryCore:
         private memories.
         """
         at = self._engine.scope(user_id, session_id)
-        self._writes.settle(at.user_id)  # a recall can be a new process's first call
         hits, _ = self._reads.recall(
             query, at, k=k, recall_scope=scope, filters=filters, since=since, until=until, include_shared=include_shared
         )
@@ -452,8 +450,8 @@ class MemoryCore:
         return self.store.drop_dead_letters(record_ids)
 
     def flush(self) -> None:
-        """Run pending background folds and write every pending record; when it
-        returns they are durable."""
+        """Run pending background folds and write pending recall counts (every
+        record write is durable when its call returns)."""
         self._writes.folds.drain()
         self._engine.flush()
 

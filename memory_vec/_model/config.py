@@ -18,6 +18,7 @@ import difflib
 import json
 import math
 import os
+import warnings
 import zoneinfo
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +38,10 @@ BACKEND_NAMES = ("memory", "chroma", "milvus", "sqlite")
 DEFAULT_EMBEDDING_MODEL = "multilingual-e5-small"
 # Settings whose environment variable holds JSON (a mapping).
 _JSON_FIELDS = ("backend_options", "ttl_days_by_kind")
+
+
+#: Settings of 0.1's background writer and in-process copies: accepted with a warning, unused.
+_IGNORED_SINCE_0_2 = frozenset({"background_writes", "flush_interval", "replica_docs"})
 
 
 class MemoryConfig(BaseModel):
@@ -78,19 +83,13 @@ class MemoryConfig(BaseModel):
     redis_url: str | None = Field(None, description="redis:// URL for a working state shared by processes.")
     background_writes: bool | None = Field(
         None,
-        description=(
-            "Write a turn's vectors from a background thread instead of inside add_messages. None: in the background "
-            "where the turn is durable in the working state first: a store one process owns with its state on disk "
-            "(embedded Chroma, Milvus Lite), and the servers with the state in SQLite (one host) or Redis "
-            "(leases there "
-            "make other workers wait for the rows); inline on the SQLite backend, with state='memory' and in-process. "
-            "Only add_messages' writes wait for the thread; close() and exit flush. A turn the process could not write "
-            "before it died is re-stored with its facts from the working state: by the next process to open a store "
-            "one process owns, by the next reader after its lease ran out elsewhere, or by maintain()."
-        ),
+        description="Deprecated since 0.2 and ignored (refused from 0.3): a turn's rows are written inside "
+        "add_messages on every backend.",
     )
-    write_batch_size: int = Field(64, ge=1, description="Background writer: records per backend call.")
-    flush_interval: float = Field(0.5, gt=0, description="Background writer: seconds between flushes.")
+    write_batch_size: int = Field(64, ge=1, description="Records per backend call of a write.")
+    flush_interval: float = Field(
+        0.5, gt=0, description="Deprecated since 0.2 and ignored (refused from 0.3): there is no background writer."
+    )
 
     # --- embeddings and tokens ---------------------------------------------------
     embedding_model: str = Field(
@@ -306,13 +305,9 @@ class MemoryConfig(BaseModel):
         "recently used users' indexes are dropped to stay under it (the current user's is always kept).",
     )
     replica_docs: int = Field(
-        20_000,
+        0,
         ge=0,
-        description="Memories (with their vectors) of recently used users a store on a persistent backend keeps "
-        "in process, so recall reads them locally instead of asking the server (kept true across processes by "
-        "the keyword log of the shared working state, so not on a server with state='memory'; roughly 3 KB each "
-        "with a 384-dimension model). A user with more than half of it is read from the backend. 0 always asks "
-        "the backend.",
+        description="Deprecated since 0.2 and ignored (refused from 0.3): recall reads the engine, no in-process copy.",
     )
 
     # --- writes, conflicts, privacy ---------------------------------------------------
@@ -443,6 +438,16 @@ class MemoryConfig(BaseModel):
             )
         if self.state == "redis" and not self.redis_url:
             raise ValueError("state='redis' needs redis_url")
+        # Only a value other than the default: a dump of a config read back (round trips) says nothing.
+        fields = type(self).model_fields
+        ignored = sorted(n for n in _IGNORED_SINCE_0_2 if getattr(self, n) != fields[n].default)
+        if ignored:
+            warnings.warn(
+                f"MemoryConfig: {', '.join(ignored)} ignored since memory-vec 0.2 (writes and reads go to the "
+                "engine inside each call) and refused from 0.3; remove them",
+                DeprecationWarning,
+                stacklevel=4,
+            )
         return self
 
     def __init__(self, **data: Any) -> None:

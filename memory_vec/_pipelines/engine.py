@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import zoneinfo
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -30,9 +30,7 @@ from memory_vec._rules.facts import analyze
 from memory_vec._rules.privacy import Redactor
 from memory_vec._rules.summary import Summarizer
 from memory_vec._rules.tokens import TokenCounter
-from memory_vec._storage.keywords import first_asks, read_ahead
 from memory_vec._storage.store import Store
-from memory_vec._storage.unflushed import Marks
 from memory_vec._storage.vector_cache import VectorCache
 from memory_vec._storage.writer import RecordWriter
 from memory_vec.backends.base import Backend, RecordFilter
@@ -69,8 +67,6 @@ class Engine:
         self.redactor = redactor
         self.embed_text = EmbedTextPolicy.from_config(config)
         self.traces = TraceSlot()
-        # Before reading a user: other workers' queued rows of it (WritePath.settle, which heals too).
-        self.settle: Callable[[str], object] = store.writer.settle
         self.zone = zoneinfo.ZoneInfo(config.timezone)
         # the store's: per-request cores of one process reuse each other's vectors
         self.doc_cache, self.query_cache = store.vector_caches(config.embedding_cache_size)
@@ -93,21 +89,6 @@ class Engine:
     def scope(self, user_id: str | None = None, session_id: str | None = None) -> Scope:
         return Scope.resolve(self.config, user_id, session_id)
 
-    def load_with_leases(self, scope: Scope) -> tuple[WorkingState, Marks | None]:
-        """The session's working state and, where the state store reads both in
-        one round trip (Redis), the user's leases with it: ``settle``'s first
-        look, which a turn starts with."""
-        both = getattr(self.state, "load_with_unflushed", None) if self.writer.shared is not None else None
-        if both is None:
-            return self.state.load(scope.user_id, scope.session_id), None
-        # The keyword-log reads this turn's first catch-ups would make (the user's copies and
-        # index) ride along; they answer those catch-ups unless settle has to wait (write_path).
-        replica, user = self.store.replica, scope.user_id
-        asks = first_asks([*self.store.keywords.log_asks(user), *(replica.log_asks(user) if replica else ())])
-        state, marks, replies = both(user, scope.session_id, asks)
-        read_ahead(asks, replies)
-        return state, marks
-
     def first_seq(self, scope: Scope, state: WorkingState) -> int:
         """The lowest seq the session's next message may take. A state that has
         never been written is new, or was lost while its messages stayed
@@ -115,7 +96,7 @@ class Engine:
         seqs go on past the stored ones, so export, import and neighbour
         windows never see two messages with one seq. One scan, on a session's
         first turn only (an empty one for a new session). With the backend
-        down the turn goes on (its writes wait for it) from seq 1."""
+        down the turn goes on from seq 1 (heal stores it later)."""
         return 1 if state.next_seq > 1 or state.messages else self.next_stored_seq(scope)
 
     def next_stored_seq(self, scope: Scope) -> int:
@@ -142,10 +123,6 @@ class Engine:
                 by_session.setdefault((r.user_id, r.session_id), []).append(r.id)
         for (user_id, session_id), ids in by_session.items():
             self.state.drop_messages(user_id, session_id, ids)
-
-    def leased_by_others(self, marks: Marks | None) -> bool:
-        """Whether ``marks`` hold another worker's live lease (``settle`` waits for it)."""
-        return marks is not None and self.writer.shared is not None and self.writer.shared.others_live(marks)
 
     def start_trace(self, operation: str, scope: Scope) -> TurnTrace:
         trace = TurnTrace(operation, scope.user_id, scope.session_id)
@@ -234,7 +211,7 @@ class Engine:
         return self.stored_vectors(self.embed_text.plan_records(records, known), owner)
 
     def flush(self) -> None:
-        """Pending records written, and the vectors put so far in the shared tier."""
+        """Recall counts written, and the vectors put so far in the shared tier."""
         self.writer.flush()
         self.doc_cache.flush()
         self.query_cache.flush()

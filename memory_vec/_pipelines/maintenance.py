@@ -146,7 +146,6 @@ def reembed(
     for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):
         backend.upsert(records[start : start + batch_size], vectors[start : start + batch_size])
     journal.done()
-    store.vectors_changed()
     if core is not None:
         core.embedder = new_embedder  # also drops vectors of the old model cached by the core
     return ReembedResult(records=len(records), model_id=model_id, dimension=dimension, policy=policy.tag)

@@ -31,7 +31,6 @@ class Management:
         e = self.e
         v.check_id(memory_id, "memory_id")
         user = e.scope(user_id).user_id
-        e.settle(user)  # another worker's queued rows of the user first (a shared server)
         found = e.writer.get([memory_id])
         if not found or found[0].user_id != user:
             # Another user's memory is reported exactly like a missing one.
@@ -100,7 +99,6 @@ class Management:
         e.store.validate([record])
         trace = e.start_trace("remember", scope)
         vector = e.embed_documents([text], scope.user_id)[0]
-        e.settle(scope.user_id)  # its conflict check sees other workers' queued facts
         fact = ExtractedFact(text, record.subject, float(importance), "profile")
         neighbours = self.resolution.nearest_current(scope.user_id, vector, ("fact",))
         decision = e.resolver.decide(fact, neighbours)
@@ -115,13 +113,13 @@ class Management:
         superseded: list[str] = []
         if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
             superseded = self.resolution.supersede(decision.superseded, by=record, out=out)
-        durable = e.writer.write([record], vector[None, :])
+        e.writer.write([record], vector[None, :])
         if out.updates:
             e.writer.update(out.updates)
         e.written(scope.user_id, [record])
         trace.emit()
         event = WriteEvent.UPDATED if superseded else WriteEvent.ADDED
-        return WriteResult(event, record.id, superseded_ids=superseded, pending=not durable, reason=decision.reason)
+        return WriteResult(event, record.id, superseded_ids=superseded, reason=decision.reason)
 
     def update(self, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
         """Replace a memory's text: the old version is superseded, kept as history.
@@ -180,7 +178,6 @@ class Management:
         else:
             changed = [p.copy(valid_to=None, superseded_by=None) for p in predecessors]
         e.drop_from_state(targets)
-        e.writer.forget(list(ids))
         e.backend.delete(ids=list(ids))
         if changed:
             e.writer.update(changed)

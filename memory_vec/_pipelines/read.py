@@ -1,18 +1,15 @@
-"""The read pipeline: candidates (dense + pending writes + keyword) -> rank
+"""The read pipeline: candidates (dense + keyword) -> rank
 -> neighbours -> assemble within budgets -> ``MemoryContext(..., trace)``.
 
 The rules are in :mod:`memory_vec._rules.ranking` (ranking, BM25) and
 :mod:`memory_vec._rules.context` (budgets); this module feeds them from the
-embedder, the backend, the writer's pending records and the store's keyword
-index. Each result carries its own trace.
+embedder, the backend and the store's keyword index. Each result carries its own trace.
 """
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -186,29 +183,8 @@ class ReadPath:
         trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
         return hits
 
-    def _load_copy_meanwhile(self, where: RecordFilter) -> None:
-        """A user's first recall in this process: the local copy of the user's
-        rows (replica.py) loads on a thread while the question embeds (the model
-        call releases the GIL; the load mostly waits on the server). The recall
-        then waits for the load instead of starting it."""
-        replica = self.e.store.replica
-        if replica is None or not replica.loads_copy(where):
-            return
-
-        def load() -> None:
-            try:
-                replica.load_copy(where)
-            except Exception as exc:  # noqa: BLE001  # the recall loads it again and meets the error itself
-                log.debug("memory-vec: loading the copy of %s ahead of its recall failed: %s", where.user_id, exc)
-
-        # In this operation's context: a copy loaded in its read view is not caught up again in it.
-        threading.Thread(
-            target=contextvars.copy_context().run, args=(load,), name="memory-vec-copy-load", daemon=True
-        ).start()
-
     def _recall_one(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:  # noqa: C901, PLR0915 (to split)
         e, cfg = self.e, self.e.config
-        self._load_copy_meanwhile(where)
         t0 = time.perf_counter()
         vector = e.embed_query(query, where.user_id)
         trace.timings["embed"] = time.perf_counter() - t0
@@ -216,7 +192,7 @@ class ReadPath:
         # A pool that does not grow with k keeps rankings prefix-consistent.
         fetch = max(cfg.candidate_pool, k * cfg.candidate_multiplier)
         found: dict[str, ScoredRecord] = {}
-        for hit in e.writer.query(vector, k=fetch, where=where):  # with this process's queued rows
+        for hit in e.writer.query(vector, k=fetch, where=where):
             found[hit.record.id] = hit
         trace.timings["vector_query"] = time.perf_counter() - t0
         index: BM25Index | None = None
@@ -250,7 +226,7 @@ class ReadPath:
         candidates: dict[str, Candidate] = {}  # built once; feedback only adds to them and rescores bm25
 
         def ranked(keyword: dict[str, float], top: int) -> list[RecalledMemory]:
-            for record in e.writer.overlay([h.record for i, h in found.items() if i not in candidates]):
+            for record in [h.record for i, h in found.items() if i not in candidates]:
                 if where.matches(record):
                     candidates[record.id] = Candidate(
                         record,
@@ -303,7 +279,7 @@ class ReadPath:
         missing = tuple(i for i in keyword if i not in found)
         if missing:
             only = dataclasses.replace(where, ids=missing)
-            for hit in self.e.writer.query(vector, k=len(missing), where=only):  # queued versions win
+            for hit in self.e.writer.query(vector, k=len(missing), where=only):
                 found[hit.record.id] = hit
 
     def _about(self, record: MemoryRecord) -> DateSpan:

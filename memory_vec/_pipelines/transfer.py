@@ -8,7 +8,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from memory_vec._model import validate as v
-from memory_vec._model.errors import BackendUnavailableError, InvalidInputError, MemoryVecError, StateStoreError
+from memory_vec._model.errors import InvalidInputError, MemoryVecError, StateStoreError
 from memory_vec._model.records import ForgetReceipt, MemoryRecord
 from memory_vec._model.scope import Scope
 from memory_vec._pipelines.engine import Engine
@@ -35,8 +35,6 @@ class Transfer:
     # ------------------------------------------------------------- export / import
     def export_memories(self, user_id: str) -> dict[str, Any]:
         e = self.e
-        e.writer.flush()
-        e.settle(user_id)  # and other workers' (a shared server)
         where = RecordFilter(user_id=user_id, include_superseded=True, include_archived=True)
         records = e.backend.scan(where)
         sessions = {s: e.state.load(user_id, s) for s in e.state.sessions(user_id)}
@@ -126,7 +124,6 @@ class Transfer:
             vectors = e.record_vectors(records)
             for i in range(0, len(records), BULK_BATCH):
                 e.writer.write(records[i : i + BULK_BATCH], vectors[i : i + BULK_BATCH], batch_size=BULK_BATCH)
-        e.writer.flush(BULK_BATCH)  # also the user's queued turns: their working state is replaced below
         # Imported ids may replace existing ones (a shared record may come back private):
         # every process rebuilds its keywords and copies, before anything else can fail.
         e.deleted(user)
@@ -137,7 +134,6 @@ class Transfer:
     # ------------------------------------------------------------- sessions
     def session_history(self, scope: Scope) -> list[MemoryRecord]:
         e = self.e
-        e.settle(scope.user_id)
         where = RecordFilter(
             user_id=scope.user_id,
             session_id=scope.session_id,
@@ -148,7 +144,6 @@ class Transfer:
         return sorted(e.writer.scan(where), key=lambda r: (r.seq, r.timestamp))
 
     def reset_working_state(self, scope: Scope) -> None:
-        self.e.writer.flush()  # queued turns first: the log heal re-stores them from is emptied
         state = self.e.state.load(scope.user_id, scope.session_id)
         self.e.state.replace(
             WorkingState(scope.user_id, scope.session_id, next_seq=state.next_seq, folded_through=state.next_seq - 1)
@@ -159,8 +154,6 @@ class Transfer:
         where = RecordFilter(
             user_id=scope.user_id, session_id=scope.session_id, include_superseded=True, include_archived=True
         )
-        _settled_for_delete(e, scope.user_id, scope.session_id)
-        e.writer.forget_where(where)
         deleted = e.backend.delete(where=where)
         e.deleted(scope.user_id)
         e.state.clear(scope.user_id, scope.session_id)
@@ -169,8 +162,6 @@ class Transfer:
     def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
-        _settled_for_delete(e, user_id, session_id)
-        e.writer.forget_where(where)
         deleted = e.backend.delete(where=where)
         e.deleted(user_id)
         sessions = [session_id] if session_id is not None else e.state.sessions(user_id)
@@ -188,7 +179,7 @@ class Transfer:
         # The backend's check of its files counts too: deleted records still found there remain.
         report = e.store.purge()
         remaining = report.residue
-        remaining += e.backend.count(where) + len(e.writer.pending_records(where))
+        remaining += e.backend.count(where)
         remaining += sum(1 for s in sessions if e.state.load(user_id, s).messages)
         return ForgetReceipt(
             user_id,
@@ -331,15 +322,3 @@ def _count(value: Any, name: str, *, low: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= v.INT_MAX:
         raise InvalidInputError(f"{name} must be an integer from {low} to {v.INT_MAX}, got {value!r}")
     return value
-
-
-def _settled_for_delete(e: Engine, user_id: str, session_id: str | None) -> None:
-    """Another worker's queued rows of the user would land after the delete: wait
-    for them, and refuse to delete while a live worker still holds some. The
-    leases a dead worker left on the sessions deleted go too (nothing to heal)."""
-    left = e.writer.settle(user_id, heal=lambda s: session_id is None or s == session_id)
-    if left:
-        raise BackendUnavailableError(
-            f"another worker still has unstored turns of user {user_id!r} (sessions {sorted(left)}): its "
-            "backend writes are failing or slow; nothing was deleted, call forget / clear again"
-        )

@@ -22,7 +22,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from memory_vec._model import validate as v
-from memory_vec._model.errors import BackendError, MemoryVecError, RecordRejectedError, SummaryRejectedError
+from memory_vec._model.errors import (
+    BackendError,
+    BackendUnavailableError,
+    MemoryVecError,
+    RecordRejectedError,
+    SummaryRejectedError,
+)
 from memory_vec._model.records import MemoryRecord, MessageInput, MessageLike, WriteEvent, WriteResult, coerce_messages
 from memory_vec._model.scope import Scope
 from memory_vec._model.trace import SummarizerCall, TurnTrace
@@ -30,9 +36,7 @@ from memory_vec._pipelines.background import BackgroundFolds
 from memory_vec._pipelines.engine import Engine
 from memory_vec._pipelines.resolution import FactResolution, fact_id
 from memory_vec._rules.summary import FoldPlan, plan_fold
-from memory_vec._storage.keywords import fresh_view, one_read_view
-from memory_vec._storage.unflushed import Marks
-from memory_vec.backends.base import RecordFilter
+from memory_vec._storage.keywords import one_read_view
 from memory_vec.state import NewMessage, StateMessage, WorkingState
 
 __all__ = ["MessageInput", "WritePath"]
@@ -49,11 +53,9 @@ class WritePath:
         self.resolution = resolution
         self._healed: set[tuple[str, str]] = set()
         self._healed_lock = threading.Lock()
-        self._carried_checked = False
         self._fold_locks: dict[tuple[str, str], threading.Lock] = {}
         self._fold_locks_guard = threading.Lock()
         self.folds = BackgroundFolds(self._fold_off_turn)
-        engine.settle = self.settle  # management and transfer settle through it too
 
     def add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
         with one_read_view():  # the keyword log is read once per user in a turn
@@ -117,61 +119,59 @@ class WritePath:
         plain_vectors[plain_needed] = all_vectors[k : k + n_plain]
         trace.timings["embed"] = time.perf_counter() - t0
         e.store.validate(drafts, vectors)  # a broken model's vector is refused before anything is written
-        # Deferred writes from here: a background writer may store them after the turn
-        # returns, since heal re-derives all of them from the working state appended
-        # below. The session is named first: a supersede may be stored before the rest.
-        with e.writer.turn((scope.user_id, scope.session_id)):
-            # 4. append to the working state (the write-ahead log)
-            appended = [
-                NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts
-            ]
-            seqs = e.state.append(scope.user_id, scope.session_id, appended, first_seq=e.first_seq(scope, loaded))
-            records = [r.copy(seq=seq) for r, seq in zip(drafts, seqs)]
-            # 5. resolve conflicts
-            t0 = time.perf_counter()
-            facts = self.resolution.resolve(scope, records, plain_vectors, extracted, fact_vectors, trace)
-            trace.timings["conflict"] = time.perf_counter() - t0
-            # 6. write: supersedes of stored records first, then the facts, then their
-            # messages. A process killed in between leaves the message unstored, and
-            # heal re-stores it with its facts; the other order could leave a stored
-            # message whose supersede was lost, and the old value served as current.
-            t0 = time.perf_counter()
-            to_write = facts.fact_records + records
-            write_vectors = (
-                np.concatenate([np.asarray(facts.fact_vectors, dtype=np.float32), vectors])
-                if facts.fact_records
-                else vectors
-            )
-            new_ids = {r.id for r in to_write}
-            stored_updates = [u for u in facts.updates if u.id not in new_ids]  # the new ones carry theirs
-            refused: RecordRejectedError | None = None
+        # 4. append to the working state (the write-ahead log)
+        appended = [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts]
+        seqs = e.state.append(scope.user_id, scope.session_id, appended, first_seq=e.first_seq(scope, loaded))
+        records = [r.copy(seq=seq) for r, seq in zip(drafts, seqs)]
+        # 5. resolve conflicts
+        t0 = time.perf_counter()
+        facts = self.resolution.resolve(scope, records, plain_vectors, extracted, fact_vectors, trace)
+        trace.timings["conflict"] = time.perf_counter() - t0
+        # 6. write, inside this call: supersedes of stored records first, then the facts, then
+        # their messages. A process killed in between leaves the message unstored, and heal
+        # re-stores it with its facts; the other order could leave a stored message whose
+        # supersede was lost, and the old value served as current.
+        t0 = time.perf_counter()
+        to_write = facts.fact_records + records
+        write_vectors = (
+            np.concatenate([np.asarray(facts.fact_vectors, dtype=np.float32), vectors])
+            if facts.fact_records
+            else vectors
+        )
+        new_ids = {r.id for r in to_write}
+        stored_updates = [u for u in facts.updates if u.id not in new_ids]  # the new ones carry theirs
+        refused: RecordRejectedError | None = None
+        durable = True
+        try:
             try:
-                durable = e.writer.update(stored_updates, deferred=True) if stored_updates else True
+                if stored_updates:
+                    e.writer.update(stored_updates)
             except RecordRejectedError as exc:  # a dead letter now; the turn's own rows still go in
-                refused, durable = exc, True
-            # A big batch of messages goes to the backend in one call, not in the writer's usual 64s;
-            # their ids are fresh, so the backend need not look for old rows first.
-            durable = (
+                refused = exc
+            # A big batch of messages goes to the backend in one call; their ids are
+            # fresh, so the backend need not look for old rows first.
+            try:
                 e.writer.write(
-                    to_write,
-                    write_vectors,
-                    new=True,
-                    deferred=True,
-                    batch_size=max(len(to_write), e.writer.settings.batch_size),
+                    to_write, write_vectors, new=True, batch_size=max(len(to_write), e.writer.settings.batch_size)
                 )
-                and durable
-            )
+            except RecordRejectedError as exc:
+                refused = refused or exc
             e.written(scope.user_id, to_write)
             if completed is not None:  # the user message's reply came in this call: it shares the pair's vector
-                durable = self._restore(scope, [completed.id], stored[:1]) and durable
+                self._restore(scope, [completed.id], stored[:1])
+        except BackendUnavailableError as exc:
+            # An outage: the turn is in the working state (acknowledged there), and the
+            # session's next call heals it into the backend once the backend is back.
+            durable = False
+            self.forget_healed(scope.user_id, scope.session_id)
+            trace.degraded = True
+            trace.event(f"backend write failed, the turn is kept in the working state and healed later: {exc}")
+            log.warning("memory-vec: %s/%s kept in the working state: %s", scope.user_id, scope.session_id, exc)
         if refused is not None:
             raise refused
         for subject, old_texts, new_text in facts.summary_patches:
             self.resolution.patch_summary(scope, subject, old_texts, new_text)
         trace.timings["write"] = time.perf_counter() - t0
-        if not durable and not e.writer.background:
-            trace.degraded = True
-            trace.event(f"backend write failed; {e.writer.pending_count} records pending retry")
         # 7. fold (a slow summarizer's off the turn)
         # The state after the append, not read again, when nothing else was appended in between
         after = (
@@ -210,33 +210,16 @@ class WritePath:
         return sum(self.heal(self.e.scope(user_id, session)) for session in self.e.state.sessions(user_id))
 
     def load_healed(self, scope: Scope) -> WorkingState:
-        """The session's working state, after ``heal`` (read again if that waited for another worker)."""
-        state, marks = self.e.load_with_leases(scope)
-        self.heal(scope, state, marks)
-        return self.e.state.load(scope.user_id, scope.session_id) if self.e.leased_by_others(marks) else state
+        """The session's working state, after ``heal``."""
+        state = self.e.state.load(scope.user_id, scope.session_id)
+        self.heal(scope, state)
+        return state
 
-    def heal(self, scope: Scope, state: WorkingState | None = None, marks: Marks | None = None) -> int:
+    def heal(self, scope: Scope, state: WorkingState | None = None) -> int:
         """Once per session and core: re-store messages the working state holds but
         the backend lacks (a process killed between the append and the vector
-        write leaves them). Returns how many. A dead letter is never re-queued."""
-        if scope.session_id in self.settle(scope.user_id, marks):
-            return 0  # a live worker's queued turn (it gave up waiting): not embedded a second time
+        write, or an outage, leaves them). Returns how many. A dead letter is never re-queued."""
         return self._heal_session(scope, state)
-
-    def settle(self, user_id: str, marks: Marks | None = None) -> set[str]:
-        """Before reading a user: other processes' queued rows of it stored (a shared server; those of
-        one that died healed, ``heal_carried`` too). Returns the live leases' sessions it gave up on."""
-        waited_out = self.e.writer.settle(user_id, lambda s: self._heal_left(self.e.scope(user_id, s)), marks)
-        if marks is None or self.e.leased_by_others(marks):  # (else: marks and logs are one snapshot, read ahead)
-            fresh_view()  # reads from here on catch up again, past what the wait let in
-        self.heal_carried()
-        return waited_out
-
-    def _heal_left(self, scope: Scope) -> bool:  # a session a dead process left rows of; True when healed
-        self.forget_healed(scope.user_id, scope.session_id)
-        self._heal_session(scope)
-        with self._healed_lock:
-            return (scope.user_id, scope.session_id) in self._healed
 
     def _heal_session(self, scope: Scope, state: WorkingState | None = None) -> int:
         key = (scope.user_id, scope.session_id)
@@ -268,16 +251,15 @@ class WritePath:
             ]
             e.store.validate(records)
             vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
-            with e.writer.turn(key):
-                self._heal_facts(scope, records)  # before the messages, in add_messages' order
-                refused: set[str] = set()
-                try:
-                    e.writer.write(records, vectors[: len(lost)], deferred=True)
-                except RecordRejectedError as exc:  # dead letters now (kept for a retry); the others are stored
-                    refused = set(exc.record_ids)
-                    log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
-                e.written(scope.user_id, [r for r in records if r.id not in refused])
-                self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost) :])
+            self._heal_facts(scope, records)  # before the messages, in add_messages' order
+            refused: set[str] = set()
+            try:
+                e.writer.write(records, vectors[: len(lost)])
+            except RecordRejectedError as exc:  # dead letters now (kept for a retry); the others are stored
+                refused = set(exc.record_ids)
+                log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
+            e.written(scope.user_id, [r for r in records if r.id not in refused])
+            self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost) :])
             log.warning(
                 "memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
                 len(records),
@@ -290,30 +272,6 @@ class WritePath:
                 self._healed.discard(key)  # try again when the backend is back
             log.warning("memory-vec: could not check the session against the store: %s", exc)
             return 0
-
-    def heal_carried(self) -> None:
-        """Once per core, at its start (and again after an outage): the sessions a process that
-        died had turns unwritten in (a store one process owns names them), so recall from any
-        session of the user has them. Bounded by that process's queue (``flush_interval``)."""
-        with self._healed_lock:
-            if self._carried_checked:
-                return
-            self._carried_checked = True
-        for session in self.e.writer.carried_sessions():
-            try:
-                self._heal_session(self.e.scope(*session))
-            except Exception as exc:  # noqa: BLE001  # another user's heal must not fail this call
-                log.error(
-                    "memory-vec: could not heal %s/%s left by a process that died (maintain() retries): %s",
-                    *session,
-                    exc,
-                )
-                continue
-            with self._healed_lock:
-                if session not in self._healed:  # the backend is down: the next call tries again
-                    self._carried_checked = False
-                    return
-            self.e.writer.session_healed(session)
 
     def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:  # noqa: C901 (to split)
         """The facts and supersedes of re-stored messages, derived again as on their
@@ -375,9 +333,9 @@ class WritePath:
                     record.valid_to, record.superseded_by = target.timestamp, target.id
         try:
             if stored_updates:
-                e.writer.update(stored_updates, deferred=True)
+                e.writer.update(stored_updates)
             if out.fact_records:
-                e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32), deferred=True)
+                e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32))
                 e.written(scope.user_id, out.fact_records)
         except RecordRejectedError as exc:  # dead letters now, kept for a retry; the messages still go in
             log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
@@ -402,7 +360,7 @@ class WritePath:
         e = self.e
         current = {r.id: r for r in e.writer.get(ids) if r.user_id == scope.user_id}
         rows = [i for i, rid in enumerate(ids) if rid in current]
-        return e.writer.write([current[ids[i]] for i in rows], vectors[rows], deferred=True) if rows else True
+        return e.writer.write([current[ids[i]] for i in rows], vectors[rows]) if rows else True
 
     def forget_healed(self, user_id: str, session_id: str | None = None) -> None:
         with self._healed_lock:
@@ -449,16 +407,23 @@ class WritePath:
         self.fold(scope, trace)
         trace.emit()
 
-    def _stored(self, messages: Sequence[StateMessage], trace: TurnTrace) -> bool:
+    def _stored(self, scope: Scope, messages: Sequence[StateMessage], trace: TurnTrace) -> bool:
         """A fold takes turns out of the working state, which heal re-stores them
-        from: the ones still queued (background writes, an outage) are stored first."""
-        ids = tuple(m.id for m in messages)
-        if not self.e.writer.pending_records(RecordFilter(ids=ids, include_superseded=True, include_archived=True)):
-            return True
+        from: a turn an outage kept there is stored first (heal), or the fold waits."""
+        ids = [m.id for m in messages]
+
+        def all_stored() -> bool:
+            present = {r.id for r in self.e.writer.get(ids)}
+            present |= {d.record_id for d in self.e.store.dead_letters(scope.user_id)}
+            return present.issuperset(ids)
+
         try:
-            self.e.writer.flush()
-            return True
-        except MemoryVecError as exc:  # an outage, or the log for other processes
+            if not ids or all_stored():
+                return True
+            self.forget_healed(scope.user_id, scope.session_id)
+            self._heal_session(scope)
+            return all_stored()
+        except MemoryVecError as exc:
             trace.event(f"fold waits for its turns to be stored: {exc}")
             return False
 
@@ -492,7 +457,7 @@ class WritePath:
                 log.warning("memory-vec: summary fold refused for %s/%s: %s", scope.user_id, scope.session_id, exc)
                 return False
             trace.summarizer_calls.append(SummarizerCall(name, len(plan.messages), time.perf_counter() - t0, True))
-            if not self._stored(plan.messages, trace):
+            if not self._stored(scope, plan.messages, trace):
                 return False
             committed = e.state.commit_fold(
                 scope.user_id,

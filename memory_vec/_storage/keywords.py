@@ -11,11 +11,10 @@ was deleted) or a log trimmed past our position means a rebuild.
 
 Within one operation (``one_read_view``: a turn's write, a recall) that log
 is read once per user, at the first use, not before every read: the
-operation settled first (``WritePath.settle``), and what other processes
-write while it runs is concurrent with it either way. With the state in
+operation's reads go to the engine, and what other processes write while it
+runs is concurrent with it either way. With the state in
 Redis each read is a round trip, and a turn made a dozen; a reader of a log
-the operation read already (the replica's copy, then this index) takes its
-answer from that reply (``log_changes``).
+the operation read already takes its answer from that reply (``log_changes``).
 
 Memory is bounded: an LRU over users, capped by users and by indexed
 memories in total. Dropping a user's index loses nothing; it is rebuilt from
@@ -28,7 +27,7 @@ import contextlib
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -40,20 +39,13 @@ from memory_vec.state.base import KeywordChanges, StateStore
 
 __all__ = [
     "INDEXED_KINDS",
-    "SHARED_LOG",
     "KeywordIndex",
-    "current_view",
-    "first_asks",
-    "fresh_view",
     "log_changes",
     "one_read_view",
-    "read_ahead",
 ]
 
 #: Kinds the keyword index (and recall) covers.
 INDEXED_KINDS = ("message", "fact")
-#: Log key of shared (agent/global) records: a control character, so never a user id.
-SHARED_LOG = "\x1eshared"
 
 
 class _ReadView:
@@ -80,8 +72,8 @@ class _ReadView:
 
 class _OwnAppends:
     """This process's recent appends to the keyword logs of one state store (log counters are
-    never reused). A reply read before them (read ahead with a turn's load, while this process's
-    writer was still storing the turn before) answers a reader that has applied them since."""
+    never reused). A reply read before them (earlier in the same operation) answers a reader
+    that has applied them since."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -148,24 +140,6 @@ def log_changes(state: StateStore, asks: Sequence[tuple[str, int, int]]) -> list
     return out
 
 
-def first_asks(asks: Iterable[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    """One ask per log, from its earliest position: that reply answers the later ones (``_ReadView.known``)."""
-    first: dict[str, tuple[str, int, int]] = {}
-    for ask in asks:
-        if ask[0] not in first or ask[1] < first[ask[0]][1]:
-            first[ask[0]] = ask
-    return list(first.values())
-
-
-def read_ahead(asks: Sequence[tuple[str, int, int]], replies: Sequence[KeywordChanges]) -> None:
-    """Log replies read before the operation's first catch-up (with a turn's first load, Redis)
-    answer its catch-ups, as if that first one had read them."""
-    view = _view.get()
-    if view is not None:
-        for (key, after, _), reply in zip(asks, replies):
-            view.replies.setdefault(key, (after, reply))
-
-
 @contextlib.contextmanager
 def one_read_view() -> Iterator[None]:
     """Around one operation: the log is read once per user in it (module doc). Nests."""
@@ -177,16 +151,6 @@ def one_read_view() -> Iterator[None]:
         yield
     finally:
         _view.reset(token)
-
-
-def current_view() -> object | None:
-    return _view.get()
-
-
-def fresh_view() -> None:
-    """Inside a view: the next read of each copy reads the log again (after a wait for other writers)."""
-    if _view.get() is not None:
-        _view.set(_ReadView())
 
 
 @dataclass
@@ -215,9 +179,6 @@ class KeywordIndex:
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._user_locks: dict[str, threading.Lock] = {}
-        # This process's records not stored yet (the background writer's): a rebuild
-        # indexes them too, as ``added`` does for a loaded index.
-        self.pending: Callable[[str], Sequence[MemoryRecord]] = lambda user_id: ()
 
     # --- reads ----------------------------------------------------------------------
     def for_user(self, user_id: str) -> BM25Index:
@@ -252,22 +213,13 @@ class KeywordIndex:
             self._evict(keep=user_id)
             return entry.index
 
-    def log_asks(self, user_id: str) -> list[tuple[str, int, int]]:
-        """The log read this user's index makes next (a turn's first load reads it ahead)."""
-        with self._lock:
-            entry = self._entries.get(user_id)
-        return [] if entry is None else [(user_id, entry.counter, entry.generation)]
-
     def _rebuild(self, user_id: str) -> _Entry:
         # Read the log position first: a write logged after it is fetched by
         # the next refresh (or skipped there if the scan already saw it).
         changes = self._state.keyword_changes(user_id, after=0, generation=-1)
         index = BM25Index()
         where = RecordFilter(user_id=user_id, kinds=INDEXED_KINDS, include_superseded=True)
-        copied = getattr(self._backend, "scan_copied", None)  # the replica's copy (replica.py)
-        records = copied(where) if copied is not None else None
-        index.add(IndexedDoc.from_record(r) for r in (records if records is not None else self._backend.scan(where)))
-        index.add(IndexedDoc.from_record(r) for r in self.pending(user_id) if r.kind in INDEXED_KINDS)
+        index.add(IndexedDoc.from_record(r) for r in self._backend.scan(where))
         entry = _Entry(index, changes.generation, changes.counter)
         with self._lock:
             self._entries[user_id] = entry
@@ -305,15 +257,11 @@ class KeywordIndex:
 
     def stored(self, records: Sequence[MemoryRecord]) -> list[tuple[str, int, int]]:
         """Records now durable in the backend: tell other processes (the log).
-        Shared records are logged under ``SHARED_LOG`` too (the local
-        replica's copies hold them). Returns (log key, counter after, ids
-        appended) per append."""
+        Returns (log key, counter after, ids appended) per append."""
         by_key: dict[str, list[str]] = {}
         for r in records:
             if r.kind in INDEXED_KINDS:
                 by_key.setdefault(r.user_id, []).append(r.id)
-                if r.visibility != "private":
-                    by_key.setdefault(SHARED_LOG, []).append(r.id)
         logged = [(key, self._state.log_writes(key, ids), len(ids)) for key, ids in by_key.items()]
         own = _own_appends(self._state)
         for key, counter, count in logged:
@@ -329,10 +277,8 @@ class KeywordIndex:
                 entry.counter = counter
 
     def deleted(self, user_id: str) -> None:
-        """Something of the user was deleted: every process rebuilds it (and,
-        as the user's shared records may be among it, every replica copy)."""
+        """Something of the user was deleted: every process rebuilds it."""
         self._state.reset_keywords(user_id)
-        self._state.reset_keywords(SHARED_LOG)
         self.drop(user_id)
 
     def drop(self, user_id: str | None = None) -> None:

@@ -1,7 +1,7 @@
 """``Store``: everything stateful about one collection, under one owner.
 
 A store is one (backend kind, location, collection). It owns the backend
-client, the working-state store (keyed by the same collection), the buffered
+client, the working-state store (keyed by the same collection), the
 writer with its validation hook and dead-letter list, and the keyword index.
 Drop the store, drop its state: nothing about it lives in module globals
 keyed by object identity.
@@ -16,13 +16,14 @@ in by the caller gets a store of its own (not cached): the caller owns it.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
+import socket
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -30,13 +31,11 @@ from memory_vec._model import validate as v
 from memory_vec._model.config import MemoryConfig
 from memory_vec._model.errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
-from memory_vec._storage.keywords import SHARED_LOG, KeywordIndex
-from memory_vec._storage.replica import ReplicatedBackend
-from memory_vec._storage.unflushed import SharedUnflushed, UnflushedSessions, open_unflushed, release_unflushed
+from memory_vec._storage.keywords import KeywordIndex
 from memory_vec._storage.vector_cache import SharedVectors, VectorCache
 from memory_vec._storage.writer import RecordWriter, WriterSettings
 from memory_vec.backends import create_backend
-from memory_vec.backends.base import Backend, BackendLimits, PurgeReport, reads_vectors
+from memory_vec.backends.base import Backend, BackendLimits, PurgeReport, claim_working_state_of
 from memory_vec.state import StateStore, create_state_store, resolve_state_kind
 from memory_vec.state.base import DeadLetter
 
@@ -85,8 +84,7 @@ class DeadLetterRetry:
 
 
 def writer_settings(config: MemoryConfig) -> WriterSettings:
-    """The config's writer settings; ``background`` None is decided by the store."""
-    return WriterSettings(config.background_writes, config.write_batch_size, config.flush_interval)
+    return WriterSettings(config.write_batch_size)
 
 
 class Store:
@@ -108,46 +106,19 @@ class Store:
         settings: WriterSettings | None = None,
         keyword_cache_users: int = 1000,
         keyword_cache_docs: int = 200_000,
-        replica_docs: int = 0,
         legacy_state_path: str | None = None,
     ) -> None:
-        # A persistent engine answers a user's recall reads from a local copy (replica.py),
-        # kept true by the keyword log: not when other processes write the engine and
-        # this process's working state (hence its log) is its own.
-        private_log = getattr(state, "name", "") == "memory" and getattr(backend, "supports_multiprocess", False)
-        self.replica = (
-            ReplicatedBackend(backend, state, max_docs=replica_docs)
-            if replica_docs > 0 and getattr(backend, "persistent", False) and reads_vectors(backend) and not private_log
-            else None
-        )
-        self.backend: Backend = self.replica if self.replica is not None else backend
+        self.backend: Backend = backend
         self.state = state
         self.collection = collection
         self.keywords = KeywordIndex(self.backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
-        # One process owns the engine's files (a file lock) and the working state is on disk:
-        # a turn is durable once appended there, so its vector write can leave the turn.
-        state_path = getattr(state, "path", None) if getattr(state, "name", "") == "sqlite" else None
-        self.owned = (
-            bool(getattr(backend, "persistent", False))
-            and not getattr(backend, "supports_multiprocess", True)
-            and isinstance(state_path, str)
-        )
-        # Other processes may read the engine (a server): a turn is durable in the working
-        # state (Redis, or SQLite on this host) and they wait for its rows behind a lease
-        # kept there (unflushed.py).
-        self.shared = (
-            bool(getattr(backend, "persistent", False))
-            and not self.owned
-            and callable(getattr(state, "mark_unflushed", None))
-        )
-        settings = self.resolve(settings or WriterSettings())
-        leases = SharedUnflushed(state, lease=max(2.0, 4 * settings.flush_interval)) if self.shared else None
-        self._unflushed_path = f"{state_path}.unflushed" if isinstance(state_path, str) and self.owned else None
-        self._unflushed: UnflushedSessions | None = None  # read once the engine's file lock is ours (open)
         self.writer = RecordWriter(
-            self.backend, settings, validate=self.validate, dead_letters=state, on_stored=self._stored, shared=leases
+            self.backend,
+            settings or WriterSettings(),
+            validate=self.validate,
+            dead_letters=state,
+            on_stored=self._stored,
         )
-        self.keywords.pending = self.writer.pending_of
         self._legacy_state_path = legacy_state_path
         self._opened: tuple[int, str] | None = None
         self._open_lock = threading.Lock()
@@ -183,12 +154,40 @@ class Store:
                 return
             self.backend.open(dimension=dimension, model_id=model_id)
             first = self._opened is None
+            if first:
+                self._check_working_state()
             self._opened = (dimension, model_id)
-            if first and self._unflushed_path is not None:
-                # Read even when this store writes inline: the process before may have died with rows queued.
-                self._unflushed = self.writer.unflushed = open_unflushed(self._unflushed_path)
         if first and self._legacy_state_path and os.path.exists(self._legacy_state_path):
             self._claim_legacy_state(self._legacy_state_path)
+
+    def _check_working_state(self) -> None:
+        """A server other processes write: its collection names the working state
+        they use (``claim_working_state``). A working state of this host only
+        (a SQLite file) next to another one would serve what another host
+        superseded or forgot, so it is refused here, before anything is read."""
+        ours = working_state_identity(self.state)
+        if ours is None or not getattr(self.backend, "supports_multiprocess", False):
+            return  # a state of this process only (memory, a custom one), or a store one process owns
+        recorded = claim_working_state_of(self.backend, ours)
+        if recorded == ours:
+            return
+        if ours.startswith("redis ") and not recorded.startswith("redis "):
+            # Moving a deployment to a shared working state, as the error below asks.
+            log.warning(
+                "memory-vec: collection %r moves from the working state %s to %s", self.collection, recorded, ours
+            )
+            claim_working_state_of(self.backend, ours, replace=True)
+            return
+        if ours.startswith("redis "):
+            return  # two URLs of one Redis cannot be told apart from two Redis servers: a Redis is for sharing
+        raise ConfigError(
+            f"collection {self.collection!r} on this server is used with the working state {recorded}; this "
+            f"process's is {ours}. A working state in one host's SQLite file (persist_dir) cannot see what "
+            "other hosts write, supersede or forget: processes on several hosts over one server need "
+            "state='redis' with a redis_url shared by all of them (processes of one host: one persist_dir). "
+            "To move the working state on purpose, open the store once with state='redis', or replace the "
+            "record with store.backend.claim_working_state(identity, replace=True)."
+        )
 
     def _claim_legacy_state(self, path: str) -> None:
         from memory_vec.state._legacy import claim_legacy_sessions
@@ -205,49 +204,21 @@ class Store:
                 self.collection,
             )
 
-    def resolve(self, settings: WriterSettings) -> WriterSettings:
-        """``background`` None: in the background where a turn is durable before its
-        vectors are stored: a store this process owns, or a server with the state in
-        Redis or SQLite (leases); not where a write is a local transaction."""
-        if settings.background is not None:
-            return settings
-        local = bool(getattr(self.backend, "local_writes", False))
-        return dataclasses.replace(settings, background=self.owned or (self.shared and not local))
-
     def check_settings(self, settings: WriterSettings) -> None:
-        """A store has one writer; a core asking for another raises (``background``
-        None takes the store's)."""
-        if settings.background is None:
-            settings = dataclasses.replace(settings, background=self.writer.background)
+        """A store has one writer; a core asking for another raises."""
         if settings != self.writer.settings:
-            mine, theirs = self.writer.settings, settings
-            diffs = [
-                f"{name}: store has {getattr(mine, name)!r}, this core asked for {getattr(theirs, name)!r}"
-                for name in ("background", "batch_size", "flush_interval")
-                if getattr(mine, name) != getattr(theirs, name)
-            ]
             raise ConfigError(
-                f"collection {self.collection!r} is already open in this process with other writer settings "
-                f"({'; '.join(diffs)}). Use the same background_writes / write_batch_size / flush_interval "
-                "for every core on one store, or call release_stores() first."
+                f"collection {self.collection!r} is already open in this process with write_batch_size "
+                f"{self.writer.settings.batch_size}, this core asked for {settings.batch_size}. Use the same "
+                "write_batch_size for every core on one store, or call release_stores() first."
             )
 
     def flush(self) -> None:
         self.writer.flush()
 
-    def vectors_changed(self) -> None:
-        """Every stored vector was rewritten (``reembed``): every process's
-        replica copies are rebuilt on their next read."""
-        self.state.reset_keywords(SHARED_LOG)
-        if self.replica is not None:
-            self.replica.drop_copies()
-
     def _stored(self, records: Sequence[MemoryRecord]) -> None:
-        """Records durable in the backend: log them for other processes; this
-        process's replica copies already hold them, so they stay caught up."""
-        for key, counter, count in self.keywords.stored(records):
-            if self.replica is not None:
-                self.replica.logged(key, counter, count)
+        """Records durable in the backend: logged for other processes' keyword indexes."""
+        self.keywords.stored(records)
 
     def purge(self) -> PurgeReport:
         """After a forget: no trace of deleted data in this store's files, where
@@ -268,8 +239,6 @@ class Store:
         try:
             self.writer.close()
         finally:
-            if self._unflushed is not None:
-                release_unflushed(self._unflushed)
             self.keywords.drop()
             for cache in self._vector_caches or ():
                 cache.close()  # its queued puts go to the state store's Redis before it closes
@@ -281,7 +250,7 @@ class Store:
         """Every record of every write path passes here before anything is
         queued: the library's rules, this backend's hard limits, and (when
         given) one finite vector per record of the collection's dimension;
-        and a backend this process may not use refuses here, not at the flush."""
+        and a backend this process may not use refuses here."""
         check_usable = getattr(self.backend, "check_usable", None)  # optional in the Backend protocol
         if callable(check_usable):
             check_usable()
@@ -329,6 +298,20 @@ class Store:
         return DeadLetterRetry(stored, failed)
 
 
+def working_state_identity(state: StateStore) -> str | None:
+    """What names a working state across processes: a Redis (URL without credentials,
+    namespace), or a SQLite file of one host; None for a state of one process."""
+    name = getattr(state, "name", "")
+    if name == "redis":
+        url = urlsplit(str(getattr(state, "url", "")))
+        where = f"{url.scheme}://{url.hostname or ''}:{url.port or ''}{url.path}"
+        return f"redis {where} namespace={getattr(state, 'namespace', '')}"
+    path = getattr(state, "path", None)
+    if name == "sqlite" and isinstance(path, str):
+        return f"sqlite {socket.gethostname()}:{os.path.abspath(path)}"
+    return None
+
+
 # --- the factory: one store per identifying config, per process --------------------
 _stores: dict[StoreKey, Store] = {}
 _stores_lock = threading.Lock()
@@ -344,9 +327,6 @@ def build_store(config: MemoryConfig, *, backend: Backend | None = None, state: 
     if state is None and resolve_state_kind(config) == "sqlite":
         legacy = os.path.join(config.persist_dir, "state.sqlite3")
     settings = writer_settings(config)
-    if (backend is not None or state is not None) and settings.background is None:
-        # A store of its own per core (often one per request): no writer thread to outlive it.
-        settings = dataclasses.replace(settings, background=False)
     return Store(
         backend if backend is not None else create_backend(config),
         state if state is not None else create_state_store(config),
@@ -354,7 +334,6 @@ def build_store(config: MemoryConfig, *, backend: Backend | None = None, state: 
         settings=settings,
         keyword_cache_users=config.keyword_cache_users,
         keyword_cache_docs=config.keyword_cache_docs,
-        replica_docs=config.replica_docs,
         legacy_state_path=legacy,
     )
 

@@ -47,6 +47,11 @@ class Translate:
                 f"Could not {self.action}: the Chroma server at {where} was still writing a new "
                 f"collection's index to disk ({exc}); retried with backoff (backend_retries)."
             ) from exc
+        if is_read_during_delete(exc):
+            raise BackendUnavailableError(
+                f"Could not {self.action}: the Chroma server at {where} met rows another client was "
+                f"deleting ({exc}); retried with backoff (backend_retries)."
+            ) from exc
         if is_auth_error(exc):
             raise BackendError(
                 f"Could not {self.action}: the Chroma server at {where} refused the credentials ({exc}). "
@@ -79,6 +84,12 @@ def is_index_not_on_disk_yet(exc: BaseException) -> bool:
     # ("Error loading hnsw index", a damaged index, is not retried.)
     text = str(exc)
     return "hnsw segment reader" in text and "Nothing found on disk" in text
+
+
+def is_read_during_delete(exc: BaseException) -> bool:
+    # Chroma 1.x server: a query whose plan found ids that a concurrent delete removed
+    # ("Error executing plan: Internal error: Error finding id"); the same read again works.
+    return "Error finding id" in str(exc)
 
 
 def is_auth_error(exc: BaseException) -> bool:

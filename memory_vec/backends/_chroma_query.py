@@ -112,6 +112,8 @@ def score_rows(
         for start in range(0, len(wanted), max_batch):
             # No ``where`` here: the ids are known; the rows are checked below.
             page = collection.get(ids=wanted[start : start + max_batch], include=include)
+            if not page["ids"]:
+                continue  # every id of the page deleted meanwhile (another process's forget)
             vectors = np.asarray(page["embeddings"], dtype=np.float32).reshape(len(page["ids"]), -1)
             norms = np.linalg.norm(vectors, axis=1)
             norms[norms == 0] = 1.0

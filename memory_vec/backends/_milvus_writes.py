@@ -16,8 +16,7 @@ import numpy as np
 from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec.backends._milvus_expr import filter_expression
-from memory_vec.backends._milvus_own_writes import OwnWrites
-from memory_vec.backends._milvus_rows import chunks, owner_of, request_batches, to_row
+from memory_vec.backends._milvus_rows import chunks, request_batches, to_row
 
 if TYPE_CHECKING:
     from memory_vec.backends._milvus_errors import Translate
@@ -35,12 +34,9 @@ class MilvusWrites:
     _model_id: str | None
     _pk_enabled: bool
     _dirty: bool
-    _own: OwnWrites | None
     _unflushed: int
     _batch: int
     _timeout: float
-
-    _own_window: float
 
     if TYPE_CHECKING:
 
@@ -55,8 +51,6 @@ class MilvusWrites:
         """Delete every record and re-create the collection for another embedder (``reembed``)."""
         with self._mutex:
             self.drop()
-            if self._own is not None:  # this process's recent writes were to the dropped collection
-                self._own = OwnWrites(self._own_window)
             self.open(dimension=dimension, model_id=model_id)
 
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
@@ -85,7 +79,6 @@ class MilvusWrites:
             moved = self._moved_ids(client, rows) if self._pk_enabled and not new else []
             self._dirty = self._dirty or bool(moved)  # a moved row leaves its old copy in the files
             self._write(client, rows, moved)
-            self._remember([records[i] for i in latest.values()], vectors[list(latest.values())])
             if not self.is_server:
                 self._unflushed += len(rows)
 
@@ -96,27 +89,16 @@ class MilvusWrites:
             latest = {r.id: r for r in records}
             if not latest:
                 return
-            mine = {
-                i: (v, _owner(self._own.record_of(i)))
-                for i in latest
-                if self._own is not None and (v := self._own.vector_of(i)) is not None
-            }
             stored = {
                 row["id"]: (row["vector"], row["owner"])
                 for row in self._reader(client).rows_by_ids(
-                    [i for i in latest if i not in mine], ["id", "owner", "vector"], action="read records to update"
+                    list(latest), ["id", "owner", "vector"], action="read records to update"
                 )
             }
-            stored.update(mine)  # this process' recent version (the server may not show it yet)
             rows = [to_row(latest[i], np.asarray(stored[i][0], dtype=np.float32)) for i in latest if i in stored]
             moved = [r["id"] for r in rows if self._pk_enabled and stored[r["id"]][1] != r["owner"]]
             self._dirty = self._dirty or bool(moved)
             self._write(client, rows, moved)
-            written = [latest[r["id"]] for r in rows]
-            if written:
-                self._remember(
-                    written, np.stack([np.asarray(stored[r.id][0], dtype=np.float32) for r in written]), replaces=True
-                )
 
     def _moved_ids(self, client: Any, rows: list[dict[str, Any]]) -> list[str]:
         # A record whose partition-key value changes is deleted first: an upsert
@@ -127,19 +109,7 @@ class MilvusWrites:
                 [r["id"] for r in rows], ["id", "owner"], action="read records before upsert"
             )
         }
-        if self._own is not None:
-            owners.update({r["id"]: _owner(mine) for r in rows if (mine := self._own.record_of(r["id"])) is not None})
         return [r["id"] for r in rows if r["id"] in owners and owners[r["id"]] != r["owner"]]
-
-    def _remember(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, replaces: bool = False) -> None:
-        """Merge these writes into this process' reads until the server shows them
-        (a write too big to remember is waited for once instead)."""
-        if self._own is None or not records:
-            return
-        if self._own.fits(len(records)):
-            self._own.wrote(records, vectors, replaces=replaces)
-        else:
-            self._read_one(self._client, "Session")
 
     def _write(self, client: Any, rows: list[dict[str, Any]], moved: list[str]) -> None:
         for doomed in chunks(moved, self._batch):
@@ -148,7 +118,3 @@ class MilvusWrites:
         for chunk in request_batches(rows, self._batch):
             with self._translate(f"upsert {len(chunk)} records"):
                 client.upsert(self.collection, chunk, timeout=self._timeout)
-
-
-def _owner(record: MemoryRecord | None) -> str:
-    return owner_of(record) if record is not None else ""

@@ -31,6 +31,7 @@ __all__ = [
     "PurgeReport",
     "RecordFilter",
     "ScoredRecord",
+    "claim_working_state_of",
     "reads_vectors",
 ]
 
@@ -67,9 +68,6 @@ class BaseBackend:
     #: What the conformance suite may expect of this engine.
     supports_multiprocess = False
     persistent = False
-    #: A write is a local transaction, cheaper inline than handed to the writer's
-    #: thread: ``background_writes=None`` keeps it in the turn.
-    local_writes = False
 
     # --- the sync protocol: what a subclass implements (see :class:`Backend`) ---------------
     def open(self, *, dimension: int, model_id: str) -> None:
@@ -119,6 +117,16 @@ class BaseBackend:
         note = f"{self.name}: this backend has no purge; deleted records may remain in the engine's files"
         return PurgeReport(False, 0, (note,))
 
+    def claim_working_state(self, identity: str, *, replace: bool = False) -> str:
+        """Record in the engine which working state the store's processes use, if
+        none is recorded yet (or ``replace``), and return the one recorded. A
+        store other processes can write (a server) records it with the
+        collection, so a process with another, private working state (another
+        host's SQLite file) is refused at open instead of serving what another
+        host superseded or forgot. The default records nothing (one process
+        owns an embedded store): every identity is its own."""
+        return identity
+
     def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
         """Store records whose ids were never stored (fresh ids of new messages
         and facts). A backend may skip what ``upsert`` does for rows that exist
@@ -127,15 +135,15 @@ class BaseBackend:
         The default is ``upsert``."""
         self.upsert(records, vectors)
 
-    # Optional, for the local replica of a user's scope (memory_vec._storage.replica):
+    # Optional (``reembed``'s tools and the conformance suite read stored vectors with it):
     #   def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]
     # every record matching ``where`` with its stored vector, rows aligned
     # (shape (0, dimension) when none), in any order.
-    # Optional, not defined here so that wrappers (guard, replica) pass it through:
+    # Optional, not defined here so that wrappers (the guard) pass it through:
     #   def check_usable(self) -> None
     # raise when this process may not use the store at all (an embedded store
     # inherited across a fork); no I/O. The store calls it before a write is
-    # validated, so such a write is refused, not queued and lost at the flush.
+    # validated, so such a write is refused before anything is written.
 
     # --- async twins -------------------------------------------------------------------------
     async def _in_thread(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -166,6 +174,13 @@ class BaseBackend:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def claim_working_state_of(backend: object, identity: str, *, replace: bool = False) -> str:
+    """``backend.claim_working_state`` when it has one (a backend written against
+    the protocol alone records nothing: ``identity``)."""
+    method = getattr(backend, "claim_working_state", None)
+    return str(method(identity, replace=replace)) if callable(method) else identity
 
 
 def insert_new_of(backend: object) -> Callable[[Sequence[MemoryRecord], np.ndarray], None]:

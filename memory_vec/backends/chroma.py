@@ -79,6 +79,9 @@ _PAGE = 5000  # rows per get() page when scanning
 DEFAULT_EXACT_LIMIT = 500
 
 
+_META_STATE = "memory_vec_working_state"
+
+
 class ChromaBackend(BaseBackend):
     """Memories in Chroma, embedded or on a server.
 
@@ -456,6 +459,20 @@ class ChromaBackend(BaseBackend):
             if len(rows) < _PAGE:
                 return
             offset += _PAGE
+
+    def claim_working_state(self, identity: str, *, replace: bool = False) -> str:
+        """A server's collection records it in its metadata (see ``BaseBackend``)."""
+        if self.url is None:
+            return identity  # embedded: this process owns the directory (a file lock)
+        with self._lock, self._translated("record the working state"):
+            collection = self._readable()
+            metadata = dict(collection.metadata or {})
+            recorded = metadata.get(_META_STATE)
+            if isinstance(recorded, str) and recorded and not replace:
+                return recorded
+            metadata[_META_STATE] = identity
+            collection.modify(metadata=metadata)  # replaces the whole metadata: the other keys kept
+            return identity
 
     def check_usable(self) -> None:
         _chroma_lock.check_not_inherited(self.path)

@@ -40,6 +40,7 @@ from memory_vec.backends.base import (
     PurgeReport,
     RecordFilter,
     ScoredRecord,
+    claim_working_state_of,
     insert_new_of,
     reads_vectors,
 )
@@ -91,7 +92,6 @@ class GuardedBackend(BaseBackend):
         self.limits: BackendLimits = getattr(inner, "limits", BackendLimits())
         self.supports_multiprocess = bool(getattr(inner, "supports_multiprocess", False))
         self.persistent = bool(getattr(inner, "persistent", False))
-        self.local_writes = bool(getattr(inner, "local_writes", False))
         self.vector_reads = reads_vectors(inner)
         self.timeout = timeout
         self.retries = retries
@@ -124,6 +124,9 @@ class GuardedBackend(BaseBackend):
 
     def update(self, records: Sequence[MemoryRecord]) -> None:
         self._call("update", lambda: self.inner.update(records))
+
+    def claim_working_state(self, identity: str, *, replace: bool = False) -> str:
+        return str(self._call("claim", lambda: claim_working_state_of(self.inner, identity, replace=replace)))
 
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
         return self._call("query", lambda: self.inner.query(vector, k=k, where=where))

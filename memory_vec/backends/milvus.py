@@ -13,12 +13,11 @@ not ``filter_params``; pymilvus' own ``get(ids=)``/``delete(ids=)`` paste
 ids into single quotes unescaped, so they are never used here) and every
 returned row is re-checked with ``RecordFilter.matches``.
 
-Consistency: on a server, reads use ``"Bounded"`` by default and merge this
-process's own writes of the last ``own_writes_window`` seconds into every
-answer (:mod:`._milvus_own_writes`), so a turn reads its own writes without
-waiting ~290 ms for the server to apply them; Milvus Lite reads its own
-state at ``"Session"``. Everything acknowledged before ``open`` is visible
-(one ``"Strong"`` read); see :mod:`._milvus_consistency`.
+Consistency: reads use ``"Session"`` (the engine's read-your-writes: a read
+waits until the server has applied this client's last write), on a server
+and on Milvus Lite. Everything acknowledged before ``open`` is visible (one
+``"Strong"`` read); other clients' later writes within the server's
+staleness bound; see :mod:`._milvus_consistency`.
 
 Filtered search completeness: when a filtered approximate search comes back
 short, :meth:`MilvusBackend.query` scores the matching rows exactly (see
@@ -32,7 +31,7 @@ collection: the report says so.
 Private modules: :mod:`._milvus_schema` (fields, create, verify, load),
 :mod:`._milvus_rows` (record <-> row), :mod:`._milvus_expr` (filters),
 :mod:`._milvus_scan` (paged reads), :mod:`._milvus_search` (search, exact fallback),
-:mod:`._milvus_consistency`, :mod:`._milvus_own_writes` (reads that do not wait),
+:mod:`._milvus_consistency`,
 :mod:`._milvus_writes` (upsert, update), :mod:`._milvus_rewrite` (purge),
 :mod:`._milvus_lock` (the Lite path's lock), :mod:`._milvus_errors`.
 """
@@ -41,6 +40,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,6 @@ from memory_vec.backends import _milvus_consistency as consistency
 from memory_vec.backends._milvus_errors import Translate
 from memory_vec.backends._milvus_expr import filter_expression
 from memory_vec.backends._milvus_lock import LiteLock
-from memory_vec.backends._milvus_own_writes import OwnWrites
 from memory_vec.backends._milvus_rewrite import ReadGate, recover, rewrite
 from memory_vec.backends._milvus_rows import chunks
 from memory_vec.backends._milvus_scan import RowReader
@@ -64,6 +63,9 @@ from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, Re
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
+
+#: The collection property that names the working state its processes use (claim_working_state).
+_PROP_STATE = "memvec.working_state"
 
 __all__ = ["SCHEMA_VERSION", "MilvusBackend"]
 
@@ -112,7 +114,6 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         batch_size: int = 1000,
         consistency_level: str | None = None,
         exact_fallback_limit: int = 50_000,
-        own_writes_window: float = 10.0,
     ) -> None:
         """Create the backend; nothing is contacted until :meth:`open`.
 
@@ -128,28 +129,16 @@ class MilvusBackend(MilvusWrites, BaseBackend):
             partition_key: Partition by owner; None picks per engine (see module doc).
             num_partitions: Partitions of the partition key.
             batch_size: Rows per upsert/delete request (large writes are chunked).
-            consistency_level: Reads' consistency: "Session" (read your own writes by
-                waiting for them; Milvus Lite's default), "Bounded" (a server's default:
-                answered at once, own writes merged in), "Strong" or "Eventually"
-                (see module doc).
-            own_writes_window: Seconds this process's writes are merged into Bounded or
-                Eventually reads on a server; longer than the server's staleness bound
-                (``common.gracefulTime``, 5 s by default).
+            consistency_level: Reads' consistency: "Session" (the default: read your own
+                writes by waiting for them), "Strong", "Bounded" or "Eventually" (the last
+                two may miss this client's own recent writes; see module doc).
             exact_fallback_limit: Most matching rows scored exactly when a filtered search
                 comes back short (0 turns the fallback off).
         """
         self.uri = uri
         self.collection = self.given_name = collection  # a server may need another (_names)
         self.is_server = uri.startswith(("http://", "https://"))
-        consistency_level = consistency.check_level(consistency_level or ("Bounded" if self.is_server else "Session"))
-        if (
-            isinstance(own_writes_window, bool)
-            or not isinstance(own_writes_window, (int, float))
-            or not 0 <= own_writes_window <= 3600
-        ):
-            raise ConfigError(
-                f"Milvus backend_options['own_writes_window'] must be seconds in [0, 3600], got {own_writes_window!r}"
-            )
+        consistency_level = consistency.check_level(consistency_level or "Session")
         self.persistent = True
         # A Lite path is one process at a time; a server is shared.
         self.supports_multiprocess = self.is_server
@@ -166,11 +155,6 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         self._num_partitions = num_partitions
         self._batch = max(1, batch_size)
         self._consistency = consistency_level
-        self._own_window = float(own_writes_window)
-        # Reads that do not wait for this process' writes get them merged in.
-        self._own = (
-            OwnWrites(own_writes_window) if self.is_server and consistency_level in ("Bounded", "Eventually") else None
-        )
         self._exact_limit = max(0, int(exact_fallback_limit))
         self._client: Any = None
         self._client_pid = 0  # the process that connected it (a forked child reconnects)
@@ -199,8 +183,15 @@ class MilvusBackend(MilvusWrites, BaseBackend):
             "batch_size",
             "consistency_level",
             "exact_fallback_limit",
-            "own_writes_window",
         }
+        if "own_writes_window" in options:  # 0.1's overlay of own writes is gone: reads are Session
+            options.pop("own_writes_window")
+            warnings.warn(
+                "Milvus backend_options['own_writes_window'] is ignored since 0.2 (reads use the engine's "
+                "Session consistency) and will be refused in 0.3",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         unknown = sorted(set(options) - known)
         if unknown:
             raise ConfigError(
@@ -264,6 +255,22 @@ class MilvusBackend(MilvusWrites, BaseBackend):
             self._dimension, self._model_id = dimension, model_id
             if mismatch is not None:
                 raise mismatch
+
+    def claim_working_state(self, identity: str, *, replace: bool = False) -> str:
+        """A server's collection records it in its properties (see ``BaseBackend``)."""
+        if not self.is_server:
+            return identity  # Milvus Lite: this process owns the path (a file lock)
+        with self._mutex:
+            client = self._ready()
+            with self._translate("record the working state"):
+                props = client.describe_collection(self.collection, timeout=self._timeout).get("properties") or {}
+                recorded = props.get(_PROP_STATE)
+                if isinstance(recorded, str) and recorded and not replace:
+                    return recorded
+                client.alter_collection_properties(
+                    self.collection, properties={_PROP_STATE: identity}, timeout=self._timeout
+                )
+            return identity
 
     def _read_one(self, client: Any, level: str) -> None:
         consistency.read_barrier(client, self.collection, level, timeout=self._timeout, translate=self._translate)
@@ -351,8 +358,9 @@ class MilvusBackend(MilvusWrites, BaseBackend):
     @property
     def read_staleness(self) -> float:
         """Seconds another client's write may stay invisible to this one's reads
-        (0 with "Strong"); a replica copy re-reads what others wrote for that long."""
-        return 0.0 if self._consistency == "Strong" or not self.is_server else float(self._own_window)
+        (0 with "Strong" and on Milvus Lite, which one process owns); see
+        :data:`~._milvus_consistency.OTHERS_BOUND_S`."""
+        return 0.0 if self._consistency == "Strong" or not self.is_server else consistency.OTHERS_BOUND_S
 
     def _connect(self) -> Any:
         if self._client is not None and self._client_pid == os.getpid():
@@ -388,16 +396,13 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         """Milvus Lite searches unflushed rows by rebuilding a memtable snapshot
         per query (seconds at 10k rows): after a bulk write, one flush before the
         next read moves them into indexed segments (once, not after every batch of
-        an import). A server: one waiting read when rows left the own-writes
-        window early (a long burst of writes)."""
+        an import)."""
         if not self.is_server and self._unflushed >= self._batch:
             with self._mutex:
                 if self._unflushed >= self._batch:
                     with self._translate("flush"):
                         client.flush(self.collection, timeout=self._timeout)
                     self._unflushed = 0
-        if self._own is not None and self._own.take_overflow():
-            self._read_one(client, "Session")
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         with self._mutex:
@@ -410,8 +415,6 @@ class MilvusBackend(MilvusWrites, BaseBackend):
             for chunk in chunks(doomed, self._batch):
                 with self._translate(f"delete {len(chunk)} records"):
                     client.delete(self.collection, filter=filter_expression(None, chunk), timeout=self._timeout)
-            if self._own is not None:
-                self._own.deleted(doomed, where)
             if doomed and self._barrier_after_delete:
                 self._read_one(client, "Strong")
             return len(doomed)
@@ -423,17 +426,14 @@ class MilvusBackend(MilvusWrites, BaseBackend):
             client = self._ready()
         self._before_read(client)
         with self._gate.reading():  # never wait for the mutex inside the gate: purge holds both
-            # Rows merged from this process' writes may hide server hits: ask for as many more.
-            extra = 0 if self._own is None else min(self._own.shadowing(where), 1000)
-            hits = search(
+            return search(
                 self._reader(client),
                 q,
-                k + extra,
+                k,
                 where,
                 search_params=self._search_params,
                 exact_limit=self._exact_limit,
             )
-        return hits if self._own is None else self._own.merge_hits(hits, q, k, where)
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         with self._mutex:
@@ -456,13 +456,12 @@ class MilvusBackend(MilvusWrites, BaseBackend):
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """The records of :meth:`scan` with their stored vectors (as written), rows aligned: float32
-        of shape ``(len(records), dimension)``; order unspecified. Paged, own writes merged in."""
+        of shape ``(len(records), dimension)``; order unspecified. Paged."""
         with self._mutex:
             client, dimension = self._ready(), self._dimension or 0
         self._before_read(client)
         with self._gate.reading():
-            rows = list(self._reader(client).with_vectors(where))
-            merged = rows if self._own is None else self._own.merge_rows(rows, where, None)
+            merged = list(self._reader(client).with_vectors(where))
         if not merged:
             return [], np.empty((0, dimension), dtype=np.float32)
         vectors = np.stack([vector for _, vector in merged]).astype(np.float32, copy=False)
@@ -477,11 +476,13 @@ class MilvusBackend(MilvusWrites, BaseBackend):
             with self._gate.reading():
                 return len(self._rows(client, where, None))  # needs the client-side check
         expr = filter_expression(where, partition_key=self._pk_enabled)
-        # A count cannot merge own writes it does not know are on the server: it waits for them.
-        level = "Session" if self._own is not None else self._consistency
         with self._gate.reading(), self._translate("count"):
             rows = client.query(
-                self.collection, filter=expr, output_fields=["count(*)"], consistency_level=level, timeout=self._timeout
+                self.collection,
+                filter=expr,
+                output_fields=["count(*)"],
+                consistency_level=self._consistency,
+                timeout=self._timeout,
             )
         return int(rows[0]["count(*)"]) if rows else 0
 
@@ -489,10 +490,7 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         return self._reader(client).records(where, ids)
 
     def _rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> list[MemoryRecord]:
-        """The matching rows, this process' recent writes merged in."""
-        if self._own is None:
-            return list(self._iter_rows(client, where, ids))
-        return self._own.merge_records(self._iter_rows(client, where, ids), where, ids)
+        return list(self._iter_rows(client, where, ids))
 
     def _reader(self, client: Any) -> RowReader:
         return RowReader(

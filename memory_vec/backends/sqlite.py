@@ -120,7 +120,6 @@ class SQLiteBackend(BaseBackend):
     name = "sqlite"
     persistent = True
     supports_multiprocess = True  # WAL + BEGIN IMMEDIATE; conformance multi-process contract
-    local_writes = True  # ~1 ms in the turn; the thread's hand-off cost more (benchmarks/RESULTS.md)
     # Records are JSON text and vectors blobs: SQLite's own limit (1 GB a value) is far
     # above the library's, so the library defaults apply.
     limits = BackendLimits()

@@ -71,31 +71,6 @@ end
 return out
 """
 
-MARK_UNFLUSHED = """
-local t = redis.call('TIME')
-local deadline = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])
-for i, key in ipairs(KEYS) do
-  redis.call('ZADD', key, deadline, ARGV[i + 1])
-  redis.call('EXPIRE', key, 2592000)
-end
-return 1
-"""
-
-UNFLUSHED = """
-local t = redis.call('TIME')
-return {t[1] .. '.' .. string.format('%06d', tonumber(t[2])), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}
-"""
-
-CLEAR_EXPIRED = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-for _, member in ipairs(ARGV) do
-  local deadline = redis.call('ZSCORE', KEYS[1], member)
-  if deadline and tonumber(deadline) <= now then redis.call('ZREM', KEYS[1], member) end
-end
-return 1
-"""
-
 CLEAR = """
 local existed = redis.call('EXISTS', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])

@@ -29,12 +29,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from memory_vec._model.session import NewMessage, StateMessage, WorkingState
 
-__all__ = ["DeadLetter", "KeywordChanges", "Marks", "NewMessage", "StateMessage", "StateStore", "WorkingState"]
+__all__ = ["DeadLetter", "KeywordChanges", "NewMessage", "StateMessage", "StateStore", "WorkingState"]
 
 #: Entries of the keyword log kept per user; a reader further behind rebuilds.
 KEYWORD_LOG_LIMIT = 10_000
-#: ``unflushed_marks``: the state store's time now, and each lease with its deadline.
-Marks = tuple[float, list[tuple[str, float]]]
 
 
 @dataclass(frozen=True)

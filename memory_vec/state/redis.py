@@ -14,8 +14,6 @@ Per user and per collection (see :class:`~memory_vec.state.base.StateStore`):
 * ``memvec:<ns>:kl:<user>`` list of the newest logged ids (at most
   ``KEYWORD_LOG_LIMIT``; the last one is at position ``counter``);
 * ``memvec:<ns>:dl`` hash: record id -> dead letter JSON;
-* ``memvec:<ns>:pw:<user>`` sorted set: leases on sessions with rows not stored yet (unflushed.py),
-  ``"<writer token> <session>"`` -> deadline in Redis server time (hosts' clocks need not agree).
 
 Shared vector cache (:mod:`memory_vec._storage.vector_cache`): ``memvec:<ns>:v:<kind><digest>``
 strings of float32 bytes, expiring after ``VECTOR_TTL_S``: the vectors of
@@ -45,18 +43,14 @@ from memory_vec.state._letters import letter_from_json, letters_to_json
 from memory_vec.state._redis_scripts import (
     APPEND,
     CLEAR,
-    CLEAR_EXPIRED,
     COMMIT_FOLD,
     DROP_MESSAGES,
     KEYWORD_CHANGES,
-    MARK_UNFLUSHED,
-    UNFLUSHED,
 )
 from memory_vec.state.base import (
     KEYWORD_LOG_LIMIT,
     DeadLetter,
     KeywordChanges,
-    Marks,
     NewMessage,
     StateMessage,
     WorkingState,
@@ -104,7 +98,6 @@ class RedisStateStore:
         self.url = url
         self.namespace = namespace
         self._redis_errors: tuple[type[BaseException], ...] = (redis.RedisError,)
-        self._no_script: type[BaseException] = redis.exceptions.NoScriptError
         self._client: Any = redis.Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=True
         )
@@ -116,9 +109,6 @@ class RedisStateStore:
         self._fold = self._client.register_script(COMMIT_FOLD)
         self._clear = self._client.register_script(CLEAR)
         self._changes = self._client.register_script(KEYWORD_CHANGES)
-        self._mark = self._client.register_script(MARK_UNFLUSHED)
-        self._unflushed = self._client.register_script(UNFLUSHED)
-        self._clear_expired = self._client.register_script(CLEAR_EXPIRED)
 
     # --- keys -------------------------------------------------------------------------
     def _keys(self, user_id: str, session_id: str) -> list[str]:
@@ -151,36 +141,6 @@ class RedisStateStore:
             pipe.zrange(msgs_key, 0, -1)
             meta, members = pipe.execute()
         return _state(user_id, session_id, meta, members)
-
-    def load_with_unflushed(
-        self, user_id: str, session_id: str, log_asks: Sequence[tuple[str, int, int]] = ()
-    ) -> tuple[WorkingState, Marks, list[KeywordChanges]]:
-        """``load``, ``unflushed_marks(user_id)`` and ``keyword_changes_many(log_asks)`` in one
-        round trip and one snapshot: the reads a turn starts with (the marks say whether to
-        wait for another worker; the logs what other processes wrote since a copy's position)."""
-        meta_key, msgs_key, _ = self._keys(user_id, session_id)
-        log_keys = [k for user, _, _ in log_asks for k in self._keyword_keys(user)]
-        log_args = [int(n) for _, after, generation in log_asks for n in (after, generation)]
-        with self._errors("load a session"):
-            for attempt in (1, 2):
-                pipe = self._client.pipeline(transaction=True)
-                pipe.hgetall(meta_key)
-                pipe.zrange(msgs_key, 0, -1)
-                # EVALSHA, not the Script objects: a pipeline holding those asks SCRIPT EXISTS first,
-                # one more round trip. Reads only, so after a NOSCRIPT (Redis restarted) load and redo.
-                pipe.evalsha(self._unflushed.sha, 1, self._pending_key(user_id))
-                if log_asks:
-                    pipe.evalsha(self._changes.sha, len(log_keys), *log_keys, *log_args)
-                try:
-                    meta, members, leases, *changes = pipe.execute()
-                    break
-                except self._no_script:
-                    if attempt == 2:
-                        raise
-                    for script in (self._unflushed, self._changes):
-                        self._client.script_load(script.script)
-        replies = _changes(changes[0]) if changes else []
-        return _state(user_id, session_id, meta, members), _marks(*leases), replies
 
     def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *, first_seq: int = 1) -> list[int]:
         if not messages:
@@ -307,32 +267,6 @@ class RedisStateStore:
             generation, _ = pipe.execute()
         return int(generation)
 
-    # --- sessions with rows a background writer has not stored (unflushed.py) ---------
-    def mark_unflushed(self, marks: Sequence[tuple[str, str]], lease: float) -> None:
-        if marks:  # (user_id, member), each valid for ``lease`` seconds of Redis time
-            with self._errors("mark unflushed sessions"):
-                self._mark(keys=[self._pending_key(u) for u, _ in marks], args=[lease, *(m for _, m in marks)])
-
-    def clear_unflushed(self, marks: Sequence[tuple[str, str]]) -> None:
-        if marks:
-            with self._errors("clear unflushed sessions"):
-                pipe = self._client.pipeline(transaction=False)
-                for user_id, member in marks:
-                    pipe.zrem(self._pending_key(user_id), member)
-                pipe.execute()
-
-    def clear_expired_unflushed(self, user_id: str, members: Sequence[str]) -> None:
-        if members:  # only those still expired: one renewed meanwhile is a live lease
-            with self._errors("clear expired unflushed sessions"):
-                self._clear_expired(keys=[self._pending_key(user_id)], args=list(members))
-
-    def unflushed_marks(self, user_id: str) -> Marks:
-        with self._errors("read unflushed sessions"):  # Redis' time now, the marks with their deadlines
-            return _marks(*self._unflushed(keys=[self._pending_key(user_id)]))
-
-    def _pending_key(self, user_id: str) -> str:
-        return f"{self._prefix}pw:{_enc(user_id)}"
-
     # --- dead letters ----------------------------------------------------------------
     def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:
         payloads = letters_to_json(letters)
@@ -432,10 +366,6 @@ def _state(user_id: str, session_id: str, meta: dict[str, str], members: list[st
 
 def _changes(replies: Any) -> list[KeywordChanges]:
     return [KeywordChanges(int(r[0]), int(r[1]), tuple(r[3]) if int(r[2]) else None) for r in replies]
-
-
-def _marks(now: str, flat: list[str]) -> Marks:
-    return float(now), [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
 
 
 def _encode(m: StateMessage) -> str:

@@ -7,9 +7,8 @@ commits only if ``folded_through`` is unchanged. WAL mode keeps readers off
 the writers' backs; a committed transaction survives a crash (synchronous=FULL).
 
 The same file holds the collection's keyword log and dead letters
-(see :mod:`memory_vec.state._sqlite_logs`), and the leases background
-writers of this host's processes take on sessions with rows not stored yet
-(``unflushed``, see :mod:`memory_vec._storage.unflushed`; committed without an fsync).
+(see :mod:`memory_vec.state._sqlite_logs`). A file of 0.1 may hold a table
+``unflushed`` of that version's leases: unused now, left as it is.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from contextlib import contextmanager
 from memory_vec._model.errors import ConfigError, StateStoreError
 from memory_vec.state import _sqlite_logs as logs
 from memory_vec.state._letters import letters_to_json
-from memory_vec.state.base import DeadLetter, KeywordChanges, Marks, NewMessage, StateMessage, WorkingState
+from memory_vec.state.base import DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
 
 __all__ = ["SQLiteStateStore", "sqlite_state_path"]
 
@@ -64,8 +63,6 @@ def sqlite_state_path(persist_dir: str, backend: str, collection: str) -> str:
     return os.path.join(persist_dir, "state", f"{backend}-{name}.sqlite3")
 
 
-_LEASES_KEPT_S = 30 * 86400  # a lease that ran out this long ago is dropped unhealed (maintain() heals)
-
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL,
@@ -78,9 +75,6 @@ CREATE TABLE IF NOT EXISTS messages (
     id TEXT NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL,
     timestamp REAL NOT NULL, tokens INTEGER NOT NULL, metadata TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id, seq));
-CREATE TABLE IF NOT EXISTS unflushed (
-    user_id TEXT NOT NULL, member TEXT NOT NULL, until REAL NOT NULL,
-    PRIMARY KEY (user_id, member)) WITHOUT ROWID;
 """
 
 
@@ -125,12 +119,6 @@ class SQLiteStateStore:
     def _conn(self) -> sqlite3.Connection:
         return self._thread_conn("conn", "FULL")
 
-    def _lease_conn(self) -> sqlite3.Connection:
-        # Leases (unflushed.py) commit without an fsync: a process that is killed keeps
-        # them (the OS has the write); a power cut may drop the last few, which costs a
-        # turn's early recall from other sessions until its own is read or maintain() runs.
-        return self._thread_conn("lease_conn", "NORMAL")
-
     def _thread_conn(self, name: str, synchronous: str) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, name, None)
         if conn is None:
@@ -142,20 +130,6 @@ class SQLiteStateStore:
             conn.execute("PRAGMA secure_delete=ON")
             setattr(self._local, name, conn)
         return conn
-
-    @contextmanager
-    def _leases(self, action: str) -> Iterator[sqlite3.Connection]:
-        conn: sqlite3.Connection | None = None
-        try:
-            conn = self._lease_conn()
-            conn.execute("BEGIN IMMEDIATE")
-            yield conn
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise StateStoreError(f"Cannot {action} in {self.path!r}: {exc}") from exc
-        finally:
-            if conn is not None and conn.in_transaction:  # a failed body or COMMIT keeps no write lock
-                conn.rollback()
 
     def _use_wal(self, conn: sqlite3.Connection) -> None:
         # Switching a new file to WAL takes an exclusive lock without SQLite's busy
@@ -366,44 +340,6 @@ class SQLiteStateStore:
         with self._tx() as conn:
             return logs.reset_keywords(conn, user_id)
 
-    # --- sessions with rows a background writer has not stored (unflushed.py) ---------
-    # Deadlines are this host's wall clock: the processes sharing the file share the host.
-    def mark_unflushed(self, marks: Sequence[tuple[str, str]], lease: float) -> None:
-        if marks:
-            with self._leases("mark unflushed sessions") as conn:
-                now = time.time()
-                conn.executemany(
-                    "INSERT OR REPLACE INTO unflushed VALUES (?, ?, ?)", [(u, m, now + lease) for u, m in marks]
-                )
-                # As Redis expires a user's leases: a dead worker's, of a user nobody reads again.
-                conn.execute("DELETE FROM unflushed WHERE until<?", (now - _LEASES_KEPT_S,))
-
-    def clear_unflushed(self, marks: Sequence[tuple[str, str]]) -> None:
-        if marks:
-            with self._leases("clear unflushed sessions") as conn:
-                conn.executemany("DELETE FROM unflushed WHERE user_id=? AND member=?", list(marks))
-
-    def clear_expired_unflushed(self, user_id: str, members: Sequence[str]) -> None:
-        if members:  # only those still expired: one renewed meanwhile is a live lease
-            with self._leases("clear expired unflushed sessions") as conn:
-                now = time.time()
-                conn.executemany(
-                    "DELETE FROM unflushed WHERE user_id=? AND member=? AND until<=?",
-                    [(user_id, m, now) for m in members],
-                )
-
-    def unflushed_marks(self, user_id: str) -> Marks:
-        try:
-            rows = (
-                self._lease_conn()
-                .execute("SELECT member, until FROM unflushed WHERE user_id=? ORDER BY member", (user_id,))
-                .fetchall()
-            )
-        except sqlite3.Error as exc:
-            raise StateStoreError(f"Cannot read unflushed sessions from {self.path!r}: {exc}") from exc
-        return time.time(), [(m, float(until)) for m, until in rows]
-
-    # --- dead letters ----------------------------------------------------------------
     def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:
         payloads = letters_to_json(letters)
         with self._tx() as conn:
@@ -427,7 +363,7 @@ class SQLiteStateStore:
             raise StateStoreError(f"Cannot purge the working-state database {self.path!r}: {exc}") from exc
 
     def close(self) -> None:
-        for name in ("conn", "lease_conn"):
+        for name in ("conn",):
             conn = getattr(self._local, name, None)
             if conn is not None:
                 conn.close()

@@ -14,9 +14,8 @@ Subclass :class:`StateStoreConformance` and provide:
 
 Contracts: sessions (append, compare-and-set folds on ``folded_through`` and
 the summary, whole-session writes), the per-user keyword log (counters,
-changes since a position, generations, trimming), dead letters and, where a
-store keeps them, background writers' leases, each under threads and, where
-supported, processes and reopening.
+changes since a position, generations, trimming) and dead letters, each
+under threads and, where supported, processes and reopening.
 
 Example::
 
@@ -31,17 +30,15 @@ Example::
 from __future__ import annotations
 
 from memory_vec.state.base import NewMessage, StateMessage, StateStore, WorkingState
-from memory_vec.testing._state_lease_contracts import LeaseContracts
 from memory_vec.testing._state_log_contracts import DeadLetterContracts, KeywordLogContracts
 from memory_vec.testing._state_support import HOSTILE_IDS, dead_letter, in_threads, new_message
 
 __all__ = ["StateStoreConformance", "dead_letter", "in_threads", "new_message"]
 
 
-class StateStoreConformance(KeywordLogContracts, DeadLetterContracts, LeaseContracts):
+class StateStoreConformance(KeywordLogContracts, DeadLetterContracts):
     """Contracts of :class:`~memory_vec.state.base.StateStore`: sessions here,
-    the keyword log, dead letters and background writers' leases in the
-    classes it derives from."""
+    the keyword log and dead letters in the classes it derives from."""
 
     # --- basics ----------------------------------------------------------------------
     def test_implements_the_protocol(self, store: StateStore) -> None:

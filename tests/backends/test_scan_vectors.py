@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from memory_vec._model.records import MemoryRecord
-from memory_vec.backends._milvus_own_writes import OwnWrites
 from memory_vec.backends.base import RecordFilter
 from memory_vec.backends.milvus import MilvusBackend
 from memory_vec.backends.sqlite import SQLiteBackend
@@ -165,53 +164,3 @@ def test_an_upsert_replaces_the_vector(backend: Any, written: dict[str, np.ndarr
     backend.upsert([b1.copy(text="rewritten")], fresh)
     records = _check(backend, FILTERS["bob"], {**written, "b1": fresh[0]})
     assert {r.id: r.text for r in records}["b1"] == "rewritten"
-
-
-def test_milvus_merges_its_own_recent_writes_into_scan_vectors(tmp_path: Path) -> None:
-    """As on a server read at "Bounded": what this process wrote or deleted and the server
-    does not show yet. Milvus Lite shows every write at once, so the backend's memory of its
-    writes is given entries the collection does not hold."""
-    backend = MilvusBackend(str(tmp_path / "milvus.db"), collection="own_writes")
-    try:
-        backend.open(dimension=DIMENSION, model_id=MODEL_ID)
-        records = _corpus()
-        vectors = np.random.default_rng(5).normal(size=(len(records), DIMENSION)).astype(np.float32)
-        backend.upsert(records, vectors)
-        own = OwnWrites(60.0)
-        backend._own = own
-        newer = np.random.default_rng(6).normal(size=(2, DIMENSION)).astype(np.float32)
-        unseen = make_record("a9", user_id="alice", seq=9, timestamp=T0 + 9)
-        own.wrote([records[0].copy(text="newer a1"), unseen], newer)  # a1 rewritten, a9 new
-        own.deleted(["a2"])
-        where = RecordFilter(user_id="alice")
-        got, got_vectors = backend.scan_vectors(where)
-        assert sorted(r.id for r in got) == sorted(r.id for r in backend.scan(where)) == ["a1", "a5", "a9"]
-        by_id = {r.id: (r, v) for r, v in zip(got, got_vectors)}
-        assert by_id["a1"][0].text == "newer a1"
-        want = np.stack([newer[0], vectors[4], newer[1]])
-        assert _cosines(np.stack([by_id[i][1] for i in ("a1", "a5", "a9")]), want) == pytest.approx(1.0, abs=1e-5)
-        # ids narrow the merged rows too
-        got, got_vectors = backend.scan_vectors(RecordFilter(user_id="alice", ids=("a2", "a9")))
-        assert [r.id for r in got] == ["a9"] and got_vectors.shape == (1, DIMENSION)
-        assert backend.scan_vectors(RecordFilter(user_id="bob", kinds=("message",)))[0] == [records[5]]
-    finally:
-        backend.close()
-
-
-def test_own_writes_merge_rows_matches_merge_records() -> None:
-    own = OwnWrites(60.0)
-    stale = make_record("x", user_id="u1", text="old")
-    gone = make_record("y", user_id="u1")
-    kept = make_record("z", user_id="u1")
-    own.wrote([stale.copy(text="new")], np.ones((1, 4), dtype=np.float32))
-    own.deleted(["y"])
-    server = [
-        (stale, np.zeros(4, dtype=np.float32)),
-        (gone, np.zeros(4, dtype=np.float32)),
-        (kept, np.full(4, 2.0, dtype=np.float32)),
-    ]
-    where = RecordFilter(user_id="u1")
-    rows = own.merge_rows(server, where, None)
-    assert [r for r, _ in rows] == own.merge_records([r for r, _ in server], where, None)
-    got = {r.id: (r.text, v.tolist()) for r, v in rows}
-    assert got == {"x": ("new", [1.0] * 4), "z": (kept.text, [2.0] * 4)}

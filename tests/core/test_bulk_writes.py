@@ -74,12 +74,12 @@ def test_many_messages_in_one_call_are_one_backend_write(make_core) -> None:  # 
     assert backend.upserts[-1] >= 2 and len(backend.upserts) == 2
 
 
-def test_writer_flush_batch_size_overrides_the_settings_for_one_flush() -> None:
+def test_writer_batch_size_overrides_the_settings_for_one_write() -> None:
     from memory_vec._storage.writer import RecordWriter, WriterSettings
 
     backend = CallCountingBackend()
     backend.open(dimension=4, model_id="m")
-    writer = RecordWriter(backend, WriterSettings(background=True, batch_size=64, flush_interval=3600))
+    writer = RecordWriter(backend, WriterSettings(batch_size=64))
     try:
         records = [
             MemoryRecord(
@@ -95,9 +95,8 @@ def test_writer_flush_batch_size_overrides_the_settings_for_one_flush() -> None:
             for i in range(500)
         ]
         vectors = np.eye(4, dtype=np.float32)[np.arange(500) % 4]
-        assert writer.write(records, vectors, deferred=True) is False  # background: queued
-        writer.flush(200)
-        assert backend.upserts[-3:] == [200, 200, 100] and writer.pending_count == 0
+        assert writer.write(records, vectors, batch_size=200) is True  # stored before it returns
+        assert backend.upserts[-3:] == [200, 200, 100]
         assert backend.count() == 500
     finally:
         writer.close()

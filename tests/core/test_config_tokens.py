@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_vec import CallableTokenCounter, ConfigError, MemoryConfig, TiktokenCounter
+from memory_vec import CallableTokenCounter, ConfigError, MemoryConfig, MemoryCore, TiktokenCounter
 from memory_vec._rules.tokens import get_token_counter
 
 
@@ -125,3 +125,13 @@ def test_callable_counter_for_other_tokenizers() -> None:
     counter = CallableTokenCounter(lambda t: len(t.split()), name="words")
     assert counter.count("a b c") == 3
     assert counter.truncate("a b c d", 2).split() == ["a", "b"]
+
+
+@pytest.mark.parametrize("name, value", [("background_writes", True), ("flush_interval", 2.0), ("replica_docs", 10)])
+def test_settings_of_the_background_writer_and_copies_warn_and_are_ignored(name: str, value: object) -> None:
+    """0.1's background writes and in-process copies are gone (#45): kept one version, with a warning."""
+    with pytest.warns(DeprecationWarning, match=name):
+        config = MemoryConfig(**{name: value})
+    core = MemoryCore(config.model_copy(update={"embedding_model": "hash:16"}))
+    result = core.add_message("user", "written inside the call")
+    assert not result.pending and core.backend.get([result.id])[0].text == "written inside the call"

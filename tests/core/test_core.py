@@ -335,37 +335,31 @@ class FlakyBackend(InMemoryBackend):
         return super().query(vector, k=k, where=where)
 
 
-def test_backend_down_queues_writes_and_answers_degraded(make_core) -> None:  # type: ignore[no-untyped-def]
+def test_backend_down_keeps_the_turn_and_answers_degraded(make_core) -> None:  # type: ignore[no-untyped-def]
+    """An outage: the turn is acknowledged in the working state (pending), the
+    context comes back degraded with it among the recent turns, recall raises,
+    and the session's next call after the outage stores it (heal)."""
     backend = FlakyBackend()
     core = make_core(backend=backend, backend_retries=0)
     core.add_message("user", "stored while up")
     backend.down = True
     result = core.add_message("user", "written while down")
-    assert result.pending and core.writer.pending_count == 1
+    assert result.pending and backend.count() == 1
     ctx = core.build_context("stored")
     assert ctx.degraded and ctx.relevant == [] and core.last_trace and core.last_trace.degraded
+    assert "written while down" in [m.content for m in ctx.recent]
     with pytest.raises(BackendUnavailableError):
-        core.flush()
+        core.recall("stored")
     backend.down = False
     core.add_message("user", "written after recovery")
-    assert core.writer.pending_count == 0 and backend.count() == 3
+    assert backend.count() == 3 and backend.get([result.id])[0].text == "written while down"
 
 
-def test_background_writer_acknowledges_on_flush(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(background_writes=True, flush_interval=30)
-    result = core.add_message("user", "pending write about zebras")
-    assert result.pending
-    assert core.recall("zebras", k=1)[0].id == result.id  # reads see pending records
-    core.flush()
-    assert core.backend.get([result.id])[0].text == "pending write about zebras"
-
-
-def test_a_pending_record_is_keyword_scored_by_the_first_recall(make_core) -> None:  # type: ignore[no-untyped-def]
-    """The user's keyword index is built by this recall, from the backend, while
-    the turn is still queued: the queued rows are indexed too."""
-    core = make_core(background_writes=True, flush_interval=30)
+def test_a_new_record_is_keyword_scored_by_the_first_recall(make_core) -> None:  # type: ignore[no-untyped-def]
+    """The user's keyword index is built by this recall, from the backend."""
+    core = make_core()
     result = core.add_message("user", "the gate code for the warehouse is ZQ7781")
-    assert result.pending and core.store.keywords.users == 0
+    assert not result.pending and core.store.keywords.users == 0
     [hit] = [h for h in core.recall("ZQ7781 gate code", k=5) if h.id == result.id]
     assert hit.components["bm25"] > 0
 

@@ -60,19 +60,15 @@ class PoisonEmbedder(DeterministicHashEmbedder):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("background", [False, None], ids=["sync", "default"])
 @pytest.mark.parametrize("backend", EMBEDDED)
 def test_a_refused_record_is_dead_lettered_and_blocks_nobody(
-    backend: str, background: bool | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = _config(backend, tmp_path, user_id="mallory", contextual_embedding=False, background_writes=background)
+    config = _config(backend, tmp_path, user_id="mallory", contextual_embedding=False)
     embedder = PoisonEmbedder(dimension=64)
     core = MemoryCore(config, embedder=embedder)
     canary = MemoryCore(config.model_copy(update={"user_id": "canary"}), embedder=embedder)
     assert canary.store is core.store
-    # An embedded store is one process's: by default its turns are written by the writer's thread.
-    queued = core.store.writer.background
-    assert queued is (background is None)
     # Switch the library's checks off, so that only the real engine can refuse
     # the record: Milvus refuses integers beyond int64 in JSON, Chroma a NaN
     # vector. The writer's isolation is what is tested here.
@@ -85,26 +81,20 @@ def test_a_refused_record_is_dead_lettered_and_blocks_nobody(
         bad: dict[str, Any] = {"content": "a huge number", "metadata": {"n": 2**70}}
     else:
         bad = {"content": "POISON pill"}
-    if queued:  # the thread meets the refusal: a dead letter, logged; the turn had returned
-        bad_id = core.add_message("user", **bad).id
-        core.flush()
-    else:
-        with pytest.raises(RecordRejectedError) as refused:
-            core.add_message("user", **bad)
-        bad_id = refused.value.record_ids[0]
+    with pytest.raises(RecordRejectedError) as refused:
+        core.add_message("user", **bad)
+    bad_id = refused.value.record_ids[0]
     assert [d.record_id for d in core.dead_letters()] == [bad_id]
     # Nobody is stalled: the canary and mallory's next message are stored.
-    assert canary.add_message("user", "the canary sings at dawn").pending is queued
-    assert core.add_message("user", "a normal message").pending is queued
-    core.flush()
+    assert not canary.add_message("user", "the canary sings at dawn").pending
+    assert not core.add_message("user", "a normal message").pending
     assert canary.recall("canary sings", k=1)[0].text == "the canary sings at dawn"
     monkeypatch.undo()
     # After a restart, healing the session never re-queues the dead letter.
     release_stores()
     again = MemoryCore(config, embedder=embedder)
     result = again.add_message("user", "after the restart")
-    assert result.pending is queued
-    again.flush()
+    assert not result.pending
     assert [d.record_id for d in again.dead_letters()] == [bad_id]
     assert bad_id not in {r.id for r in again.session_history()}
     assert {r.text for r in again.session_history()} == {"a normal message", "after the restart"}
@@ -130,8 +120,6 @@ def test_two_collections_under_one_persist_dir_do_not_leak(backend: str, tmp_pat
 def test_other_writer_settings_on_one_store_raise(tmp_path: Path) -> None:
     config = _config("memory", tmp_path)
     MemoryCore(config, embedder=EMBEDDER)
-    with pytest.raises(ConfigError, match="background"):
-        MemoryCore(config.model_copy(update={"background_writes": True}), embedder=EMBEDDER)
     with pytest.raises(ConfigError, match="batch_size"):
         MemoryCore(config.model_copy(update={"write_batch_size": 7}), embedder=EMBEDDER)
     MemoryCore(config.model_copy(update={"user_id": "other"}), embedder=EMBEDDER)  # same settings: fine

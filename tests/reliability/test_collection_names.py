@@ -22,7 +22,11 @@ def test_collection_name_stores_and_reopens(make_config: ConfigFactory, name: st
         recalled = [m.text for m in reader.build_context("what is my travel budget?").relevant]
         assert any("5000" in text for text in recalled), recalled
     finally:
+        # A server outlives the test: the next test's collection of this name is a new one,
+        # not one recorded with this test's working state (a persist_dir under tmp_path).
         reader.close()
+        reader.backend.drop()
+        reader.backend.close()
 
 
 @pytest.mark.slow
@@ -45,3 +49,5 @@ def test_names_mapped_alike_stay_apart(make_config: ConfigFactory) -> None:
     finally:
         for core in cores.values():
             core.close()
+            core.backend.drop()
+            core.backend.close()

@@ -15,7 +15,6 @@ import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._model.errors import StateStoreError
-from memory_vec.backends import RecordFilter
 from memory_vec.state.base import StateMessage
 from memory_vec.testing import DeterministicHashEmbedder
 
@@ -163,48 +162,6 @@ def test_kill_9_loses_no_acknowledged_write(kind, request, tmp_path) -> None:  #
     for _rid, seq in acked:  # the working state agrees with the store
         assert seq in recent or seq <= state.folded_through
     assert all(m.id in stored for m in state.messages if m.seq <= max(s for _, s in acked))
-
-
-BACKGROUND_WRITER = """
-import json, sys, time
-from memory_vec import MemoryConfig, MemoryCore
-from memory_vec.testing import DeterministicHashEmbedder
-core = MemoryCore(MemoryConfig(**json.loads(sys.argv[1])), embedder=DeterministicHashEmbedder(dimension=64))
-first = core.add_message("user", "The budget is 5000 dollars.")
-core.flush()
-print("stored", first.id, flush=True)
-for i in range(12):
-    r = core.add_message("user", f"I planted {{i + 2}} tomato plants in bed number {{i}}.")
-    print("acked", r.id, flush=True)
-r = core.add_message("user", "Actually the budget is now 8000 dollars.")
-print("acked", r.id, *r.fact_ids, flush=True)
-time.sleep(600)  # killed here, long before the background writer's next flush
-"""
-
-
-@pytest.mark.parametrize("kind", ["chroma", "milvus-lite"])
-def test_kill_9_with_background_writes_keeps_messages_facts_and_supersedes(kind, request, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from .conftest import _config_factory
-
-    config = _config_factory(kind, request, tmp_path)(background_writes=True, flush_interval=300.0)
-    lines = kill_after(spawn(BACKGROUND_WRITER, config.model_dump_json()), 14)
-    acked = [parts[1] for parts in lines[1:]]
-    new_fact_ids = lines[-1][2:]
-    assert new_fact_ids
-    core = MemoryCore(config, embedder=EMBEDDER)  # the restarted process
-    assert core.store.backend.get(acked) == []  # none of them reached the store before the kill
-    core.build_context("what is the budget now?")  # the session's first read re-stores them
-    stored = {r.id for r in core.session_history()}
-    assert set(acked) <= stored, f"{len(set(acked) - stored)} acknowledged messages lost"
-    hits = core.recall("what is the budget", k=5)
-    assert "8000" in hits[0].text
-    assert not any("5000" in h.text for h in hits)
-    core.flush()  # the healing core writes in the background too
-    assert {r.id for r in core.store.backend.get(new_fact_ids)} == set(new_fact_ids)
-    old = [
-        r for r in core.store.backend.scan(RecordFilter(kinds=("fact",), include_superseded=True)) if "5000" in r.text
-    ]
-    assert old and all(r.superseded_by == new_fact_ids[0] for r in old)
 
 
 def test_redis_down_is_a_clear_error_and_nothing_is_written(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -158,7 +158,7 @@ def test_forget_leaves_no_trace_in_the_embedded_store(kind: str, tmp_path: Path)
         assert traces(tmp_path, marker) == []
         _check_keeper(keeper, kept)
         keeper.add_message("user", "a note written after the forget")
-        keeper.flush()  # embedded stores write a turn's rows from the writer's thread
+        keeper.flush()  # recall counts (every row is stored inside its call)
         kept = _kept(keeper)
     finally:
         release_stores()

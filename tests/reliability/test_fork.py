@@ -6,18 +6,13 @@ the fork."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from memory_vec import MemoryConfig, MemoryCore
-from memory_vec._storage.store import release_stores
 from memory_vec.state.sqlite import SQLiteStateStore
 from memory_vec.testing.state_conformance import new_message
-
-from .conftest import EMBEDDER
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
 
@@ -36,31 +31,6 @@ def in_child(check: Callable[[], None]) -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, "the check failed in the forked child (see stderr)"
-
-
-def test_a_forked_child_gets_a_background_writer_of_its_own() -> None:
-    config = MemoryConfig(
-        backend="memory", collection="forked", user_id="ana", background_writes=True, flush_interval=30
-    )
-    core = MemoryCore(config, embedder=EMBEDDER)
-    try:
-        core.add_message("user", "queued in the parent")
-        writer = core.store.writer
-
-        def child() -> None:
-            assert writer.pending_count == 0  # the parent's queued rows are the parent's to store
-            assert writer._thread is not None and writer._thread.is_alive()
-            assert core.add_message("user", "written by the child").pending
-            writer._wake.set()  # the child's own thread stores it
-            deadline = time.monotonic() + 10
-            while writer.pending_count and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert writer.pending_count == 0 and core.store.backend.count() == 1
-
-        in_child(child)
-        assert writer.pending_count == 1  # the parent's, untouched by the child
-    finally:
-        release_stores()
 
 
 def test_sqlite_state_opens_its_own_connection_in_a_forked_child(tmp_path: Path) -> None:

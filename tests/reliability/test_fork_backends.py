@@ -47,7 +47,7 @@ def test_a_forked_child_uses_the_parents_core_and_leaves_the_parents_store_alone
                     core.store.backend.count()
                 with pytest.raises(StoreLockedError, match="before this process forked"):
                     core.add_message("user", "the child wrote this about orchids", session_id="s2")
-                core.flush()  # refused before it was queued or entered in the working state
+                core.flush()  # refused before it was written or entered in the working state
                 core.close()  # the parent's client is not closed
             else:
                 core.add_message("user", "the child wrote this about orchids", session_id="s2")
@@ -130,7 +130,7 @@ def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
 def test_a_forked_child_of_a_worker_with_redis_state(
     server: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """The deployment of workers on several hosts: a server and Redis state (leases,
+    """The deployment of workers on several hosts: a server and Redis state (keyword
     logs, the shared vector cache), with a core the parent used before the fork."""
     from tests.fixtures_redis import redis_url
 
