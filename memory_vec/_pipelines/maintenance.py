@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
     from memory_vec.embeddings.base import Embedder
 
-__all__ = ["BackfillResult", "ReembedResult", "backfill_dates", "reembed"]
+__all__ = ["BackfillResult", "ReembedResult", "backfill_dates", "forget_in_journal", "reembed"]
 
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 
@@ -151,6 +151,11 @@ def reembed(
     return ReembedResult(records=len(records), model_id=model_id, dimension=dimension, policy=policy.tag)
 
 
+def forget_in_journal(config: MemoryConfig, user_id: str, session_id: str | None = None) -> int:
+    """``forget`` reaches an unfinished reembed's journal: the user's records leave it."""
+    return _Journal(config).drop(user_id, session_id)
+
+
 class _Journal:
     """The records and new vectors of a reembed, kept on disk until its rewrite is done."""
 
@@ -180,6 +185,24 @@ class _Journal:
         tmp = self.path + ".tmp.npz"
         np.savez(tmp, head=np.array(head), vectors=np.asarray(vectors, dtype=np.float32))
         os.replace(tmp, self.path)  # whole or absent: a crash while writing leaves no half journal
+
+    def drop(self, user_id: str, session_id: str | None) -> int:
+        """Take a user's (or a session's) records out of an unfinished rewrite, so finishing it
+        cannot bring back what ``forget`` removed. Returns how many were dropped."""
+        if not self.path or not os.path.exists(self.path):
+            return 0
+        with np.load(self.path, allow_pickle=False) as data:
+            head = json.loads(str(data["head"]))
+            vectors = np.asarray(data["vectors"], dtype=np.float32)
+        keep = [
+            i
+            for i, r in enumerate(head["records"])
+            if r["user_id"] != user_id or (session_id is not None and r["session_id"] != session_id)
+        ]
+        dropped = len(head["records"]) - len(keep)
+        if dropped:
+            self.save(head["space"], [MemoryRecord(**head["records"][i]) for i in keep], vectors[keep])
+        return dropped
 
     def done(self) -> None:
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):

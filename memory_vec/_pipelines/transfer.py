@@ -12,6 +12,7 @@ from memory_vec._model.errors import InvalidInputError, MemoryVecError, StateSto
 from memory_vec._model.records import ForgetReceipt, MemoryRecord
 from memory_vec._model.scope import Scope
 from memory_vec._pipelines.engine import Engine
+from memory_vec._pipelines.maintenance import forget_in_journal
 from memory_vec.backends.base import RecordFilter
 from memory_vec.state import StateMessage, WorkingState
 
@@ -155,6 +156,7 @@ class Transfer:
             user_id=scope.user_id, session_id=scope.session_id, include_superseded=True, include_archived=True
         )
         deleted = e.backend.delete(where=where)
+        forget_in_journal(e.config, scope.user_id, scope.session_id)  # a reembed to finish must not restore them
         e.deleted(scope.user_id)
         e.state.clear(scope.user_id, scope.session_id)
         return deleted
@@ -163,6 +165,7 @@ class Transfer:
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
         deleted = e.backend.delete(where=where)
+        forget_in_journal(e.config, user_id, session_id)  # a reembed to finish must not restore them
         e.deleted(user_id)
         sessions = [session_id] if session_id is not None else e.state.sessions(user_id)
         cleared = sum(e.state.clear(user_id, s) for s in sessions)

@@ -166,3 +166,44 @@ def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
     assert [h.text for h in after.recall("budget line 7", k=1)] == ["note 7: the budget line 7 is 1007 euros"]
     assert not list(tmp_path.glob("reembed-*.journal*"))
     after.close()
+
+
+@pytest.mark.slow
+def test_forget_reaches_the_journal_of_an_unfinished_rewrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#44: a reembed that failed part-way kept a forgotten user's text in its journal,
+    and finishing it restored every forgotten record."""
+    from memory_vec import release_stores
+    from memory_vec._storage.store import open_store
+
+    old, new = DeterministicHashEmbedder(32), DeterministicHashEmbedder(48)
+    config = MemoryConfig(backend="sqlite", persist_dir=str(tmp_path), user_id="u1", score_threshold=0.0)
+    core = MemoryCore(config, embedder=old)
+    for i in range(12):
+        core.add_message("user", f"alice's secret number {i} is {4000 + i}", user_id="alice")
+        core.add_message("user", f"bob's note {i}: the budget is {1000 + i} euros", user_id="bob")
+    core.close()
+    release_stores()
+    store = open_store(config)
+    real_upsert, calls = store.backend.upsert, []
+
+    def fails_on_the_second_batch(records: object, vectors: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ConnectionError("backend gone during the rewrite")
+        real_upsert(records, vectors)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store.backend, "upsert", fails_on_the_second_batch)
+    with pytest.raises(ConnectionError):
+        reembed(config, new, batch_size=8, progress=False)
+    monkeypatch.setattr(store.backend, "upsert", real_upsert)
+    [journal] = tmp_path.glob("reembed-*.journal.npz")
+    assert "secret number" in str(np.load(journal)["head"])
+    receipt = MemoryCore(config, embedder=new).forget(user_id="alice")
+    assert receipt.remaining_after_scan == 0
+    assert "secret number" not in str(np.load(journal)["head"])  # the journal holds nothing of alice
+    reembed(config, new, batch_size=8, progress=False)  # finishing the rewrite brings nothing of alice back
+    release_stores()
+    after = MemoryCore(config, embedder=new)
+    assert after.export_memories(user_id="alice")["records"] == []
+    assert after.export_memories(user_id="bob")["records"]
+    after.close()
