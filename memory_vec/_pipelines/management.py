@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from memory_vec._model import validate as v
@@ -19,6 +20,8 @@ from memory_vec._rules.facts import subject_key
 from memory_vec.backends.base import RecordFilter
 
 __all__ = ["Management"]
+
+_EDIT_ATTEMPTS = 5
 
 
 class Management:
@@ -151,6 +154,8 @@ class Management:
         e.writer.update([r.copy(valid_to=new.timestamp, superseded_by=new.id) for r in (old, *copies)])
         e.written(old.user_id, [new, *facts])
         scope = e.scope(old.user_id, old.session_id)
+        if old.kind == "message":
+            self._edit_window(old, new)
         self.resolution.patch_summary(scope, old.subject, [old.text, *(c.text for c in copies)], new.text)
         return WriteResult(
             WriteEvent.UPDATED,
@@ -211,6 +216,18 @@ class Management:
         if apply and found:
             e.writer.update([records[x.record_id].copy(valid_to=None, superseded_by=None) for x in found])
         return found
+
+    def _edit_window(self, old: MemoryRecord, new: MemoryRecord) -> None:
+        """The session's recent window says what the edit says (a later fold must not bring the old text back)."""
+        e = self.e
+        for _ in range(_EDIT_ATTEMPTS):  # compare-and-set: a concurrent append or fold means read again
+            window = e.state.load(old.user_id, old.session_id).messages
+            shown = next((m for m in window if m.id == old.id), None)
+            if shown is None:
+                return  # folded already: the summary patch reaches it
+            edited = replace(shown, id=new.id, content=new.text, tokens=e.counter.count(new.text))
+            if e.state.edit_message(old.user_id, old.session_id, shown, edited):
+                return
 
     def _facts_of(self, message: MemoryRecord) -> list[MemoryRecord]:
         """The facts of an edited message, extracted again from its new text, so a

@@ -34,6 +34,15 @@ end
 return dropped
 """
 
+# Compare-and-set of one member: the old one exactly as loaded, the new one at its score.
+EDIT_MESSAGE = """
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+return 1
+"""
+
 COMMIT_FOLD = """
 local current = tonumber(redis.call('HGET', KEYS[1], 'folded_through') or '0')
 if current ~= tonumber(ARGV[1]) or tonumber(redis.call('HGET', KEYS[1], 'next_seq') or '1') <= tonumber(ARGV[2]) then

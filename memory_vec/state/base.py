@@ -109,6 +109,12 @@ class StateStore(Protocol):
         deleted from the store: heal must not put them back); how many."""
         ...
 
+    def edit_message(self, user_id: str, session_id: str, old: StateMessage, new: StateMessage) -> bool:
+        """Replace ``old`` (exactly as loaded) by ``new`` at the same seq, atomically; False
+        when ``old`` is no longer there (folded, dropped, or edited meanwhile). ``update()``
+        of a message: the recent window says what the user's edit says."""
+        ...
+
     def sessions(self, user_id: str) -> list[str]: ...
 
     # --- keyword log (per user) ---------------------------------------------

@@ -115,6 +115,14 @@ class InMemoryStateStore:
             dropped, state.messages = len(state.messages) - len(kept), kept
             return dropped
 
+    def edit_message(self, user_id: str, session_id: str, old: StateMessage, new: StateMessage) -> bool:
+        with self._lock:
+            state = self._states.get((user_id, session_id))
+            if state is None or old not in state.messages or new.seq != old.seq:
+                return False
+            state.messages = [new if m == old else m for m in state.messages]
+            return True
+
     def sessions(self, user_id: str) -> list[str]:
         with self._lock:
             return sorted(s for (u, s) in self._states if u == user_id)

@@ -45,6 +45,7 @@ from memory_vec.state._redis_scripts import (
     CLEAR,
     COMMIT_FOLD,
     DROP_MESSAGES,
+    EDIT_MESSAGE,
     KEYWORD_CHANGES,
 )
 from memory_vec.state.base import (
@@ -106,6 +107,7 @@ class RedisStateStore:
         self._timeout = timeout
         self._append = self._client.register_script(APPEND)
         self._drop = self._client.register_script(DROP_MESSAGES)
+        self._edit = self._client.register_script(EDIT_MESSAGE)
         self._fold = self._client.register_script(COMMIT_FOLD)
         self._clear = self._client.register_script(CLEAR)
         self._changes = self._client.register_script(KEYWORD_CHANGES)
@@ -226,6 +228,14 @@ class RedisStateStore:
                     keys=self._keys(user_id, session_id)[1:2],
                     args=[json.dumps(i, ensure_ascii=False) for i in dict.fromkeys(ids)],
                 )
+            )
+
+    def edit_message(self, user_id: str, session_id: str, old: StateMessage, new: StateMessage) -> bool:
+        if new.seq != old.seq:
+            return False
+        with self._errors("edit a message"):
+            return bool(
+                self._edit(keys=self._keys(user_id, session_id)[1:2], args=[_encode(old), _encode(new), new.seq])
             )
 
     def sessions(self, user_id: str) -> list[str]:

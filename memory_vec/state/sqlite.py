@@ -319,6 +319,30 @@ class SQLiteStateStore:
                 for i in dict.fromkeys(ids)
             )
 
+    def edit_message(self, user_id: str, session_id: str, old: StateMessage, new: StateMessage) -> bool:
+        if new.seq != old.seq:
+            return False
+        with self._tx() as conn:
+            changed = conn.execute(
+                "UPDATE messages SET id=?, role=?, content=?, timestamp=?, tokens=?, metadata=? "
+                "WHERE user_id=? AND session_id=? AND seq=? AND id=? AND content=? AND tokens=?",
+                (
+                    new.id,
+                    new.role,
+                    new.content,
+                    new.timestamp,
+                    new.tokens,
+                    json.dumps(new.metadata, ensure_ascii=False),
+                    user_id,
+                    session_id,
+                    old.seq,
+                    old.id,
+                    old.content,
+                    old.tokens,
+                ),
+            ).rowcount
+        return bool(changed)
+
     def sessions(self, user_id: str) -> list[str]:
         rows = (
             self._conn()

@@ -29,6 +29,8 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
+
 from memory_vec.state.base import NewMessage, StateMessage, StateStore, WorkingState
 from memory_vec.testing._state_log_contracts import DeadLetterContracts, KeywordLogContracts
 from memory_vec.testing._state_support import HOSTILE_IDS, dead_letter, in_threads, new_message
@@ -86,6 +88,22 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts):
         assert [m.id for m in store.load("u2", "s1").messages] == ["m2"]
         assert store.append("u1", "s1", [new_message(5)]) == [6]  # seqs go on
         assert store.sessions("u1") == ["s1", "s2"]
+
+    def test_edit_message_replaces_it_in_place_once(self, store: StateStore) -> None:
+        store.append("u1", "s1", [new_message(1), new_message(2), new_message(3)])
+        store.append("u2", "s1", [new_message(2)])
+        old = store.load("u1", "s1").messages[1]
+        edited = StateMessage(old.seq, "m2-edited", old.role, "the edited text 日本", old.timestamp, 5, old.metadata)
+        assert store.edit_message("u1", "s1", old, edited)
+        assert store.load("u1", "s1").messages == [
+            store.load("u1", "s1").messages[0],
+            edited,
+            store.load("u1", "s1").messages[2],
+        ]
+        assert not store.edit_message("u1", "s1", old, edited)  # compare-and-set: the old one is gone
+        assert not store.edit_message("u1", "s1", edited, dataclasses.replace(edited, seq=9))  # never another seq
+        assert store.load("u2", "s1").messages[0].id == "m2"  # another user's session untouched
+        assert store.append("u1", "s1", [new_message(4)]) == [4]
 
     def test_sessions_and_users_are_separate(self, store: StateStore) -> None:
         for user in HOSTILE_IDS:

@@ -267,3 +267,15 @@ def test_past_its_budget_the_offline_decision_stands() -> None:
     decision, judge = _judged("ADD", judge_budget=0)
     assert decision.action is ConflictAction.UPDATE and not decision.judged and "budget" in decision.reason
     assert judge.calls == 0
+
+
+def test_update_of_a_message_reaches_the_recent_window_and_the_next_fold(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core(max_token_limit=150, summary_max_tokens=60, keep_recent_turns=2)
+    first = core.add_message("user", "The budget is 5000 dollars.")
+    edited = core.update(first.id, "The budget is 7000 dollars.")
+    window = core.working_state().messages
+    assert [m.content for m in window] == ["The budget is 7000 dollars."] and window[0].id == edited.id
+    for i in range(12):  # fold the window: the edit is what the summary keeps
+        core.add_message("user", f"chatting about hobby number {i} and other things")
+    summary = core.working_state().summary
+    assert "7000" in summary and "5000" not in summary
