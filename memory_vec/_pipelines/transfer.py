@@ -173,6 +173,8 @@ class Transfer:
             d.record_id for d in e.store.dead_letters(user_id) if session_id is None or d.session_id == session_id
         ]
         e.store.drop_dead_letters(letters)
+        if session_id is None:
+            e.state.forget_user(user_id)  # no row or key of the state names the user any more
         notes: list[str] = []
         # The vectors of the user's texts go from the caches too, the shared tier's included.
         try:

@@ -115,6 +115,12 @@ class StateStore(Protocol):
         of a message: the recent window says what the user's edit says."""
         ...
 
+    def forget_user(self, user_id: str) -> None:
+        """Remove whatever the store still keeps under the user's id (its sessions, its keyword
+        log and counters, its keys): ``forget`` leaves no user id behind. Readers of the keyword
+        log rebuild (their generation is no longer the store's)."""
+        ...
+
     def sessions(self, user_id: str) -> list[str]: ...
 
     # --- keyword log (per user) ---------------------------------------------

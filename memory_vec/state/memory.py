@@ -123,6 +123,12 @@ class InMemoryStateStore:
             state.messages = [new if m == old else m for m in state.messages]
             return True
 
+    def forget_user(self, user_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._states if k[0] == user_id]:
+                del self._states[key]
+            self._keywords.pop(user_id, None)
+
     def sessions(self, user_id: str) -> list[str]:
         with self._lock:
             return sorted(s for (u, s) in self._states if u == user_id)

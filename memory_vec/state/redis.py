@@ -230,6 +230,12 @@ class RedisStateStore:
                 )
             )
 
+    def forget_user(self, user_id: str) -> None:
+        with self._errors("forget a user"):
+            sessions = self._client.smembers(self._user_key(user_id))
+            keys = [k for s in sessions for k in self._keys(user_id, s)[:2]]
+            self._client.delete(*keys, *self._keyword_keys(user_id), self._user_key(user_id))
+
     def edit_message(self, user_id: str, session_id: str, old: StateMessage, new: StateMessage) -> bool:
         if new.seq != old.seq:
             return False

@@ -319,6 +319,11 @@ class SQLiteStateStore:
                 for i in dict.fromkeys(ids)
             )
 
+    def forget_user(self, user_id: str) -> None:
+        with self._tx() as conn:
+            for table in ("messages", "sessions", "keyword_log", "keyword_users", "dead_letters"):
+                conn.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
+
     def edit_message(self, user_id: str, session_id: str, old: StateMessage, new: StateMessage) -> bool:
         if new.seq != old.seq:
             return False

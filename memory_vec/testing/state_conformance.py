@@ -105,6 +105,18 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts):
         assert store.load("u2", "s1").messages[0].id == "m2"  # another user's session untouched
         assert store.append("u1", "s1", [new_message(4)]) == [4]
 
+    def test_forget_user_leaves_nothing_of_the_user(self, store: StateStore) -> None:
+        store.append("u1", "s1", [new_message(1)])
+        store.append("u1", "s2", [new_message(2)])
+        store.append("u2", "s1", [new_message(3)])
+        store.log_writes("u1", ["m1", "m2"])
+        generation = store.reset_keywords("u1")
+        store.forget_user("u1")
+        assert store.sessions("u1") == [] and store.load("u1", "s1").messages == []
+        changes = store.keyword_changes("u1", after=2, generation=generation)
+        assert changes.ids is None and changes.counter == 0  # a reader of the old log rebuilds
+        assert store.sessions("u2") == ["s1"] and [m.id for m in store.load("u2", "s1").messages] == ["m3"]
+
     def test_sessions_and_users_are_separate(self, store: StateStore) -> None:
         for user in HOSTILE_IDS:
             store.append(user, "s:1", [new_message(1, user)])

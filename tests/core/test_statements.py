@@ -17,6 +17,7 @@ from memory_vec._rules.conflict import ConflictAction, ConflictResolver, Existin
 from memory_vec._rules.extraction import RuleExtractor
 from memory_vec._rules.summary import ExtractiveSummarizer
 from memory_vec._rules.tokens import get_token_counter
+from memory_vec.state import InMemoryStateStore
 from memory_vec.testing import ScriptedLLM
 
 
@@ -279,3 +280,13 @@ def test_update_of_a_message_reaches_the_recent_window_and_the_next_fold(make_co
         core.add_message("user", f"chatting about hobby number {i} and other things")
     summary = core.working_state().summary
     assert "7000" in summary and "5000" not in summary
+
+
+def test_forget_leaves_nothing_of_the_user_in_the_working_state(make_core) -> None:  # type: ignore[no-untyped-def]
+    state = InMemoryStateStore()
+    core = make_core(state=state)
+    core.add_message("user", "My budget is 5000 euros.")
+    core.add_message("user", "My budget is 6000 euros.", session_id="s2")
+    core.delete(core.add_message("user", "I ran 5 km on Monday.").id)  # a deletion bumps the keyword log
+    core.forget()
+    assert state.sessions("u1") == [] and state.keyword_changes("u1", after=0, generation=0).counter == 0

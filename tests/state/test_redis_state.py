@@ -12,7 +12,7 @@ import redis
 
 from memory_vec._model.errors import StateStoreError
 from memory_vec.embeddings.base import normalize_rows
-from memory_vec.state import StateMessage
+from memory_vec.state import NewMessage, StateMessage
 from memory_vec.state.redis import RedisStateStore
 from memory_vec.testing.state_conformance import StateStoreConformance, dead_letter, new_message
 from tests._services import Service, free_port
@@ -217,3 +217,24 @@ def test_forget_drops_the_users_vectors_from_the_shared_cache(redis_server: Serv
     assert queries.get("what is my passport number?", model) is None
     assert not any("cached vectors" in note for note in receipt.disk_notes)
     release_stores()
+
+
+def test_forget_user_leaves_no_key_naming_the_user(redis_server: Service) -> None:
+    import redis
+
+    namespace = f"forget:{uuid.uuid4().hex}"
+    store = RedisStateStore(redis_url(redis_server), namespace=namespace)
+    for session in ("s1", "s2"):
+        store.append("alice", session, [NewMessage("m1", "user", "hello", 1.0, 1, {})])
+    store.append("bob", "s1", [NewMessage("m2", "user", "hi", 1.0, 1, {})])
+    store.log_writes("alice", ["m1"])
+    store.reset_keywords("alice")
+    client = redis.Redis.from_url(redis_url(redis_server))
+    prefix = "memvec:" + base64.urlsafe_b64encode(namespace.encode()).decode().rstrip("=") + ":"
+    alice = base64.urlsafe_b64encode(b"alice").decode().rstrip("=")
+    before = {k.decode() for k in client.scan_iter(match=f"{prefix}*")}
+    assert any(alice in k for k in before)
+    store.forget_user("alice")
+    after = {k.decode() for k in client.scan_iter(match=f"{prefix}*")}
+    assert after and not any(alice in k for k in after)  # bob's keys stay, none names alice
+    store.close()

@@ -13,6 +13,7 @@ from memory_vec import MemoryConfig
 from memory_vec._model.errors import ConfigError
 from memory_vec.state import (
     InMemoryStateStore,
+    NewMessage,
     SQLiteStateStore,
     StateStore,
     create_state_store,
@@ -111,3 +112,21 @@ def test_create_state_store_keys_sqlite_by_collection(tmp_path: Path) -> None:
         for s in (a, b, a_milvus):
             s.close()
     assert isinstance(create_state_store(MemoryConfig(backend="memory")), InMemoryStateStore)
+
+
+def test_forget_user_leaves_no_row_naming_the_user(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = SQLiteStateStore(str(tmp_path / "state.sqlite3"))
+    store.append("alice", "s1", [NewMessage("m1", "user", "hello", 1.0, 1, {})])
+    store.log_writes("alice", ["m1"])
+    store.reset_keywords("alice")
+    store.forget_user("alice")
+    store.close()
+    conn = sqlite3.connect(str(tmp_path / "state.sqlite3"))
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    for table in tables:
+        columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+        if "user_id" in columns:
+            assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE user_id='alice'").fetchone() == (0,), table
+    conn.close()
