@@ -60,7 +60,9 @@ class Pair:
 
 def load(split: str) -> list[Pair]:
     pairs = []
-    for line in (HERE / "data" / f"{split}.jsonl").read_text(encoding="utf-8").splitlines():
+    files = sorted((HERE / "data").glob(f"{split}.jsonl")) + sorted((HERE / "data").glob(f"{split}.*.jsonl"))
+    lines = [line for f in files for line in f.read_text(encoding="utf-8").splitlines()]
+    for line in lines:
         if not line.strip():
             continue
         d = json.loads(line)

@@ -14,7 +14,7 @@ from memory_vec._model.errors import InvalidInputError, MemoryNotFoundError, Sup
 from memory_vec._model.records import DeleteResult, MemoryRecord, RecheckedSupersede, WriteEvent, WriteResult
 from memory_vec._model.scope import Scope
 from memory_vec._pipelines.engine import Engine
-from memory_vec._pipelines.resolution import FactOutcome, FactResolution, fact_id, statement_fields
+from memory_vec._pipelines.resolution import FactOutcome, FactResolution, fact_record, statement_fields
 from memory_vec._rules.conflict import ConflictAction, ExtractedFact, why_restore
 from memory_vec._rules.facts import subject_key
 from memory_vec.backends.base import RecordFilter
@@ -235,21 +235,7 @@ class Management:
         e = self.e
         trace = e.start_trace("update", e.scope(message.user_id, message.session_id))
         return [
-            MemoryRecord(
-                id=fact_id(message.id, index),
-                text=fact.text,
-                role=message.role,
-                user_id=message.user_id,
-                session_id=message.session_id,
-                timestamp=message.timestamp,
-                kind="fact",
-                seq=message.seq,
-                agent_id=message.agent_id,
-                importance=fact.importance,
-                metadata={"type": fact.type, **statement_fields(fact.text), **message.metadata},
-                subject=fact.subject,
-                source_ids=[message.id],
-            )
+            fact_record(message, index, fact)
             for index, fact in enumerate(self.resolution.extract(message.role, message.text, trace))
             if not (fact.transient and e.config.skip_transient)
         ]

@@ -24,7 +24,15 @@ from memory_vec._rules.conflict import ConflictAction, ExistingFact, ExtractedFa
 from memory_vec._rules.facts import extract_values, is_question, split_sentences, subject_key
 from memory_vec.backends.base import RecordFilter
 
-__all__ = ["MAX_FACTS_PER_MESSAGE", "BatchFacts", "FactOutcome", "FactResolution", "fact_id", "statement_fields"]
+__all__ = [
+    "MAX_FACTS_PER_MESSAGE",
+    "BatchFacts",
+    "FactOutcome",
+    "FactResolution",
+    "fact_id",
+    "fact_record",
+    "statement_fields",
+]
 
 _NEIGHBOURS = 5
 # Facts kept per message: a pasted document is not a thousand facts, each an
@@ -38,6 +46,26 @@ def statement_fields(text: str) -> dict[str, str]:
     """The statement model of a fact, as the documented metadata fields ``modality`` and ``statement``."""
     assertion = assess(text)
     return {"modality": assertion.modality.value, "statement": assertion.kind.value}
+
+
+def fact_record(message: MemoryRecord, index: int, fact: ExtractedFact) -> MemoryRecord:
+    """The record of a message's ``index``-th fact: the message's scope, seq and metadata, the
+    fact's type and statement model, a derived id (:func:`fact_id`) and the message as its source."""
+    return MemoryRecord(
+        id=fact_id(message.id, index),
+        text=fact.text,
+        role=message.role,
+        user_id=message.user_id,
+        session_id=message.session_id,
+        timestamp=message.timestamp,
+        kind="fact",
+        seq=message.seq,
+        agent_id=message.agent_id,
+        importance=fact.importance,
+        metadata={"type": fact.type, **statement_fields(fact.text), **message.metadata},
+        subject=fact.subject,
+        source_ids=[message.id],
+    )
 
 
 def fact_id(message_id: str, index: int) -> str:
@@ -199,21 +227,7 @@ class FactResolution:
                     message.subject = fact.subject
                     local.append(message, fact_vector)  # a later message of this batch may supersede it
                 else:
-                    new_record = MemoryRecord(
-                        id=fact_id(message.id, index),
-                        text=fact.text,
-                        role=message.role,
-                        user_id=scope.user_id,
-                        session_id=scope.session_id,
-                        timestamp=message.timestamp,
-                        kind="fact",
-                        seq=message.seq,
-                        agent_id=message.agent_id,
-                        importance=fact.importance,
-                        metadata={"type": fact.type, **statement_fields(fact.text), **message.metadata},
-                        subject=fact.subject,
-                        source_ids=[message.id],
-                    )
+                    new_record = fact_record(message, index, fact)
                     out.fact_records.append(new_record)
                     out.fact_vectors.append(fact_vector)
                     out.fact_ids.setdefault(message.id, []).append(new_record.id)
