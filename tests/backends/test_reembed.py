@@ -113,6 +113,24 @@ def test_reembed_rejects_bad_input() -> None:
         reembed(MemoryConfig(), DeterministicHashEmbedder(8))
 
 
+def _fail_part_way(
+    backend: Backend, config: MemoryConfig, new: DeterministicHashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run a reembed whose second batch of upserts fails: the rewrite stops part-way."""
+    real_upsert, calls = backend.upsert, []
+
+    def fails_on_the_second_batch(records: object, vectors: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise ConnectionError("backend gone during the rewrite")
+        real_upsert(records, vectors)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backend, "upsert", fails_on_the_second_batch)
+    with pytest.raises(ConnectionError):
+        reembed(config, new, batch_size=8, progress=False)
+    monkeypatch.setattr(backend, "upsert", real_upsert)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend_name", ["sqlite", "chroma", "milvus"])
 def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
@@ -133,18 +151,7 @@ def test_a_rewrite_that_fails_part_way_is_finished_by_the_next_run(
     from memory_vec._storage.store import open_store
 
     store = open_store(config)  # a config path, as `memory-vec reembed --model ...` runs it
-    real_upsert, calls = store.backend.upsert, []
-
-    def fails_on_the_second_batch(records: object, vectors: object) -> None:
-        calls.append(1)
-        if len(calls) == 2:
-            raise ConnectionError("backend gone during the rewrite")
-        real_upsert(records, vectors)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(store.backend, "upsert", fails_on_the_second_batch)
-    with pytest.raises(ConnectionError):
-        reembed(config, new, batch_size=8, progress=False)
-    monkeypatch.setattr(store.backend, "upsert", real_upsert)
+    _fail_part_way(store.backend, config, new, monkeypatch)
     assert store.backend.count() < total  # half rewritten
     with pytest.raises(InvalidInputError, match="did not finish"):
         reembed(config, DeterministicHashEmbedder(40), progress=False)  # another model must wait
@@ -184,18 +191,7 @@ def test_forget_reaches_the_journal_of_an_unfinished_rewrite(tmp_path: Path, mon
     core.close()
     release_stores()
     store = open_store(config)
-    real_upsert, calls = store.backend.upsert, []
-
-    def fails_on_the_second_batch(records: object, vectors: object) -> None:
-        calls.append(1)
-        if len(calls) == 2:
-            raise ConnectionError("backend gone during the rewrite")
-        real_upsert(records, vectors)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(store.backend, "upsert", fails_on_the_second_batch)
-    with pytest.raises(ConnectionError):
-        reembed(config, new, batch_size=8, progress=False)
-    monkeypatch.setattr(store.backend, "upsert", real_upsert)
+    _fail_part_way(store.backend, config, new, monkeypatch)
     [journal] = tmp_path.glob("reembed-*.journal.npz")
     assert "secret number" in str(np.load(journal)["head"])
     receipt = MemoryCore(config, embedder=new).forget(user_id="alice")
