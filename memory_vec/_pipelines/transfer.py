@@ -12,7 +12,7 @@ from memory_vec._model.errors import InvalidInputError, MemoryVecError, StateSto
 from memory_vec._model.records import ForgetReceipt, MemoryRecord
 from memory_vec._model.scope import Scope
 from memory_vec._pipelines.engine import Engine
-from memory_vec._pipelines.maintenance import forget_in_journal
+from memory_vec._pipelines.reembed_journal import forget_in_journal
 from memory_vec.backends.base import RecordFilter
 from memory_vec.state import StateMessage, WorkingState
 

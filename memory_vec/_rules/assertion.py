@@ -121,8 +121,9 @@ _REPORTED_ZH = re.compile(
 )
 
 _PLAN_EN = re.compile(
-    r"\b(?:might|may|maybe|perhaps|possibly|probably|could|planning|plan to|plans to|going to|gonna|thinking of"
-    r"|thinking about|considering|consider|intend|intending|hoping to|hope to|want to|wanna|would like to|'d like to"
+    r"\b(?:might|may(?!\s*\d)|maybe|perhaps|possibly|probably|could|planning|plan to|plans to|going to|gonna"
+    r"|thinking of|thinking about|considering|consider|intend|intending|hoping to|hope to|want to|wanna"
+    r"|would like to|'d like to"
     r"|aiming to|aim to|about to|looking into|tempted to|debating|might as well|potentially|eventually|someday"
     r"|one day|in the future|at some point|soon-ish|if all goes well|will (?:probably|likely|maybe|possibly))\b",
     re.IGNORECASE,
@@ -158,7 +159,7 @@ _CHANGE_VERB_EN = re.compile(
     re.IGNORECASE,
 )
 _EVENT_ZH = re.compile(
-    r"(?:跑|走|游|骑|爬|看|吃|喝|买|去|做|写|玩|打|参加|见|逛|花|付|点|订|读|听|学|练|拍|做了|逛了|唱|跳|钓|逛|聚|约|请|送|收到|拿到)"
+    r"(?:跑|走|游|骑|爬|看|吃|喝|买|去|做|写|玩|打|参加|见|逛|花|付|点|订|读|听|学|练|拍|做了|逛了|唱|跳|钓|逛|聚|约|送|收到|拿到)"
     r"(?:了|过)"
 )
 _TIME_ANCHOR_ZH = re.compile(
@@ -224,9 +225,12 @@ def _modality(text: str, role: str) -> tuple[Modality, str]:
 
 
 def _kind(text: str) -> tuple[Kind, str]:
+    if says_changed(text):
+        return Kind.STATE, ""  # "sorry, I got that wrong, ...": a correction of a value, not an event
     if is_chinese(text):
         m = _EVENT_ZH.search(text)
-        if m and not _CHANGE_VERB_ZH.search(text) and (_TIME_ANCHOR_ZH.search(text) or "了" in m.group(0)):
+        # Dated: "我们邀请了20位客人" sets a count that holds, "我周一跑了5公里" happened once.
+        if m and not _CHANGE_VERB_ZH.search(text) and _TIME_ANCHOR_ZH.search(text):
             return Kind.EVENT, m.group(0)
         return Kind.STATE, ""
     m = _EVENT_EN.search(text)
@@ -248,7 +252,7 @@ def says_changed(text: str) -> bool:
     return bool((_UPDATE_ZH if is_chinese(text) else _UPDATE_EN).search(text))
 
 
-def why_not_superseding(new: Assertion, old: Assertion, *, same_entity_needed: bool = True) -> str:
+def why_not_superseding(new: Assertion, old: Assertion) -> str:
     """The reason ``new`` may not replace ``old`` ("" when it may, as far as the model goes).
 
     Values, subjects and owners are compared by the resolver afterwards; this
@@ -261,6 +265,6 @@ def why_not_superseding(new: Assertion, old: Assertion, *, same_entity_needed: b
         return f"old is {old.modality.value}"
     if new.kind is Kind.EVENT or old.kind is Kind.EVENT:
         return f"an event ({new.cue or 'old'}) accumulates"
-    if same_entity_needed and new.entities and old.entities and not new.entities & old.entities:
+    if new.entities and old.entities and not new.entities & old.entities:
         return f"another entity ({', '.join(sorted(new.entities))})"
     return ""

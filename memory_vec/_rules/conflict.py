@@ -152,9 +152,8 @@ class ConflictResolver:
                 return ConflictDecision(ConflictAction.NOOP, duplicate_of=old.id, reason="exact duplicate")
             if owner_of(old.subject, old.text) != new.owner:
                 continue  # someone else's fact: not an update, not even a borderline one
-            # Only an asserted-now state replaces an asserted state of the same entity (a stated
-            # change may name a new one: "moved to flat 8B", "my bad, it's room 402").
-            if why := why_not_superseding(new.assertion, assess(old.text), same_entity_needed=not new.changes):
+            # Only an asserted-now state replaces an asserted state of the same entity.
+            if why := why_not_superseding(new.assertion, assess(old.text)):
                 kept_because = kept_because or why
                 continue
             if self.detector == "learned":  # behind the same gate: the judge decides the rest
@@ -187,15 +186,11 @@ class ConflictResolver:
         """Why the rules supersede ``old`` (the rule's name), :data:`_BORDERLINE`, or ""."""
         old_subject = old.subject or subject_key(old.text)
         old_values = extract_values(old.text)
-        same_subject = bool(new.subject) and new.subject == old_subject
+        # "these are all great suggestions": a pointing word names what the chat points at, not a
+        # thing whose value the user keeps.
+        same_subject = bool(new.subject) and new.subject == old_subject and not _DEICTIC.match(new.subject or "")
         if new.fact.negated and same_subject:
             return "rule: retraction of the subject"
-        if (
-            new.fact.negated
-            and _frame(new.fact.text) & _frame(old.text)
-            and old.similarity >= self.threshold - self.judge_margin
-        ):
-            return "rule: retraction of what it said"  # "I drink coffee every morning" -> "I've quit coffee"
         old_pref = preference(old.text)
         if new.pref and old_pref and new.pref[0] == old_pref[0] and new.pref[1] != old_pref[1]:
             return "rule: the opposite liking"  # "I love sushi" -> "I don't like sushi (anymore)", and back
@@ -216,8 +211,6 @@ class ConflictResolver:
             return "rule: same subject, new value"
         if same_subject and not new.values and not old_values and _new_value_text(new.fact.text, old.text):
             return "rule: same subject, new value"  # "favorite drink is tea" -> "... is now coffee"
-        if not subject_only and new.changes and self._says_it_replaced(new, old, old_values):
-            return "rule: a stated change of this value"
         if (
             not subject_only
             and same_frame
@@ -228,17 +221,6 @@ class ConflictResolver:
         if same_subject or old.similarity >= self.threshold - self.judge_margin:
             return _BORDERLINE
         return ""
-
-    def _says_it_replaced(self, new: _NewFact, old: ExistingFact, old_values: set[str]) -> bool:
-        """A statement that says its value changed ("moved standup to 10:15", "it's 7:15, not
-        9:15", "改成周四") replaces an old value of the same thing: it names the old value as
-        wrong, or it shares what the old one was about and is close to it."""
-        if not old_values or not (new.values or _names_as_wrong(new.fact.text, old_values)):
-            return False
-        if _names_as_wrong(new.fact.text, old_values):
-            return True
-        shared = _frame(new.fact.text) & _frame(old.text)
-        return bool(shared) and old.similarity >= self.threshold - self.judge_margin and new.values != old_values
 
     @staticmethod
     def _similar_new_value(new: _NewFact, old: ExistingFact, old_subject: str | None) -> bool:
@@ -298,7 +280,7 @@ def why_restore(old_text: str, new_text: str) -> str:
     return why_not_superseding(assess(new_text), assess(old_text))
 
 
-_FIRST_CLAUSE = re.compile(r"[,;:，；：]|\s[-—–]\s")
+_DEICTIC = re.compile(r"(?:this|that|these|those|it|they|there|here)\b|(?:这|那)(?:些|个|样|里|儿)?", re.IGNORECASE)
 _POSSESSIVE = re.compile(r"['’](?:s|re|m|ve|ll|d)$")
 _FRAME_WORD = re.compile(r"[a-z]+(?:['’][a-z]+)?|[\u4e00-\u9fff]")
 _FRAME_STOP = frozenset(
@@ -314,23 +296,10 @@ _FRAME_STOP = frozenset(
 
 
 def _frame(text: str) -> frozenset[str]:
-    """A statement's words without its values and function words: what it says something about.
-    Its first clause only: "my manager is Daniel, he's pretty chill" is about the manager."""
-    for clause in _FIRST_CLAUSE.split(text):  # "Sorry, I meant 8000": past a leading interjection
-        values = " ".join(extract_values(clause))
-        words = (_POSSESSIVE.sub("", w) for w in _FRAME_WORD.findall(clause.lower()))
-        frame = frozenset(w for w in words if w not in _FRAME_STOP and not (len(w) > 1 and w in values))
-        if frame or values:
-            return frame
-    return frozenset()
-
-
-def _names_as_wrong(text: str, old_values: set[str]) -> bool:
-    """ "not 9:15", "not 5000", "不是5000": the new statement names an old value as the wrong one."""
-    lowered = text.lower()
-    return any(
-        re.search(rf"(?:\bnot|不是|而不是)\s*{re.escape(v)}", lowered) for v in old_values if len(v) > 1 or v.isdigit()
-    )
+    """A statement's words without its values and function words: what it says something about."""
+    values = " ".join(extract_values(text))
+    words = (_POSSESSIVE.sub("", w) for w in _FRAME_WORD.findall(text.lower()))
+    return frozenset(w for w in words if w not in _FRAME_STOP and not (len(w) > 1 and w in values))
 
 
 def _short_values(new_text: str, old_text: str) -> bool:

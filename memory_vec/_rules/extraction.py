@@ -17,20 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from memory_vec._rules.facts import analyze, is_chinese, is_question, owned_subject, split_sentences
+from memory_vec._rules.facts import analyze, is_question, owned_subject, split_sentences
 from memory_vec._rules.owners import OTHER, USER, detect_owner, normalize_owner, qualify, split_key
 
 __all__ = ["EXTRACTION_PROMPT", "RETRACT", "ExtractedFact", "FactExtractor", "LLMExtractor", "RuleExtractor"]
 
-FACT_TYPES = ("preference", "constraint", "task", "profile", "event", "statement")
-# A plain statement: at least 3 words (4 characters of Chinese), at most 3 per message.
-_STATEMENT_MIN_WORDS = 3
-_STATEMENTS_PER_MESSAGE = 3
-# What makes a sentence say something of someone or something: a person speaking, or a verb of state.
-_STATES = re.compile(
-    r"\b(?:i|i'm|i’m|i've|i’ve|my|we|we're|our|me|us|is|are|was|were|has|have|had|'s|’s)\b|[我咱]|是|在|有|叫",
-    re.IGNORECASE,
-)
+FACT_TYPES = ("preference", "constraint", "task", "profile", "event")
 
 
 @dataclass(frozen=True)
@@ -124,34 +116,6 @@ class RuleExtractor:
                     owner=owner,
                 )
             )
-        return facts or self._statements(text)
-
-    def _statements(self, text: str) -> list[ExtractedFact]:
-        """A message without any signal still states something ("I'm vegetarian.", "我在腾讯做产品"):
-        its first sentences become plain facts, so a later update of them has something to replace."""
-        facts = []
-        for sentence in split_sentences(text):
-            words = len(sentence) - 1 if is_chinese(sentence) else len(sentence.split())
-            if words < _STATEMENT_MIN_WORDS or is_question(sentence) or _GREETING.match(sentence):
-                continue
-            if not _STATES.search(sentence):
-                continue  # no one and nothing it is said of: "stored while up"
-            owner, subject = owned_subject(sentence)
-            s = analyze(sentence)
-            if s.transient:
-                continue
-            facts.append(
-                ExtractedFact(
-                    text=sentence,
-                    subject=subject,
-                    importance=round(max(0.2, min(1.0, s.value)), 3),
-                    type="statement",
-                    negated=bool(RETRACT.search(sentence)),
-                    owner=owner,
-                )
-            )
-            if len(facts) == _STATEMENTS_PER_MESSAGE:
-                break
         return facts
 
 
