@@ -19,6 +19,7 @@ from memory_vec.backends._milvus_errors import require_pymilvus
 
 __all__ = ["abandon", "close", "connect"]
 
+_PING_RETRY_PAUSES = (0.2, 0.5, 1.0, 2.0)
 _abandoned: list[Any] = []  # a parent's clients copied into this child: never closed nor freed here
 
 
@@ -32,15 +33,16 @@ def connect(uri: str, *, timeout: float, token: str | None, db_name: str | None,
         kwargs["db_name"] = db_name
     if dedicated:
         kwargs["dedicated"] = True
-    try:
-        return pymilvus.MilvusClient(**kwargs)
-    except Exception as exc:
-        # A server that just sent a connection GOAWAY for keepalive pings (seen once for a
-        # forked child's new channel under load) takes the next channel: try once more.
-        if "too many pings" not in str(exc).lower():
-            raise
-        time.sleep(0.2)
-        return pymilvus.MilvusClient(**kwargs)
+    for pause in _PING_RETRY_PAUSES:
+        try:
+            return pymilvus.MilvusClient(**kwargs)
+        except Exception as exc:
+            # A server that just sent a connection GOAWAY for keepalive pings (a forked child's
+            # new channel on a loaded machine) takes a later channel: try again after a pause.
+            if "too many pings" not in str(exc).lower():
+                raise
+            time.sleep(pause)
+    return pymilvus.MilvusClient(**kwargs)
 
 
 def abandon(client: Any) -> None:

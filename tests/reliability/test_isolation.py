@@ -36,8 +36,10 @@ HOSTILE = ['a"b', "it's", "back\\slash", "x' or 1==1 --", '" || true || "', "用
 
 
 def test_randomized_thousand_users_zero_cross_user_results(core_factory, backend_kind) -> None:  # type: ignore[no-untyped-def]
+    # The 1,000-user run on one backend (#45, test tiers); every other backend runs the same
+    # interleaving with 200 users: the filters are the backend's, the count only adds time.
     rng = random.Random(42)
-    users = [f"user-{i}" for i in range(1000)]
+    users = [f"user-{i}" for i in range(1000 if backend_kind == "sqlite" else 200)]
     # Texts without numbers or names: no facts, so each turn is one upsert.
     core = core_factory(include_shared=False)
     written: dict[str, set[str]] = {u: set() for u in users}
@@ -61,7 +63,7 @@ def test_randomized_thousand_users_zero_cross_user_results(core_factory, backend
         assert hits and {h.user_id for h in hits} == {user}
         ctx = core.build_context("apple river", user_id=user, session_id="fresh")
         assert all(h.user_id == user for h in ctx.relevant)
-    assert checks >= 250
+    assert checks >= len(users) // 4
     assert core.backend.count(RecordFilter(user_id="user-7")) == len(written["user-7"])
 
 
