@@ -216,6 +216,9 @@ def test_delete_of_the_middle_of_a_chain_keeps_it_whole(make_core) -> None:  # t
 # --- repair of stores written by the old rules ------------------------------------------------
 
 
+later_ts = 1_900_000_000.0  # when the old rules' wrong supersede happened
+
+
 def test_recheck_restores_what_the_old_rules_superseded(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core()
     kept = core.add_message("user", "I ran 5 km on Monday.")
@@ -232,9 +235,6 @@ def test_recheck_restores_what_the_old_rules_superseded(make_core) -> None:  # t
     core.recheck_superseded(apply=True)
     assert core.get(kept.id).valid_to is None and core.get(budget.id).valid_to is not None  # a real update stays
     assert core.recheck_superseded() == [] and update.superseded_ids
-
-
-later_ts = 1_900_000_000.0
 
 
 # --- the LLM judge sees what the offline path proposes ----------------------------------------
