@@ -150,7 +150,7 @@ class Management:
         e.store.validate([new, *facts])
         vectors = e.embed_documents([r.text for r in (new, *facts)], old.user_id)
         e.writer.write([new, *facts], vectors)
-        copies = [c for c in self._copies(old) if c.valid_to is None and c.id not in {f.id for f in facts}]
+        copies = [c for c in self._copies(old) if c.valid_to is None]  # the new facts name the new id: not copies
         e.writer.update([r.copy(valid_to=new.timestamp, superseded_by=new.id) for r in (old, *copies)])
         e.written(old.user_id, [new, *facts])
         scope = e.scope(old.user_id, old.session_id)
@@ -187,7 +187,7 @@ class Management:
         if changed:
             e.writer.update(changed)
         e.deleted(record.user_id)
-        restored = [] if successor else [p for p in changed if p.id not in ids]
+        restored = [] if successor else changed
         scope = e.scope(record.user_id, record.session_id)
         newest = max(restored, key=lambda r: r.timestamp, default=None)
         self.resolution.patch_summary(scope, record.subject, [t.text for t in targets], newest.text if newest else None)
