@@ -148,6 +148,19 @@ class MemoryCore:
         self._reads = ReadPath(engine, load_healed=self._writes.load_healed, on_recalled=self._upkeep.note_recalled)
         self._memories = Management(engine, resolution)
         self._transfer = Transfer(engine)
+        self._heal_what_the_earlier_engine_left()
+
+    def _heal_what_the_earlier_engine_left(self) -> None:
+        """A store 0.2's first engine left with acknowledged turns unwritten (its
+        unflushed file or leases name their sessions): store them now, before any read,
+        so recall from another session finds them. Nothing is lost if this fails: the
+        turns stay in the working state's log, healed when their session is next used
+        or by ``maintain()``."""
+        sessions = self._engine.store.take_pending_of_earlier_engine()
+        for user_id, session_id in sessions:
+            self._writes.heal(self._engine.scope(user_id, session_id))
+        if sessions:
+            self._engine.store.clear_pending_of_earlier_engine()
 
     # ------------------------------------------------------------------ parts
     @property

@@ -421,3 +421,26 @@ def test_a_config_file_with_a_yaml_syntax_error_is_a_config_error(
     bad.write_text("backend: [memory\n", encoding="utf-8")
     code, _, err = run(capsys, "stats", "--config", str(bad))
     assert code == 2 and "ConfigError" in err and "bad.yaml" in err and "not valid YAML" in err
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_demo_summary_keeps_every_planted_fact(lang: str) -> None:
+    """The demo's point is that early facts survive 150 turns of small talk: its summary
+    keeps each one (the update's new value, not the old one), in both languages."""
+    import io
+
+    from memory_vec._cli.demo import _EN_FACTS, _ZH_FACTS, run_demo
+
+    planted = _ZH_FACTS if lang == "zh" else _EN_FACTS
+    result = run_demo(lang=lang, backend="memory", out=io.StringIO())
+    summary = str(result["summary"])
+    last = max(planted)
+    for turn, (user_text, _) in planted.items():
+        if "5000" in user_text and turn != last:
+            assert user_text not in summary, "the superseded budget is not current"
+        else:
+            assert user_text in summary, f"planted fact lost from the summary: {user_text}"
+    answers = result["answers"]
+    assert isinstance(answers, dict) and all(answers.values())
