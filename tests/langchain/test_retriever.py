@@ -220,4 +220,7 @@ def test_runnable_with_message_history_recalls_another_sessions_fact(real_core: 
 
     again = ask("And what is her name again?", "rwmh-ann", "friday")
     assert [m.type for m in again[1:3]] == ["human", "ai"]  # Friday's first turn, from the session's history
+    config = {"configurable": {"user_id": "rwmh-ann", "session_id": "sunday"}}
+    asyncio.run(with_history.ainvoke({"question": "What is my daughter called?"}, config))  # type: ignore[arg-type]
+    assert "Ottilie" in model.calls[-1][0].text  # the async path recalls across sessions too
     assert "Ottilie" not in "\n".join(m.text for m in ask("Who is my daughter?", "rwmh-ben", "friday"))
