@@ -11,7 +11,8 @@ __all__ = ["MissingUserIdError", "run_user"]
 
 WHERE_TO_PASS = (
     "pass it in the run's config as config['configurable']['user_id'] "
-    "(e.g. chain.invoke(..., {'configurable': {'user_id': 'alice'}}))"
+    "(e.g. chain.invoke(..., {'configurable': {'user_id': 'alice'}})) or, in a LangGraph agent, "
+    "as the runtime context (agent.invoke(..., context={'user_id': 'alice'}))"
 )
 
 

@@ -9,6 +9,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, ensure_config
+from langgraph.runtime import get_runtime
 from pydantic import ConfigDict, field_validator
 
 from langchain_memory_vec._user import WHERE_TO_PASS, MissingUserIdError, run_user
@@ -68,6 +69,15 @@ def format_memories(documents: Sequence[Document]) -> str:
     return "\n".join([RELEVANT_HEADER, RELEVANT_OPEN, *entries, RELEVANT_CLOSE]) if entries else ""
 
 
+def _graph_context() -> Any:
+    """The runtime context of the LangGraph run this call is part of (a tool of
+    ``create_agent`` invoked with ``context={"user_id": ...}``); None outside one."""
+    try:
+        return getattr(get_runtime(), "context", None)
+    except (RuntimeError, KeyError):  # not inside a graph run
+        return None
+
+
 class MemoryRetriever(BaseRetriever):
     """The memories memory-vec recalls for a query, as LangChain ``Document`` s.
 
@@ -77,8 +87,10 @@ class MemoryRetriever(BaseRetriever):
     components and the message's own metadata (e.g. ``modality`` of a fact).
 
     **One user per call, always named.** The user is ``user_id`` when the
-    retriever is built with one, else ``config["configurable"]["user_id"]``
-    of the run (so one retriever serves every user of a chain); with neither,
+    retriever is built with one, else the run's: ``user_id`` of the LangGraph
+    runtime context (a tool of ``create_agent`` run with ``context=...``) or
+    ``config["configurable"]["user_id"]`` (so one retriever serves every user
+    of a chain or an agent); with none,
     :class:`MissingUserIdError` is raised, and a run that names another user
     than the one the retriever is bound to is refused: no user ever reads
     another user's memories, and nobody is pooled under a default user.
@@ -129,7 +141,7 @@ class MemoryRetriever(BaseRetriever):
     # ------------------------------------------------------------------ scope of a run
     def _scope_of(self, configurable: Mapping[str, Any]) -> tuple[str, str | None]:
         """The user (and, for ``scope="session"``, the session) a run reads."""
-        from_run = run_user(configurable)
+        from_run = run_user(configurable, _graph_context())
         if self.user_id is not None and from_run is not None and from_run != self.user_id:
             raise InvalidInputError(
                 f"this retriever reads user {self.user_id!r}'s memories, but the run names user {from_run!r}: "

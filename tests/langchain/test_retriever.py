@@ -9,13 +9,16 @@ from datetime import datetime
 from operator import itemgetter
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import ConfigurableFieldSpec, RunnablePassthrough
 from langchain_core.runnables.history import RunnableWithMessageHistory
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_memory_vec import (
     CoreChatMessageHistory,
@@ -101,6 +104,38 @@ def test_an_unbound_retriever_reads_the_runs_user_and_refuses_a_run_without_one(
         with pytest.raises(MissingUserIdError):
             asyncio.run(retriever.ainvoke("locker code", config))
     assert "4711" in format_docs(asyncio.run(retriever.ainvoke("locker code", {"configurable": {"user_id": "alice"}})))
+
+
+def test_a_tool_of_an_agent_reads_the_user_of_the_agents_run(core_factory: Callable[..., MemoryCore]) -> None:
+    core = core_factory(fact_extractor="none")
+    core.add_message("user", "My locker code is 4711.", user_id="alice")
+    core.add_message("user", "My locker code is 9999.", user_id="bob")
+    middleware = VectorSummaryMiddleware(core=core)
+    retriever = middleware.as_retriever(k=2)
+
+    @tool
+    def search_memory(query: str) -> str:
+        """Look up what the user told earlier."""
+        return format_docs(retriever.invoke(query))
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage(content=f"Found: {messages[-1].text}")
+        return AIMessage(
+            content="", tool_calls=[{"name": "search_memory", "args": {"query": "locker code"}, "id": "c1"}]
+        )
+
+    agent = create_agent(ScriptedChatModel(respond=respond), tools=[search_memory], checkpointer=InMemorySaver())
+
+    def answer(user: str) -> str:
+        question = {"messages": [{"role": "user", "content": "What is my locker code?"}]}
+        out = agent.invoke(question, {"configurable": {"thread_id": f"t-{user}"}}, context={"user_id": user})
+        return str(out["messages"][-1].text)
+
+    assert "4711" in answer("alice") and "9999" not in answer("alice")
+    assert "9999" in answer("bob") and "4711" not in answer("bob")
+    with pytest.raises(MissingUserIdError, match="context="):
+        agent.invoke({"messages": [{"role": "user", "content": "hi"}]}, {"configurable": {"thread_id": "t-x"}})
 
 
 def test_a_bound_retriever_refuses_a_run_naming_another_user(core_factory: Callable[..., MemoryCore]) -> None:
