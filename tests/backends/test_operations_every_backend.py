@@ -521,3 +521,42 @@ def test_edits_with_the_real_model(make: Make) -> None:
     assert top(reader)[0] == "My budget is now 9000 euros."
     assert rows(reader)[a.fact_ids[0]].superseded_by == c.fact_ids[0]
     assert "My budget is now 9000 euros." in current_export_texts(reader)
+
+
+# --- the LangGraph store (the paragraph under the table) --------------------------------------
+
+
+def test_the_langgraph_store_searches_the_current_item(base_config: dict[str, Any]) -> None:
+    from langchain_memory_vec._store_items import record_id
+    from langchain_memory_vec.store import VectorSummaryStore
+
+    alice = ("memories", "alice")
+    config = MemoryConfig(**base_config)
+    store = VectorSummaryStore(config, embedder=EMBEDDER)
+    store.put(alice, "a", {"text": "My budget is 5000 euros."})
+    store.put(alice, "b", {"text": "My budget is now 8000 euros."})
+    store.put(alice, "c", {"text": "I ran 5 km on Monday."})
+    store.put(alice, "d", {"text": "I ran 10 km on Wednesday."})
+    if config.backend != "memory":  # read back through a new client
+        store.close()
+        store = VectorSummaryStore(config, embedder=EMBEDDER)
+    keys = [i.key for i in store.search(alice, query="what is my budget", limit=10)]
+    assert "b" in keys and "a" not in keys and {"c", "d"} <= set(keys)  # two events: both kept
+    old = store.get(alice, "a")
+    assert old is not None and old.value == {"text": "My budget is 5000 euros."}  # get by key: as put
+    [record] = store.backend.get([record_id(alice, "a")])
+    assert record.valid_to is not None and record.metadata["lg_superseded_by"] == "b"
+    store.delete(alice, "b")  # the newer item gone: the older is current again
+    assert "a" in [i.key for i in store.search(alice, query="what is my budget", limit=10)]
+    store.close()
+
+    plain_config = config.model_copy(update={"collection": f"{config.collection}_plain"})
+    plain = VectorSummaryStore(plain_config, embedder=EMBEDDER, conflict_overwrite=False)
+    plain.put(alice, "a", {"text": "My budget is 5000 euros."})
+    plain.put(alice, "b", {"text": "My budget is now 8000 euros."})
+    if config.backend != "memory":
+        plain.close()
+        plain = VectorSummaryStore(plain_config, embedder=EMBEDDER, conflict_overwrite=False)
+    assert {"a", "b"} <= {i.key for i in plain.search(alice, query="what is my budget", limit=10)}
+    assert all(r.valid_to is None for r in plain.backend.get([record_id(alice, "a"), record_id(alice, "b")]))
+    plain.close()
