@@ -216,6 +216,8 @@ def test_update_of_a_message_reaches_its_facts_the_summary_the_window_and_export
     # The edit's own facts are what a later update finds.
     later = reader.add_message("user", "The budget is now 9000 dollars.")
     assert set(edited.fact_ids) & set(later.superseded_ids)
+    chat(reader)  # a later fold folds the edit, never the old text
+    assert "Tom" not in read_back(reader).working_state().summary
 
 
 def test_update_of_a_fact_is_current_and_ranked_first(make: Make) -> None:
@@ -372,7 +374,7 @@ def _files_naming(root: Path, needle: str) -> list[str]:
     return [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
 
 
-def test_forget_leaves_no_record_keyword_summary_window_or_user_id(make: Make) -> None:
+def test_forget_leaves_no_record_keyword_summary_window_or_user_id(make: Make, backend_kind: str) -> None:
     user = f"gone{uuid.uuid4().hex[:8]}"
     core = make(user_id=user, **FOLDING)
     bob = make(user_id="bob")
@@ -385,6 +387,8 @@ def test_forget_leaves_no_record_keyword_summary_window_or_user_id(make: Make) -
     assert keyword_hits(core, "8000")
     receipt = core.forget()
     assert receipt.remaining_after_scan == 0 and receipt.records_deleted > 0
+    # Embedded engines' files are purged; a server's are not the library's, and the receipt says so.
+    assert receipt.disk_purged is (backend_kind not in SERVER_BACKENDS) and receipt.disk_notes
     assert keyword_hits(core, "8000") == [] and core.recall("budget", k=10) == []
 
     reader = read_back(core)
