@@ -160,6 +160,7 @@ class Management:
         return WriteResult(
             WriteEvent.UPDATED,
             new.id,
+            fact_ids=[f.id for f in facts],
             superseded_ids=[old.id, *(c.id for c in copies)],
             reason="update: the caller's new text",
         )

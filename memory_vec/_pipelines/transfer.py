@@ -159,6 +159,9 @@ class Transfer:
         forget_in_journal(e.config, scope.user_id, scope.session_id)  # a reembed to finish must not restore them
         e.deleted(scope.user_id)
         e.state.clear(scope.user_id, scope.session_id)
+        # A refused record of the session must not come back by a retry of the dead letters.
+        letters = [d.record_id for d in e.store.dead_letters(scope.user_id) if d.session_id == scope.session_id]
+        e.store.drop_dead_letters(letters)
         return deleted
 
     def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
