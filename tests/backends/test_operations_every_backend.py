@@ -310,9 +310,12 @@ def test_delete_of_the_middle_of_a_chain_relinks_it(make: Make) -> None:
 
 
 def test_restore_makes_a_superseded_value_and_its_message_current(make: Make) -> None:
-    core = make()
+    core = make(**FOLDING)
     a = core.add_message("user", "My budget is 5000 euros.")
+    chat(core)
     b = core.add_message("user", "My budget is now 8000 euros.")
+    chat(core)
+    assert "8000" in core.working_state().summary and "5000" not in core.working_state().summary
     core.restore(a.fact_ids[0])
 
     reader = read_back(core)
@@ -322,6 +325,8 @@ def test_restore_makes_a_superseded_value_and_its_message_current(make: Make) ->
     texts = top(reader)
     assert texts[0] == "My budget is 5000 euros." and not any("8000" in t for t in texts)
     assert "My budget is 5000 euros." in current_export_texts(reader)
+    summary = reader.working_state().summary
+    assert "My budget is 5000 euros." in summary and "8000" not in summary  # the summary follows
 
 
 def test_recheck_restores_what_the_old_rules_superseded(make: Make) -> None:
