@@ -5,7 +5,7 @@ stopped by killing the group (Milvus' child processes need SIGKILL). When a
 binary is missing the test is skipped, unless MEMVEC_TEST_REQUIRE_SERVICES=1
 (set by scripts/test.sh and CI), where it fails instead.
 
-Every server's data directory lies under one directory per test session
+Every server's data directory (with its TMPDIR) lies under one directory per test session
 (``services_root()``, inside ``$MEMVEC_TEST_SERVICE_ROOT`` or the system temp
 directory), removed when the session ends (tests/conftest.py) unless
 ``MEMVEC_TEST_KEEP_SERVICE_DATA=1``; scripts/test.sh also removes it if pytest
@@ -136,13 +136,17 @@ def start_service(
     data_dir = data_dir or tempfile.mkdtemp(prefix=f"{name}-", dir=services_root())
     log_path = os.path.join(data_dir, f"server-{int(time.time() * 1000)}.log")
     service = Service(name, port, data_dir, log_path=log_path)
+    # A temp directory of its own, inside its data directory: what a server leaves in the system temp
+    # directory (the Milvus server's milvus/server_id_<pid>, which it never removes) goes with the data.
+    tmp = os.path.join(data_dir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
     with open(log_path, "wb") as log:
         service.proc = subprocess.Popen(
             list(argv_for(port, data_dir)),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, "TMPDIR": tmp, **(env or {})},
             cwd=data_dir,
         )
     pidfile = os.environ.get("MEMVEC_TEST_SERVICE_PIDFILE")
