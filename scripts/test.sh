@@ -19,6 +19,8 @@ MEMVEC_TEST_SERVICE_PIDFILE="$(mktemp)"
 MEMVEC_TEST_SERVICE_ROOT="$(mktemp -d "${TMPDIR:-/tmp}/memvec-test-XXXXXX")"
 stop_services() {
   while read -r pgid; do
+    # the C++ Milvus server's /tmp/milvus/server_id_<pid> (a fixed path) goes with its process
+    for pid in $(pgrep -g "$pgid" 2>/dev/null || true); do rm -f "/tmp/milvus/server_id_$pid"; done
     kill -TERM -- "-$pgid" 2>/dev/null || true
     sleep 0.2
     kill -KILL -- "-$pgid" 2>/dev/null || true

@@ -1,7 +1,8 @@
 """The install files and the test session's servers (#46): no local-version pin in
 constraints.txt or pyproject.toml (scripts/check_constraints.py, run by scripts/lint.sh),
 and every server the tests start gets a TMPDIR inside its data directory, so what it
-writes to "the temp directory" (the Milvus server's milvus/server_id_<pid>) goes with it."""
+writes to "the temp directory" goes with it (the C++ Milvus server's fixed-path
+/tmp/milvus/server_id_<pid> is removed by Service.stop, see tests/_services.LEFTOVERS)."""
 
 from __future__ import annotations
 
