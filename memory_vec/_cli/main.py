@@ -97,7 +97,10 @@ def _bars(args: argparse.Namespace, command: str) -> TerminalProgress:
 
 def _local_time(epoch: float) -> str:
     """Epoch seconds as ISO 8601 in the local time zone, to the second, with its offset."""
-    return datetime.fromtimestamp(epoch).astimezone().isoformat(timespec="seconds")
+    try:
+        return datetime.fromtimestamp(epoch).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):  # past what the platform's clock functions take
+        return f"{epoch} (epoch seconds)"
 
 
 # Record fields held as epoch seconds: shown as local times in the text output (JSON keeps the numbers).

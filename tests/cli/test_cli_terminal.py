@@ -186,3 +186,7 @@ def test_the_chinese_demo_prints_nothing_but_its_own_output(tmp_path: Path) -> N
     assert "prefix dict" not in proc.stdout and "Loading model" not in proc.stdout
     assert (tmp_path / "cache" / "memory-vec" / "jieba.cache").is_file()
     assert not list((tmp_path / "tmp").glob("jieba*"))
+
+
+def test_a_time_past_the_platforms_range_is_shown_as_seconds() -> None:
+    assert cli._local_time(1e20) == "1e+20 (epoch seconds)"
