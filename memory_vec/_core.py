@@ -624,9 +624,15 @@ class MemoryCore:
         user_id: str | None = None,
         allow_shared: bool = False,
         allow_other_user: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> int:
         return await run_in_thread(
-            self.import_memories, data, user_id=user_id, allow_shared=allow_shared, allow_other_user=allow_other_user
+            self.import_memories,
+            data,
+            user_id=user_id,
+            allow_shared=allow_shared,
+            allow_other_user=allow_other_user,
+            progress=progress,
         )
 
     async def aclear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
