@@ -380,6 +380,7 @@ class MemoryCore:
         user_id: str | None = None,
         allow_shared: bool = False,
         allow_other_user: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> int:
         """Restore an export into this core's user, all or nothing.
 
@@ -398,6 +399,8 @@ class MemoryCore:
                 visibility), which reach other users: an operator's restore.
             allow_other_user: allow ``user_id`` to name a user other than the
                 core's own; refused by default with :class:`CrossUserImportError`.
+            progress: called as ``progress(what, done, total)`` after each batch
+                ("embedding", then "storing"), e.g. to draw a progress bar; none by default.
 
         Returns:
             The number of records written.
@@ -410,7 +413,7 @@ class MemoryCore:
                 "Importing into another user is an operator's path: pass allow_other_user=True "
                 "(CLI: memory-vec import FILE --user USER)"
             )
-        return self._transfer.import_memories(data, user, allow_shared=allow_shared)
+        return self._transfer.import_memories(data, user, allow_shared=allow_shared, progress=progress)
 
     def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
         """Forget this session: its working state and all its stored records.
@@ -621,9 +624,15 @@ class MemoryCore:
         user_id: str | None = None,
         allow_shared: bool = False,
         allow_other_user: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> int:
         return await run_in_thread(
-            self.import_memories, data, user_id=user_id, allow_shared=allow_shared, allow_other_user=allow_other_user
+            self.import_memories,
+            data,
+            user_id=user_id,
+            allow_shared=allow_shared,
+            allow_other_user=allow_other_user,
+            progress=progress,
         )
 
     async def aclear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The static checks CI runs before the tests (they are not tests): the formatter, ruff's rules
-# (function size included: complexity <= 12), mypy --strict, and the import layers contract.
+# The static checks CI runs before the tests (they are not tests): no local-version pins in the
+# install files, the formatter, ruff's rules (function size included: complexity <= 12),
+# mypy --strict, and the import layers contract.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+python3 scripts/check_constraints.py  # standard library only: runs before anything is installed
 bash scripts/setup.sh dev
 paths=(memory_vec langchain_memory_vec llamaindex_memory_vec tests benchmarks scripts)
 .venv/bin/ruff format --check "${paths[@]}"

@@ -142,13 +142,13 @@ def test_forget_prints_receipt(core: MemoryCore, config_file: Path, capsys: pyte
     core.add_messages([("user", "I like tea."), ("assistant", "Tea it is.")])
     core.add_message("user", "Other session.", session_id="s2")
     cfg = ["--config", str(config_file)]
-    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--session", "s2", "--json")
+    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--session", "s2", "--json", "--yes")
     assert code == 0 and receipt["records_deleted"] == 1 and receipt["remaining_after_scan"] == 0
     left = core.backend.count(_all("alice"))
     assert left >= 2
-    code, text, _ = run(capsys, "forget", *cfg, "--user", "alice")
+    code, text, _ = run(capsys, "forget", *cfg, "--user", "alice", "--yes")
     assert code == 0 and f"records_deleted: {left}" in text and "remaining_after_scan: 0" in text
-    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--json")
+    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--json", "--yes")
     assert code == 1 and receipt["records_deleted"] == 0
 
 
@@ -162,7 +162,7 @@ def test_export_then_import_round_trip(
     code, summary, _ = run(capsys, "export", str(out), *cfg, "--user", "alice", "--json")
     assert code == 0 and summary["records"] == len(before) and out.exists()
     assert "我对花生过敏" in out.read_text(encoding="utf-8")
-    run(capsys, "forget", *cfg, "--user", "alice")
+    run(capsys, "forget", *cfg, "--user", "alice", "--yes")
     assert core.backend.count(_all("alice")) == 0
     code, result, _ = run(capsys, "import", str(out), *cfg, "--json")
     assert code == 0 and result["imported"] == len(before)
@@ -393,7 +393,7 @@ def test_backfill_dates(config_file: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_an_unusable_persist_dir_exits_2_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
-        capsys, "forget", "--backend", "sqlite", "--persist-dir", "/proc/self/no-such-dir", "--user", "alice"
+        capsys, "forget", "--backend", "sqlite", "--persist-dir", "/proc/self/no-such-dir", "--user", "alice", "--yes"
     )
     assert code == 2 and "ConfigError: persist_dir '/proc/self/no-such-dir'" in err and "Traceback" not in err
 
