@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
     from memory_vec._model.records import (
         ChatMessage,
+        DeleteResult,
         ForgetReceipt,
         MemoryContext,
         MemoryKind,
@@ -68,6 +69,7 @@ _LAZY = {
     "MessageInput": "memory_vec._core",
     "MemoryConfig": "memory_vec._model.config",
     "ChatMessage": "memory_vec._model.records",
+    "DeleteResult": "memory_vec._model.records",
     "ForgetReceipt": "memory_vec._model.records",
     "MemoryContext": "memory_vec._model.records",
     "MemoryKind": "memory_vec._model.records",
@@ -114,6 +116,7 @@ __all__ = [
     "ConfigError",
     "ContentTooLargeError",
     "CrossUserImportError",
+    "DeleteResult",
     "DependencyMissingError",
     "EmbeddingError",
     "EmbeddingModelMismatchError",
