@@ -42,6 +42,12 @@ from memory_vec.testing import ScriptedLLM
         ("原来是5000，现在改成8000了。", "user", Modality.ASSERTED),
         ("假设预算是9000元。", "user", Modality.HYPOTHETICAL),
         ("如果预算是9000元的话就好了。", "user", Modality.HYPOTHETICAL),
+        ("我每个月的话费是8200元。", "user", Modality.ASSERTED),  # 话费, a phone bill, is no 的话 "if"
+        ("我们聊的话题是旅行。", "user", Modality.ASSERTED),
+        ("Last year we raised the budget to 9000.", "user", Modality.PAST),
+        ("I moved to Lyon last weekend.", "user", Modality.ASSERTED),
+        ("去年把预算从5000改成9000了。", "user", Modality.PAST),
+        ("组里在讨论要不要把站会挪到十点。", "user", Modality.PLANNED),
         ("同事说预算是9000元。", "user", Modality.REPORTED),
         ("老板说预算是9000元。", "user", Modality.REPORTED),
         ("预算是9000元吗？", "user", Modality.QUESTION),
