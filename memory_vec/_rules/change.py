@@ -110,6 +110,7 @@ _ZH_LEAD = re.compile(r"^(?:我的|我们的|我们家|我家|我们|我|咱们|
 _CN_DIGIT = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_UNIT = {"十": 10, "百": 100, "千": 1000}
 _CN_NUMERAL = re.compile(r"[零〇一二两三四五六七八九十百千万]+")
+_AM_PM = re.compile(r"(?<![\d:])(\d{1,2})(?:[:.](\d{2}))?\s*([ap]\.?m\.?)(?![a-z])", re.IGNORECASE)
 _CLOCK = re.compile(r"(?<![\d:])(\d{1,2})(?:[:：]|点)(\d{2}|\d(?=分))(?![\d:])")
 _ARABIC = re.compile(r"(?<![A-Za-z0-9_.])(\d[\d,]*(?:\.\d+)?)\s*([kK](?![a-zA-Z])|万|千)?")
 
@@ -157,6 +158,9 @@ def change_applies(change: StatedChange, new_text: str, old_text: str, old_subje
 def numbers(text: str) -> set[float]:
     """The numbers a text states, Arabic or Chinese ("8k" and "8000", "两万" and "20000" are equal)."""
     found: set[float] = set()
+    for hours, minutes, half in _AM_PM.findall(text):  # "9pm" is 21, not the 9 of "9am"
+        found.add(int(hours) % 12 + (12 if half.lower().startswith("p") else 0) + int(minutes or 0) / 100)
+    text = _AM_PM.sub(" ", text)
     for hours, minutes in _CLOCK.findall(text):  # "6:40" is one value, not 6 and 40
         found.add(int(hours) + int(minutes) / 100)
     for digits, scale in _ARABIC.findall(_CLOCK.sub(" ", text)):
@@ -288,11 +292,17 @@ def names_thing(text: str, thing: str) -> bool:
     to the subject check)."""
     if is_chinese(thing):
         return thing[-2:] in text
-    words = [w for w in re.split(r"[\s'’\-/]+", thing.lower()) if w and w not in _THING_FILLER]
-    if not words:
+    # "budget for the birthday party": the head is the word before the preposition, not "party".
+    named = re.split(r"\s+(?:for|of|at|in|on|with|from|to)\s+", thing.lower(), maxsplit=1)
+    words = [w for w in re.split(r"[\s'’\-/]+", " ".join(named)) if w and w not in _THING_FILLER]
+    head_words = [w for w in re.split(r"[\s'’\-/]+", named[0]) if w and w not in _THING_FILLER]
+    if not head_words:
         return False
-    head = re.sub(r"(?<=[a-z]{3})s$", "", words[-1])
-    return re.search(rf"\b{re.escape(head)}(?:s|es)?\b", text, re.IGNORECASE) is not None
+    # Every word must be there: "the home office budget" is not "the budget for the trip to Japan".
+    return all(
+        re.search(rf"\b{re.escape(re.sub(r'(?<=[a-z]{3})s$', '', w))}(?:s|es)?\b", text, re.IGNORECASE)
+        for w in {head_words[-1], *words}
+    )
 
 
 # ---------------------------------------------------------------------------- retractions
@@ -333,6 +343,7 @@ _RETRACT_ZH = (
 _RETRACT_NOT_STATES_EN = re.compile(
     r"^(?:sure|know|think|care|feel|remember|understand|get it|mind|want|need to|have to|going|able|allowed|ready"
     r"|alone|afraid|worried|scared|happy|sad|angry|mad|upset|tired|stressed|so|that|very|too|really|even|quite"
+    r"|like|love|enjoy|prefer|hate|dislike"  # a liking: the opposite-liking rule compares its object
     r"|just|only|much|many|at all|the only|one|it|them|this|a fan of it)\b",
     re.IGNORECASE,
 )

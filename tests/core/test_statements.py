@@ -318,6 +318,11 @@ STATED_UPDATES = [
     ("我抽烟，一天半包。", "烟戒了，半年没抽了。"),
     ("The train is at 6:40.", "Sorry, I meant 7:40."),
     ("航班9点15起飞。", "说错了，是7点15。"),
+    (
+        "The budget for the birthday party is 6000 dollars.",
+        "We raised the budget for the birthday party to 8500 dollars.",
+    ),
+    ("My flight to Denver leaves at 9am.", "The airline rescheduled my Denver flight to 9pm."),
 ]
 
 # Look-alikes of each: past, hypothetical, reported, question, plan, another entity or thing.
@@ -349,6 +354,13 @@ STATED_LOOK_ALIKES = [
     ("我每天早上喝咖啡。", "同事说他已经不喝咖啡了。"),
     ("我每天早上喝咖啡。", "我已经不那么焦虑了。"),
     ("I have 3 cats.", "I like dogs, not cats."),
+    # Found by the conflict benchmark: another budget, a thing only its last word shares, a liking.
+    (
+        "The budget for the trip to Japan is 4000 dollars.",
+        "Update: the home office budget was changed to 11000 dollars.",
+    ),
+    ("We invited 165 guests to the party.", "We raised the budget for the birthday party to 8500 dollars."),
+    ("I feel like I've chosen a good company.", "I stopped eating burgers, I don't like it anymore."),
 ]
 
 
