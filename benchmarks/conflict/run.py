@@ -165,10 +165,16 @@ class AlwaysAdd(ConflictResolver):
 class OracleJudge:
     """SCRIPTED STAND-IN for an LLM judge, harness only: answers the resolver's
     prompt from the suite's ground truth (UPDATE the older statements of the
-    same slot when the new statement is a planted update; ADD otherwise)."""
+    same slot when the new statement is a planted update; ADD otherwise).
 
-    def __init__(self, truth: dict[str, tuple[str, int, str]]) -> None:
+    The truth is per conversation (``conversation`` is set before each one is
+    ingested): the same sentence is a plant in one conversation and an update
+    or a control in another (about a fifth of them), and a lookup across
+    conversations made the stand-in veto true updates."""
+
+    def __init__(self, truth: dict[tuple[str, str], tuple[str, int, str]]) -> None:
         self.truth = truth
+        self.conversation = ""
         self.calls = 0
         self.verdicts: Counter[str] = Counter()
 
@@ -176,13 +182,13 @@ class OracleJudge:
         self.calls += 1
         listing = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.MULTILINE)
         m = re.search(r"^New statement: (.*)$", prompt, re.MULTILINE)
-        new = self.truth.get(m.group(1).strip()) if m else None
+        new = self.truth.get((self.conversation, m.group(1).strip())) if m else None
         answer = "ADD"
         if new is not None and new[2] == "update":
             hits = [
                 i
                 for i, text in listing
-                if (old := self.truth.get(text.strip())) and old[0] == new[0] and old[1] < new[1]
+                if (old := self.truth.get((self.conversation, text.strip()))) and old[0] == new[0] and old[1] < new[1]
             ]
             if hits:
                 answer = "UPDATE " + " ".join(hits)
@@ -190,13 +196,14 @@ class OracleJudge:
         return answer
 
 
-def ground_truth(convs: Sequence[S.Conversation]) -> dict[str, tuple[str, int, str]]:
-    truth: dict[str, tuple[str, int, str]] = {}
+def ground_truth(convs: Sequence[S.Conversation]) -> dict[tuple[str, str], tuple[str, int, str]]:
+    """(conversation, text) -> (slot, stage, kind) of every planted, updated and control statement."""
+    truth: dict[tuple[str, str], tuple[str, int, str]] = {}
     for conv in convs:
         for turn in conv.turns:
             if turn.kind in ("plant", "update", "control"):
                 for text in [turn.text, *split_sentences(turn.text)]:
-                    truth[text] = (turn.slot, turn.stage, turn.kind)
+                    truth[(conv.id, text)] = (turn.slot, turn.stage, turn.kind)
     return truth
 
 
@@ -322,6 +329,8 @@ def run_suite(lang: str, convs: list[S.Conversation], embedder: CachedEmbedder, 
         t0 = time.perf_counter()
         per_conv = []
         for conv in convs:
+            if judge is not None:
+                judge.conversation = conv.id
             ingest(core, conv)
             core.flush()
             per_conv.append(evaluate(core, conv))

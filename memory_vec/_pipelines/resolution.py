@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from memory_vec._model.scope import Scope
 from memory_vec._model.trace import TurnTrace
 from memory_vec._pipelines.engine import Engine
 from memory_vec._rules.assertion import assess
+from memory_vec._rules.change import retraction
 from memory_vec._rules.conflict import ConflictAction, ExistingFact, ExtractedFact, patch_summary
 from memory_vec._rules.facts import extract_values, is_question, split_sentences, subject_key
 from memory_vec.backends.base import RecordFilter
@@ -180,6 +181,19 @@ class FactResolution:
         out.sort(key=lambda f: -f.similarity)
         return out[:_NEIGHBOURS]
 
+    def _plain_messages(
+        self, user: str, vector: np.ndarray, local: BatchFacts, found: Sequence[ExistingFact]
+    ) -> list[ExistingFact]:
+        """The user's nearest messages, for a retraction only: "I smoke" sets no value the rules
+        extract a fact from, and "I don't smoke anymore" must still end it. No new embedding: the
+        fact's vector is reused."""
+        known = {f.id for f in found} | {s for f in found for s in f.source_ids}
+        return [
+            replace(m, retraction_only=True)
+            for m in self.nearest_current(user, vector, ("message",), local)
+            if m.id not in known
+        ]
+
     def resolve(
         self,
         scope: Scope,
@@ -206,6 +220,8 @@ class FactResolution:
                 fact_vector = vector if e.extractor is None else next(vec_iter)
                 try:
                     neighbours = self.nearest_current(scope.user_id, fact_vector, kinds, local)
+                    if e.extractor is not None and retraction(fact.text):
+                        neighbours += self._plain_messages(scope.user_id, fact_vector, local, neighbours)
                 except BackendError as exc:
                     # The write must not fail because the check cannot run:
                     # store the fact; a later maintain()/update can reconcile.

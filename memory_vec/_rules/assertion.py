@@ -75,6 +75,9 @@ _UPDATE_ZH = re.compile(
     r"|打错了|写错了|记错了|看错了|搞错了|口误|纠正|不是.{1,12}[，,是]|应该是"
 )
 
+_RECENT = re.compile(
+    r"\blast (?:week|weekend|night|month|time)\b|\bjust\b|上周|上星期|上礼拜|上个?月|刚", re.IGNORECASE
+)
 _NOW_EN = re.compile(r"\b(?:now|currently|these days|nowadays|from now on|as of (?:today|now))\b", re.IGNORECASE)
 _NOW_ZH = re.compile(r"现在|目前|如今|眼下")
 
@@ -104,7 +107,7 @@ _HYPOTHETICAL_EN = re.compile(
 )
 _HYPOTHETICAL_ZH = re.compile(
     r"^(?:嗯|那|那么|就)?[，,\s]*(?:假设|假如|如果|要是|万一|假使|倘若|设想|比如说|比方说|打个比方|即使|就算|哪怕)"
-    r"|的话|但愿|要是.*就好了|真希望|我希望|巴不得|理想(?:情况|状态)下|想象一下"
+    r"|的话(?![费题筒剧语术梅])|但愿|要是.*就好了|真希望|我希望|巴不得|理想(?:情况|状态)下|想象一下"
 )
 
 _REPORTED_EN = re.compile(
@@ -129,7 +132,7 @@ _PLAN_EN = re.compile(
     re.IGNORECASE,
 )
 _PLAN_ZH = re.compile(
-    r"打算|准备|考虑|计划|想要|想把|想换|想搬|想改|想去|可能|也许|或许|大概|说不定|估计|也说不定"
+    r"打算|准备|考虑|计划|讨论|商量|要不要|想要|想把|想换|想搬|想改|想去|可能|也许|或许|大概|说不定|估计|也说不定"
     r"|将来|以后可能|有望|争取|希望能|预计|到时候|回头|改天|等.{1,6}再"
 )
 
@@ -216,12 +219,32 @@ def _modality(text: str, role: str) -> tuple[Modality, str]:
         if m := pattern.search(text):
             return modality, m.group(0)
     # "It was 5000 but now it's 8000": a past value followed by the current one asserts the current one.
-    if (m := past.search(text)) and not update.search(text):
+    # A change dated recently ("I moved to Lyon last weekend") is an update; one dated long ago ("last
+    # year we raised it to 8000", "去年把预算改成8000") tells history unless "now" follows.
+    if (m := past.search(text)) and not _updates_after_past(text, m.group(0), update, zh):
         return Modality.PAST, m.group(0)
     # "We might raise it to 9000": the change is inside the plan; only a later "now" asserts.
     if (m := plan.search(text)) and not (_NOW_ZH if zh else _NOW_EN).search(text, m.end()):
         return Modality.PLANNED, m.group(0)
     return Modality.ASSERTED, ""
+
+
+_CHANGE_WORD = re.compile(
+    r"chang|mov|rais|lower|increas|decreas|cut|bump|updat|renam|switch|push|extend|reduc|shift|reschedul|upp"
+    r"|dropp|hik|改|换|调|变|升|涨|降|提高|增加|减|推迟|提前|挪|搬",
+    re.IGNORECASE,
+)
+
+
+def _updates_after_past(text: str, past_cue: str, update: re.Pattern[str], zh: bool) -> bool:
+    """A past cue with an update marker: the statement asserts the value now, unless the only marker
+    is a change verb and the cue is long ago ("last year we raised it to 8000" tells history)."""
+    markers = [m.group(0) for m in update.finditer(text)]
+    if not markers:
+        return False
+    if _RECENT.search(past_cue) or (_NOW_ZH if zh else _NOW_EN).search(text):
+        return True
+    return any(not _CHANGE_WORD.search(marker) for marker in markers)
 
 
 def _kind(text: str) -> tuple[Kind, str]:

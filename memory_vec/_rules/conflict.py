@@ -20,6 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from memory_vec._rules.assertion import Assertion, assess, says_changed, why_not_superseding
+from memory_vec._rules.change import (
+    StatedChange,
+    change_applies,
+    corrects,
+    numbers,
+    retraction,
+    retracts,
+    stated_change,
+)
 from memory_vec._rules.extraction import EXTRACTION_PROMPT, ExtractedFact, FactExtractor, LLMExtractor, RuleExtractor
 from memory_vec._rules.facts import (
     distinct_subjects,
@@ -66,6 +75,9 @@ class ExistingFact:
     subject: str | None
     similarity: float
     source_ids: tuple[str, ...] = ()
+    #: Only a retraction may replace it: a user message without facts, found for "I don't X
+    #: anymore" (the plain "I smoke" that no rule extracts a fact from).
+    retraction_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,7 @@ class ConflictDecision:
 
 
 _BORDERLINE = "borderline"
+_CORRECTION = "rule: a correction of the value just said"
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,12 @@ class _NewFact:
     assertion: Assertion
     #: Says the value changed ("now", "moved to", "改成"): the frame may differ.
     changes: bool
+    #: The change it states outright ("raised the budget to 8000", "从5000改成8000", "8000, not 5000").
+    change: StatedChange | None
+    #: Corrects the value said before without naming it ("sorry, I meant 8000", "说错了，是7点15").
+    corrects: bool
+    #: What it says no longer holds ("vegetarian" in "I'm not vegetarian anymore", "喝咖啡").
+    retracted: str | None
 
     @classmethod
     def of(cls, fact: ExtractedFact) -> _NewFact:
@@ -105,6 +124,9 @@ class _NewFact:
             preference(fact.text),
             assess(fact.text),
             says_changed(fact.text),
+            stated_change(fact.text),
+            corrects(fact.text),
+            retraction(fact.text),
         )
 
 
@@ -156,13 +178,9 @@ class ConflictResolver:
             if why := why_not_superseding(new.assertion, assess(old.text)):
                 kept_because = kept_because or why
                 continue
-            if self.detector == "learned":  # behind the same gate: the judge decides the rest
-                model = shipped_model()
-                if model.probability(old.text, fact.text) >= model.threshold:
-                    superseded.append(old.id)
-                    reasons.append("learned judge")
-                continue
-            verdict = self._rule_verdict(new, old, subject_only=subject_only)
+            verdict = self._verdict(new, old, subject_only=subject_only)
+            if verdict == _CORRECTION:  # the nearest value it can correct, and that one only
+                verdict = "" if any(r == _CORRECTION for r in reasons) else _CORRECTION
             if verdict == _BORDERLINE:
                 borderline.append(old)
             elif verdict:
@@ -182,8 +200,19 @@ class ConflictResolver:
             return replace(offline, reason=f"{offline.reason} (judge budget of {self.judge_budget} calls spent)")
         return self._ask_judge(fact, proposed)
 
+    def _verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool) -> str:
+        """The rules' or the learned judge's verdict on a pair that passed the statement gate."""
+        if old.retraction_only and not (new.retracted and retracts(new.retracted, old.text)):
+            return ""  # a plain message only a retraction of it replaces
+        if self.detector == "learned":  # behind the same gate: the judge decides the rest
+            model = shipped_model()
+            return "learned judge" if model.probability(old.text, new.fact.text) >= model.threshold else ""
+        return self._rule_verdict(new, old, subject_only=subject_only)
+
     def _rule_verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool) -> str:
         """Why the rules supersede ``old`` (the rule's name), :data:`_BORDERLINE`, or ""."""
+        if new.retracted and retracts(new.retracted, old.text):
+            return "rule: a retraction of what it said"  # "I'm not vegetarian anymore" after "I'm vegetarian"
         old_subject = old.subject or subject_key(old.text)
         old_values = extract_values(old.text)
         # "these are all great suggestions": a pointing word names what the chat points at, not a
@@ -191,6 +220,10 @@ class ConflictResolver:
         same_subject = bool(new.subject) and new.subject == old_subject and not _DEICTIC.match(new.subject or "")
         if new.fact.negated and same_subject:
             return "rule: retraction of the subject"
+        if new.change is not None and change_applies(new.change, new.fact.text, old.text, old_subject):
+            return "rule: a stated change of this value"
+        if new.corrects and new.change is None and _correctable(new, old.text, old_subject):
+            return _CORRECTION
         old_pref = preference(old.text)
         if new.pref and old_pref and new.pref[0] == old_pref[0] and new.pref[1] != old_pref[1]:
             return "rule: the opposite liking"  # "I love sushi" -> "I don't like sushi (anymore)", and back
@@ -300,6 +333,23 @@ def _frame(text: str) -> frozenset[str]:
     values = " ".join(extract_values(text))
     words = (_POSSESSIVE.sub("", w) for w in _FRAME_WORD.findall(text.lower()))
     return frozenset(w for w in words if w not in _FRAME_STOP and not (len(w) > 1 and w in values))
+
+
+def _values(text: str) -> set[str]:
+    """Numbers (8k = 8000, 两万 = 20000), dates and names."""
+    return extract_values(text) | {f"{n:g}" for n in numbers(text)}
+
+
+def _correctable(new: _NewFact, old_text: str, old_subject: str | None) -> bool:
+    """ "Sorry, I meant 8000" after "the budget is 5000": values of one kind that differ, and no
+    other subject named."""
+    if new.subject and old_subject and distinct_subjects(new.subject, old_subject):
+        return False
+    new_numbers, old_numbers = numbers(new.fact.text), numbers(old_text)
+    if new_numbers and old_numbers:
+        return not new_numbers & old_numbers and not _different_units(new.fact.text, old_text)
+    new_values, old_values = _values(new.fact.text), _values(old_text)
+    return bool(new_values and old_values) and not new_values & old_values and _comparable(new_values, old_values)
 
 
 def _short_values(new_text: str, old_text: str) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from memory_vec._rules.change import retraction, stated_change
 from memory_vec._rules.facts import analyze, is_question, owned_subject, split_sentences
 from memory_vec._rules.owners import OTHER, USER, detect_owner, normalize_owner, qualify, split_key
 
@@ -96,14 +97,25 @@ class RuleExtractor:
             if owner not in (USER, OTHER):
                 context = owner
             s = analyze(sentence)
+            # "Switched my phone plan to the unlimited one", "烟戒了": a stated change or a retraction is a
+            # fact even without a value.
+            changed = stated_change(sentence) is not None or retraction(sentence) is not None
             has_signal = (
-                s.preference or s.constraint or s.decision or s.task or subject or s.numbers or s.dates or s.names
+                s.preference
+                or s.constraint
+                or s.decision
+                or s.task
+                or subject
+                or s.numbers
+                or s.dates
+                or s.names
+                or changed
             )
             if not has_signal and not s.transient:
                 continue
             importance = round(min(1.0, s.value + 0.1), 3)
             # A key-value statement ("我的猫叫小红") is a fact even without other signals.
-            if importance < self.min_importance and not s.transient and not subject:
+            if importance < self.min_importance and not s.transient and not subject and not changed:
                 continue
             facts.append(
                 ExtractedFact(

@@ -35,7 +35,8 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 _SENTENCE_SPLIT = re.compile(r"(?<=[。！？；])\s*|(?<=[.!?;])(?!\d)\s*|\n+")
 _NUMBER = re.compile(
     r"(?<![A-Za-z0-9.])[-+]?\d[\d,]*(?:\.\d+)?"
-    r"(?:\s?(?:%|k|K|万|千|元|块|美元|usd|USD|eur|EUR|kg|km|GB|MB|小时|天|年|月|岁|years?|days?|hours?|dollars?|euros?))?"
+    r"(?:\s?(?:%|k|K|万|千|元|块|美元|usd|USD|eur|EUR|kg|km|GB|MB|小时|天|年|月|岁|years?|days?|hours?|dollars?|euros?"
+    r"|(?:am|pm|AM|PM)\b))?"
 )
 _DATE = re.compile(
     r"\b(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"

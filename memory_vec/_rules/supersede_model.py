@@ -25,6 +25,7 @@ from importlib import resources
 import numpy as np
 
 from memory_vec._rules.assertion import Assertion, Kind, Modality, assess
+from memory_vec._rules.change import change_applies, retraction, retracts, stated_change
 from memory_vec._rules.facts import extract_values, is_chinese, preference, subject_key
 
 __all__ = ["DIMENSION", "SupersedeModel", "pair_features", "shipped_model"]
@@ -74,6 +75,14 @@ def _signals(old: Assertion, new: Assertion, old_text: str, new_text: str) -> It
     yield f"s:shared_words={min(len(shared), 6)}"
     if new.modality is Modality.ASSERTED and new.kind is Kind.STATE:
         yield "s:new_asserted_state"
+    if change := stated_change(new_text):
+        yield "s:stated_change"
+        if change_applies(change, new_text, old_text, old_subject):
+            yield "s:stated_change_of_old"
+    if (retracted := retraction(new_text)) is not None:
+        yield "s:retraction"
+        if retracts(retracted, old_text):
+            yield "s:retraction_of_old"
 
 
 def pair_features(old_text: str, new_text: str, *, new_role: str = "user") -> np.ndarray:

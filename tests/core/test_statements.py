@@ -13,6 +13,7 @@ from memory_vec import WriteEvent
 from memory_vec._model.queries import RecordFilter
 from memory_vec._model.session import StateMessage
 from memory_vec._rules.assertion import Kind, Modality, assess
+from memory_vec._rules.change import numbers, retraction, stated_change
 from memory_vec._rules.conflict import ConflictAction, ConflictResolver, ExistingFact, patch_summary
 from memory_vec._rules.extraction import RuleExtractor
 from memory_vec._rules.summary import ExtractiveSummarizer
@@ -41,6 +42,12 @@ from memory_vec.testing import ScriptedLLM
         ("原来是5000，现在改成8000了。", "user", Modality.ASSERTED),
         ("假设预算是9000元。", "user", Modality.HYPOTHETICAL),
         ("如果预算是9000元的话就好了。", "user", Modality.HYPOTHETICAL),
+        ("我每个月的话费是8200元。", "user", Modality.ASSERTED),  # 话费, a phone bill, is no 的话 "if"
+        ("我们聊的话题是旅行。", "user", Modality.ASSERTED),
+        ("Last year we raised the budget to 9000.", "user", Modality.PAST),
+        ("I moved to Lyon last weekend.", "user", Modality.ASSERTED),
+        ("去年把预算从5000改成9000了。", "user", Modality.PAST),
+        ("组里在讨论要不要把站会挪到十点。", "user", Modality.PLANNED),
         ("同事说预算是9000元。", "user", Modality.REPORTED),
         ("老板说预算是9000元。", "user", Modality.REPORTED),
         ("预算是9000元吗？", "user", Modality.QUESTION),
@@ -290,3 +297,142 @@ def test_forget_leaves_nothing_of_the_user_in_the_working_state(make_core) -> No
     core.delete(core.add_message("user", "I ran 5 km on Monday.").id)  # a deletion bumps the keyword log
     core.forget()
     assert state.sessions("u1") == [] and state.keyword_changes("u1", after=0, generation=0).counter == 0
+
+
+# --- explicit changes: what the user says changed, from which value, to which ------------------
+
+# Each issue example, as an update that supersedes (old, new).
+STATED_UPDATES = [
+    ("Our budget is 5000 euros.", "We raised the budget to 8000 euros."),
+    ("My flight to Denver leaves at 9am.", "My flight to Denver now leaves at 9pm."),
+    ("The budget is 5000 euros.", "It's 8000 now, not 5000."),
+    ("预算是5000元。", "把预算从5000改成8000了。"),
+    ("预算是5000元。", "预算由5000调整为8000。"),
+    ("我的预算是5000元。", "预算调整到8000元。"),
+    ("我家狗叫豆豆。", "我家狗改名叫旺财了。"),
+    ("我们的例会定在周三。", "例会改到周四了。"),
+    ("旅行预算定的是两万。", "旅行预算由两万调整为一万五。"),
+    ("I'm vegetarian.", "I'm not vegetarian anymore."),
+    ("I smoke about half a pack a day.", "I don't smoke anymore!"),
+    ("我每天早上喝咖啡。", "我已经不喝咖啡了。"),
+    ("我抽烟，一天半包。", "烟戒了，半年没抽了。"),
+    ("The train is at 6:40.", "Sorry, I meant 7:40."),
+    ("航班9点15起飞。", "说错了，是7点15。"),
+    (
+        "The budget for the birthday party is 6000 dollars.",
+        "We raised the budget for the birthday party to 8500 dollars.",
+    ),
+    ("My flight to Denver leaves at 9am.", "The airline rescheduled my Denver flight to 9pm."),
+]
+
+# Look-alikes of each: past, hypothetical, reported, question, plan, another entity or thing.
+STATED_LOOK_ALIKES = [
+    ("Our budget is 5000 euros.", "Last year we raised the budget to 8000 euros."),
+    ("Our budget is 5000 euros.", "Suppose we raised the budget to 8000 euros."),
+    ("Our budget is 5000 euros.", "My boss said they raised the budget to 8000 euros."),
+    ("Our budget is 5000 euros.", "Did you raise the budget to 8000 euros?"),
+    ("Our budget is 5000 euros.", "We might raise the budget to 8000 euros."),
+    ("Our kitchen budget is 5000 euros.", "We raised the wedding budget to 8000 euros."),
+    ("My flight to Denver leaves at 9am.", "My flight to Denver used to leave at 9pm."),
+    ("My flight to Denver leaves at 9am.", "Is my flight to Denver now leaving at 9pm?"),
+    ("My flight to Denver leaves at 9am.", "My wife's flight to Denver now leaves at 9pm."),
+    ("The budget is 5000 euros.", "He told me it's 8000 now, not 5000."),
+    ("The budget is 5000 euros.", "Suppose it's 8000, not 5000."),
+    ("预算是5000元。", "去年把预算从5000改成8000了。"),
+    ("预算是5000元。", "如果把预算从5000改成8000的话。"),
+    ("预算是5000元。", "同事说把预算从5000改成8000了。"),
+    ("预算是5000元。", "把预算从5000改成8000了吗？"),
+    ("预算是5000元。", "下个月可能把预算从5000改成8000。"),
+    ("装修预算是5000元。", "把婚礼预算从5000改成8000了。"),
+    ("预算是5000元。", "老板说预算由5000调整为8000。"),
+    ("预算是5000元。", "假设预算调整到8000元。"),
+    ("我家狗叫豆豆。", "邻居家的狗改名叫旺财了。"),
+    ("我们的例会定在周三。", "例会要不要改到周四？"),
+    ("我们的例会定在周三。", "组里在讨论要不要把例会改到周四。"),
+    ("I'm vegetarian.", "My sister is not vegetarian anymore."),
+    ("I'm vegetarian.", "I won't quit on my dreams."),
+    ("我每天早上喝咖啡。", "同事说他已经不喝咖啡了。"),
+    ("我每天早上喝咖啡。", "我已经不那么焦虑了。"),
+    ("I have 3 cats.", "I like dogs, not cats."),
+    # Found by the conflict benchmark: another budget, a thing only its last word shares, a liking.
+    (
+        "The budget for the trip to Japan is 4000 dollars.",
+        "Update: the home office budget was changed to 11000 dollars.",
+    ),
+    ("We invited 165 guests to the party.", "We raised the budget for the birthday party to 8500 dollars."),
+    ("I feel like I've chosen a good company.", "I stopped eating burgers, I don't like it anymore."),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), STATED_UPDATES)
+def test_a_stated_change_supersedes_the_value_it_changes(make_core, old: str, new: str) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    first = core.add_message("user", old)
+    second = core.add_message("user", new)
+    assert first.id in second.superseded_ids, second.reason
+    assert second.reason.startswith(("update: rule:", "delete: rule:"))
+    assert core.get(first.id).valid_to is not None
+
+
+@pytest.mark.parametrize(("old", "new"), STATED_LOOK_ALIKES)
+def test_a_look_alike_of_a_stated_change_keeps_the_value(make_core, old: str, new: str) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    first = core.add_message("user", old)
+    second = core.add_message("user", new)
+    assert second.superseded_ids == [], second.reason
+    assert core.get(first.id).valid_to is None
+
+
+@pytest.mark.parametrize(
+    ("text", "thing", "old", "new"),
+    [
+        ("We bumped the kitchen budget up to 8k.", "kitchen budget", None, "8k"),
+        ("My car's service appointment got moved to the 8th.", "car's service appointment", None, "8th"),
+        ("把预算从5000改成8000了。", "预算", "5000", "8000"),
+        ("旅行预算由两万调整为一万五。", "旅行预算", "两万", "一万五"),
+        ("It's 8000 now, not 5000.", None, "5000", "8000"),
+        ("是24路，不是42路。", None, "42路", "24路"),
+    ],
+)
+def test_stated_change_reads_what_changed(text: str, thing: str | None, old: str | None, new: str) -> None:
+    change = stated_change(text)
+    assert change is not None and (change.thing, change.old, change.new) == (thing, old, new)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I moved to Lyon to be closer to family.", "I brought my kids to the park.", "It's not much, but I love it."],
+)
+def test_no_stated_change_in_ordinary_sentences(text: str) -> None:
+    assert stated_change(text) is None
+
+
+def test_numbers_read_chinese_numerals_and_thousands() -> None:
+    assert numbers("两万 一万五 十二万 四千五 八百") == {20000, 15000, 120000, 4500, 800}
+    assert numbers("8k, $12,000") == {8000, 12000}
+    assert numbers("我们一起去吧") == set()  # the 一 of 一起 is no number
+
+
+@pytest.mark.parametrize(
+    ("text", "thing"),
+    [
+        ("I'm not vegetarian anymore.", "vegetarian"),
+        ("I stopped going to pottery — the studio closed.", "pottery"),
+        ("我现在不吃素了。", "吃素"),
+        ("腾讯视频会员我取消了。", "腾讯视频会员"),
+        ("I don't know anymore.", None),
+        ("我已经不那么焦虑了。", None),
+    ],
+)
+def test_retraction_reads_what_no_longer_holds(text: str, thing: str | None) -> None:
+    assert retraction(text) == thing
+
+
+def test_a_retraction_replaces_a_plain_message_but_nothing_else_does(make_core) -> None:  # type: ignore[no-untyped-def]
+    core = make_core()
+    plain = core.add_message("user", "I bike to work.")
+    assert plain.fact_ids == []  # the rules extract no fact from it
+    other = core.add_message("user", "I bike to work on sunny days, 12 km each way.")
+    assert other.superseded_ids == []
+    retracted = core.add_message("user", "I don't bike to work anymore since the accident.")
+    assert plain.id in retracted.superseded_ids and "retraction" in retracted.reason
