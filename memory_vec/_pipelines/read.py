@@ -30,7 +30,7 @@ from memory_vec._rules.event_order import event_order_parts
 from memory_vec._rules.facts import is_chinese
 from memory_vec._rules.ranking import Candidate, RankingPolicy, dedupe_key, rank
 from memory_vec._rules.temporal import parse_relation, residual_question
-from memory_vec._storage.keywords import INDEXED_KINDS, one_read_view
+from memory_vec._storage.keywords import INDEXED_KINDS
 from memory_vec.backends.base import RecordFilter, ScoredRecord
 from memory_vec.state import WorkingState
 
@@ -127,8 +127,7 @@ class ReadPath:
         until: Any = None,
         include_shared: bool | None = None,
     ) -> tuple[list[RecalledMemory], TurnTrace]:
-        with one_read_view():  # the keyword log is read once per user in a recall
-            return self._recall_checked(query, scope, k, recall_scope, filters, since, until, include_shared)
+        return self._recall_checked(query, scope, k, recall_scope, filters, since, until, include_shared)
 
     def _recall_checked(
         self,
@@ -370,8 +369,7 @@ class ReadPath:
         When the backend is unreachable the context still comes back, with
         no relevant memories and ``degraded=True`` (also in the trace).
         """
-        with one_read_view():
-            return self._build_context(query, scope, k)
+        return self._build_context(query, scope, k)
 
     def _build_context(self, query: str | None, scope: Scope, k: int | None) -> MemoryContext:
         e = self.e

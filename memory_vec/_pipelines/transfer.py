@@ -125,9 +125,6 @@ class Transfer:
             vectors = e.record_vectors(records)
             for i in range(0, len(records), BULK_BATCH):
                 e.writer.write(records[i : i + BULK_BATCH], vectors[i : i + BULK_BATCH], batch_size=BULK_BATCH)
-        # Imported ids may replace existing ones (a shared record may come back private):
-        # every process rebuilds its keywords and copies, before anything else can fail.
-        e.deleted(user)
         for state in states:
             e.state.replace(state)
         return len(records)
@@ -155,18 +152,16 @@ class Transfer:
         where = RecordFilter(
             user_id=scope.user_id, session_id=scope.session_id, include_superseded=True, include_archived=True
         )
-        deleted = e.backend.delete(where=where)
+        deleted = e.writer.delete(scope.user_id, where=where)
         forget_in_journal(e.config, scope.user_id, scope.session_id)  # a reembed to finish must not restore them
-        e.deleted(scope.user_id)
         e.state.clear(scope.user_id, scope.session_id)
         return deleted
 
     def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
-        deleted = e.backend.delete(where=where)
+        deleted = e.writer.delete(user_id, where=where)
         forget_in_journal(e.config, user_id, session_id)  # a reembed to finish must not restore them
-        e.deleted(user_id)
         sessions = [session_id] if session_id is not None else e.state.sessions(user_id)
         cleared = sum(e.state.clear(user_id, s) for s in sessions)
         letters = [

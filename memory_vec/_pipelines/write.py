@@ -36,7 +36,6 @@ from memory_vec._pipelines.background import BackgroundFolds
 from memory_vec._pipelines.engine import Engine
 from memory_vec._pipelines.resolution import FactResolution, fact_id
 from memory_vec._rules.summary import FoldPlan, plan_fold
-from memory_vec._storage.keywords import one_read_view
 from memory_vec.state import NewMessage, StateMessage, WorkingState
 
 __all__ = ["MessageInput", "WritePath"]
@@ -57,11 +56,7 @@ class WritePath:
         self._fold_locks_guard = threading.Lock()
         self.folds = BackgroundFolds(self._fold_off_turn)
 
-    def add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
-        with one_read_view():  # the keyword log is read once per user in a turn
-            return self._add_messages(messages, scope)
-
-    def _add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:  # noqa: PLR0915 (to split)
+    def add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:  # noqa: PLR0915 (to split)
         e, cfg = self.e, self.e.config
         items = coerce_messages(messages)
         if not items:
@@ -156,7 +151,6 @@ class WritePath:
                 )
             except RecordRejectedError as exc:
                 refused = refused or exc
-            e.written(scope.user_id, to_write)
             if completed is not None:  # the user message's reply came in this call: it shares the pair's vector
                 self._restore(scope, [completed.id], stored[:1])
         except BackendUnavailableError as exc:
@@ -252,13 +246,10 @@ class WritePath:
             e.store.validate(records)
             vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
             self._heal_facts(scope, records)  # before the messages, in add_messages' order
-            refused: set[str] = set()
             try:
                 e.writer.write(records, vectors[: len(lost)])
             except RecordRejectedError as exc:  # dead letters now (kept for a retry); the others are stored
-                refused = set(exc.record_ids)
                 log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
-            e.written(scope.user_id, [r for r in records if r.id not in refused])
             self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost) :])
             log.warning(
                 "memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
@@ -336,7 +327,6 @@ class WritePath:
                 e.writer.update(stored_updates)
             if out.fact_records:
                 e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32))
-                e.written(scope.user_id, out.fact_records)
         except RecordRejectedError as exc:  # dead letters now, kept for a retry; the messages still go in
             log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
         patched = {derived[i].text for i in later}

@@ -117,7 +117,7 @@ class Store:
             settings or WriterSettings(),
             validate=self.validate,
             dead_letters=state,
-            on_stored=self._stored,
+            keywords=self.keywords,
         )
         self._legacy_state_path = legacy_state_path
         self._opened: tuple[int, str] | None = None
@@ -216,10 +216,6 @@ class Store:
     def flush(self) -> None:
         self.writer.flush()
 
-    def _stored(self, records: Sequence[MemoryRecord]) -> None:
-        """Records durable in the backend: logged for other processes' keyword indexes."""
-        self.keywords.stored(records)
-
     def purge(self) -> PurgeReport:
         """After a forget: no trace of deleted data in this store's files, where
         the engine allows (the state store's log; the backend's, see
@@ -293,7 +289,7 @@ class Store:
                 failed[letter.record_id] = f"{type(exc).__name__}: {exc}"
                 continue
             self.state.remove_dead_letters([letter.record_id])
-            self._stored([record])
+            self.keywords.changed(record.user_id, [record])
             stored.append(letter.record_id)
         return DeadLetterRetry(stored, failed)
 

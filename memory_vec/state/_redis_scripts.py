@@ -61,23 +61,11 @@ return 1
 
 # The list holds positions counter-LLEN+1 .. counter; a reader further behind
 # (or from another generation, or ahead of a lost log) must rebuild: flag 0.
-KEYWORD_CHANGES = """
-local function changes(meta_key, log_key, after, wanted)
-  local meta = redis.call('HMGET', meta_key, 'generation', 'counter')
-  local generation = tonumber(meta[1] or '0')
-  local counter = tonumber(meta[2] or '0')
-  local behind = counter - after
-  if generation ~= wanted or behind < 0 or behind > redis.call('LLEN', log_key) then
-    return {generation, counter, 0, {}}
-  end
-  if behind == 0 then return {generation, counter, 1, {}} end
-  return {generation, counter, 1, redis.call('LRANGE', log_key, -behind, -1)}
-end
-local out = {}
-for i = 1, #KEYS, 2 do
-  out[#out + 1] = changes(KEYS[i], KEYS[i + 1], tonumber(ARGV[i]), tonumber(ARGV[i + 1]))
-end
-return out
+KEYWORD_VERSION = """
+local version = redis.call('GET', KEYS[1])
+if version then return version end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
 """
 
 CLEAR = """
