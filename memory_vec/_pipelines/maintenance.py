@@ -19,24 +19,38 @@ import zoneinfo
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from memory_vec._model.errors import BackendError, EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec._pipelines.embed_text import EmbedTextPolicy
 from memory_vec._pipelines.reembed_journal import ReembedJournal
 from memory_vec.backends.base import RecordFilter
 
 if TYPE_CHECKING:
-    from memory_vec._core import MemoryCore
     from memory_vec._model.config import MemoryConfig
+    from memory_vec._storage.store import Store
     from memory_vec.embeddings.base import Embedder
 
 __all__ = ["BackfillResult", "ReembedResult", "backfill_dates", "reembed"]
 
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
+
+
+class LiveCore(Protocol):
+    """What these operations use of a :class:`~memory_vec.MemoryCore`."""
+
+    @property
+    def config(self) -> MemoryConfig: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None: ...
+    def flush(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +64,7 @@ class ReembedResult:
 
 
 def reembed(
-    core_or_config: MemoryCore | MemoryConfig,
+    core_or_config: LiveCore | MemoryConfig,
     new_embedder: Embedder,
     *,
     batch_size: int = 256,
@@ -84,7 +98,7 @@ def reembed(
 
     Raises:
         InvalidInputError: ``batch_size`` < 1, or a config for the in-process backend.
-        BackendError: the backend cannot be reset (no ``reset`` method).
+        BackendError: the backend cannot be reset (``BaseBackend.reset``).
     """
     if batch_size < 1:
         raise InvalidInputError(f"reembed: batch_size must be >= 1, got {batch_size}")
@@ -106,15 +120,6 @@ def reembed(
         store = core.store
         config = core.config
     backend = store.backend
-    reset = getattr(backend, "reset", None)
-    engine: Any = backend
-    while getattr(engine, "inner", None) is not None:  # the wrappers forward reset; the engine must have one
-        engine = engine.inner
-    if reset is None or not callable(getattr(engine, "reset", None)):
-        raise BackendError(
-            f"reembed: the {backend.name!r} backend has no reset(dimension=, model_id=) method, "
-            "which reembed needs to re-create the collection for the new model"
-        )
     policy = EmbedTextPolicy.from_config(config)
     dimension, model_id = int(new_embedder.dimension), new_embedder.model_id
     space = policy.space_id(model_id)
@@ -138,7 +143,7 @@ def reembed(
         records = backend.scan(_EVERYTHING)
         vectors = embedded(records)
         journal.save(space, records, vectors)
-    reset(dimension=dimension, model_id=space)
+    backend.reset(dimension=dimension, model_id=space)
     for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):
         backend.upsert(records[start : start + batch_size], vectors[start : start + batch_size])
     journal.done()
@@ -156,7 +161,7 @@ class BackfillResult:
     dry_run: bool = False
 
 
-def backfill_dates(core: MemoryCore, *, user_id: str | None = None, dry_run: bool = False) -> BackfillResult:
+def backfill_dates(core: LiveCore, *, user_id: str | None = None, dry_run: bool = False) -> BackfillResult:
     """Resolve the dates stored messages refer to ("yesterday", "上周五")
     against their own timestamps, as the write path does for new ones
     (``MemoryConfig.resolve_dates``), and store them as ``event_date``
@@ -174,7 +179,7 @@ def backfill_dates(core: MemoryCore, *, user_id: str | None = None, dry_run: boo
     zone = zoneinfo.ZoneInfo(core.config.timezone)
     core.flush()
     where = RecordFilter(user_id=user_id, kinds=("message",), include_superseded=True, include_archived=True)
-    records = [r for r in core.backend.scan(where) if user_id is None or r.user_id == user_id]
+    records = [r for r in core.store.backend.scan(where) if user_id is None or r.user_id == user_id]
     changed = []
     for record in records:
         if "event_date" in record.metadata:
@@ -193,11 +198,11 @@ def backfill_dates(core: MemoryCore, *, user_id: str | None = None, dry_run: boo
             dates = {r.id: r.metadata["event_date"] for r in changed[start : start + 256]}
             current = [
                 r.copy(metadata={**r.metadata, "event_date": dates[r.id]})
-                for r in core.writer.get(list(dates))
+                for r in core.store.writer.get(list(dates))
                 if "event_date" not in r.metadata
             ]
             if current:
-                core.writer.update(current)
+                core.store.writer.update(current)
         core.flush()
     return BackfillResult(checked=len(records), dated=len(changed), dry_run=dry_run)
 

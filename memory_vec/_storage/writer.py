@@ -30,7 +30,7 @@ import numpy as np
 from memory_vec._model.errors import BackendError, BackendUnavailableError, MemoryVecError, RecordRejectedError
 from memory_vec._model.records import MemoryRecord
 from memory_vec._storage.keywords import KeywordIndex
-from memory_vec.backends.base import Backend, RecordFilter, ScoredRecord, insert_new_of
+from memory_vec.backends.base import BaseBackend, RecordFilter, ScoredRecord
 from memory_vec.state.base import DeadLetter, StateStore
 
 __all__ = ["RecordWriter", "WriterSettings"]
@@ -60,7 +60,7 @@ class RecordWriter:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: BaseBackend,
         settings: WriterSettings | None = None,
         *,
         validate: Callable[[Sequence[MemoryRecord], np.ndarray | None], None] | None = None,
@@ -161,7 +161,7 @@ class RecordWriter:
         if updates:
             self.backend.update(updates)
         if rows:
-            put = insert_new_of(self.backend) if new else self.backend.upsert
+            put = self.backend.insert_new if new else self.backend.upsert
             put([r for r, _ in rows], np.stack([v for _, v in rows]))
 
     def _changed(self, records: Sequence[MemoryRecord], stored: Sequence[MemoryRecord], *, complete: bool) -> None:

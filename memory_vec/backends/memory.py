@@ -85,6 +85,7 @@ class InMemoryBackend(BaseBackend):
     """
 
     name = "memory"
+    vector_reads = True
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
