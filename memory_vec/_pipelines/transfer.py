@@ -4,6 +4,7 @@ session history. Import validates everything before it writes anything."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -47,7 +48,7 @@ class Transfer:
             "sessions": {s: _state_to_dict(st) for s, st in sessions.items()},
         }
 
-    def import_memories(self, data: Any, user: str, *, allow_shared: bool = False) -> int:  # noqa: C901 (to split)
+    def import_memories(self, data: Any, user: str, *, allow_shared: bool = False) -> int:
         """Import into ``user``, all or nothing: every record and session is checked
         (format, the validation hook, ownership of existing ids) before anything is
         written. An export of another user becomes ``user``'s copy (see ``_rehomed``):
@@ -61,48 +62,8 @@ class Transfer:
         raw_records, raw_sessions = data.get("records"), data.get("sessions")
         if not isinstance(raw_records, list) or not isinstance(raw_sessions, dict):
             raise InvalidInputError("malformed memory-vec export: 'records' must be a list, 'sessions' a dict")
-        records, bad = [], {}
-        for i, item in enumerate(raw_records):
-            rid = item.get("id") if isinstance(item, dict) else None
-            label = rid if isinstance(rid, str) else f"#{i}"
-            try:
-                record = _record_from_dict(item)
-                if record.user_id != user:
-                    raise InvalidInputError(f"belongs to {record.user_id!r}, not {user!r}")
-                if record.visibility != "private" and not allow_shared:
-                    raise InvalidInputError(
-                        f"visibility {record.visibility!r} reaches other users; an operator's "
-                        "restore passes allow_shared=True (CLI: --allow-shared)"
-                    )
-                if (
-                    isinstance(record.text, str)
-                    and len(record.text.encode("utf-8", "surrogatepass")) > e.config.max_content_bytes
-                ):
-                    raise InvalidInputError(f"text over max_content_bytes ({e.config.max_content_bytes})")
-                e.store.validate([record])
-                records.append(record)
-            except (MemoryVecError, TypeError, ValueError) as exc:
-                bad[label] = str(exc)
-        if bad:
-            shown = "; ".join(f"{k}: {why}" for k, why in list(bad.items())[:10])
-            raise InvalidInputError(f"import refused, nothing written: {len(bad)} bad record(s): {shown}")
-        ids = [r.id for r in records]
-        if len(set(ids)) != len(ids):
-            raise InvalidInputError("import refused, nothing written: duplicate record ids in the export")
-        taken = [r.id for r in e.writer.get(ids) if r.user_id != user]
-        if taken:
-            raise InvalidInputError(
-                f"import refused, nothing written: record id(s) {taken[:10]} belong to another user"
-            )
-        # A record's links (its sources, its successor) are followed by restore() and history():
-        # they may name the user's own records, in the store or in this import, never another's.
-        own = set(ids)
-        linked = sorted({i for r in records for i in (*r.source_ids, r.superseded_by) if i and i not in own})
-        foreign = [r.id for r in e.writer.get(linked) if r.user_id != user] if linked else []
-        if foreign:
-            raise InvalidInputError(
-                f"import refused, nothing written: records link to id(s) {foreign[:10]} of another user"
-            )
+        records = self._checked_records(raw_records, user, allow_shared=allow_shared)
+        self._check_ownership(records, user)
         try:
             states = [
                 _state_from_dict(
@@ -128,6 +89,58 @@ class Transfer:
         for state in states:
             e.state.replace(state)
         return len(records)
+
+    def _checked_records(self, raw_records: list[Any], user: str, *, allow_shared: bool) -> list[MemoryRecord]:
+        """Every record of the export, each checked (format, owner, visibility, size, the
+        validation hook); one bad record refuses them all, naming up to ten."""
+        e = self.e
+        records, bad = [], {}
+        for i, item in enumerate(raw_records):
+            rid = item.get("id") if isinstance(item, dict) else None
+            label = rid if isinstance(rid, str) else f"#{i}"
+            try:
+                record = _record_from_dict(item)
+                if record.user_id != user:
+                    raise InvalidInputError(f"belongs to {record.user_id!r}, not {user!r}")
+                if record.visibility != "private" and not allow_shared:
+                    raise InvalidInputError(
+                        f"visibility {record.visibility!r} reaches other users; an operator's "
+                        "restore passes allow_shared=True (CLI: --allow-shared)"
+                    )
+                if (
+                    isinstance(record.text, str)
+                    and len(record.text.encode("utf-8", "surrogatepass")) > e.config.max_content_bytes
+                ):
+                    raise InvalidInputError(f"text over max_content_bytes ({e.config.max_content_bytes})")
+                e.store.validate([record])
+                records.append(record)
+            except (MemoryVecError, TypeError, ValueError) as exc:
+                bad[label] = str(exc)
+        if bad:
+            shown = "; ".join(f"{k}: {why}" for k, why in list(bad.items())[:10])
+            raise InvalidInputError(f"import refused, nothing written: {len(bad)} bad record(s): {shown}")
+        return records
+
+    def _check_ownership(self, records: Sequence[MemoryRecord], user: str) -> None:
+        """No imported id, and no id an imported record links to, is another user's."""
+        e = self.e
+        ids = [r.id for r in records]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("import refused, nothing written: duplicate record ids in the export")
+        taken = [r.id for r in e.writer.get(ids) if r.user_id != user]
+        if taken:
+            raise InvalidInputError(
+                f"import refused, nothing written: record id(s) {taken[:10]} belong to another user"
+            )
+        # A record's links (its sources, its successor) are followed by restore() and history():
+        # they may name the user's own records, in the store or in this import, never another's.
+        own = set(ids)
+        linked = sorted({i for r in records for i in (*r.source_ids, r.superseded_by) if i and i not in own})
+        foreign = [r.id for r in e.writer.get(linked) if r.user_id != user] if linked else []
+        if foreign:
+            raise InvalidInputError(
+                f"import refused, nothing written: records link to id(s) {foreign[:10]} of another user"
+            )
 
     # ------------------------------------------------------------- sessions
     def session_history(self, scope: Scope) -> list[MemoryRecord]:

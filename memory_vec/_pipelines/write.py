@@ -267,7 +267,7 @@ class WritePath:
             log.warning("memory-vec: could not check the session against the store: %s", exc)
             return 0
 
-    def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:  # noqa: C901 (to split)
+    def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
         """The facts and supersedes of re-stored messages, derived again as on their
         first write (fact ids derive from the message, so the same ones).
 
@@ -282,23 +282,7 @@ class WritePath:
         trace = TurnTrace("heal", scope.user_id, scope.session_id)
         extracted = [self.resolution.extract(m.role, m.text, trace) for m in messages]
         kept = [[i for i, f in enumerate(facts) if not (f.transient and cfg.skip_transient)] for facts in extracted]
-        if e.extractor is not None:
-            # Probe more ids than this extraction gave: an LLM extractor need not give the same facts again.
-            probes = [
-                [fact_id(m.id, i) for i in range(max(_FACT_PROBES, len(facts)))]
-                for m, facts in zip(messages, extracted)
-            ]
-            present = {r.id: r for r in e.writer.get([f for ids in probes for f in ids])}
-            todo = []
-            for j, (m, ids) in enumerate(zip(messages, probes)):
-                arrived = [present[f] for f in ids if f in present]
-                if kept[j] and not arrived:
-                    todo.append(j)
-                for fact in arrived:  # superseded since: so is its message, as supersede() does
-                    if fact.valid_to is not None and m.valid_to is None:
-                        m.valid_to, m.superseded_by = fact.valid_to, fact.superseded_by
-        else:  # the message is its own fact: it is being re-stored, so it never got there
-            todo = [j for j, idx in enumerate(kept) if idx]
+        todo = self._not_arrived(messages, extracted, kept)
         if not todo:
             return
         chosen = [messages[j] for j in todo]
@@ -307,24 +291,7 @@ class WritePath:
         out = self.resolution.resolve(
             scope, chosen, vectors[: len(chosen)], [extracted[j] for j in todo], vectors[len(chosen) :], trace
         )
-        new_ids = {m.id for m in messages} | {r.id for r in out.fact_records}
-        derived = {r.id: r for r in [*out.fact_records, *chosen]}
-        stored_updates: list[MemoryRecord] = []
-        later: dict[str, list[MemoryRecord]] = {}  # derived record id -> newer records it would supersede
-        for u in out.updates:
-            if u.id in new_ids:
-                continue  # written with the new rows
-            n = derived.get(u.superseded_by or "")
-            if n is not None and u.timestamp > n.timestamp:
-                later.setdefault(n.id, []).append(u)
-            else:
-                stored_updates.append(u)
-        for n_id, newer in later.items():
-            n = derived[n_id]
-            target = max([r for r in newer if r.kind == n.kind] or newer, key=lambda r: r.timestamp)
-            for record in [n, *(m for m in messages if m.id in n.source_ids)]:
-                if record.valid_to is None:
-                    record.valid_to, record.superseded_by = target.timestamp, target.id
+        stored_updates, turned = _turned_round(out, messages, chosen)
         try:
             if stored_updates:
                 e.writer.update(stored_updates)
@@ -332,7 +299,7 @@ class WritePath:
                 e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32))
         except RecordRejectedError as exc:  # dead letters now, kept for a retry; the messages still go in
             log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
-        patched = {derived[i].text for i in later}
+        patched = {r.text for r in turned}
         for subject, old_texts, new_text in out.summary_patches:
             if new_text not in patched:
                 self.resolution.patch_summary(scope, subject, old_texts, new_text)
@@ -343,8 +310,31 @@ class WritePath:
             len(chosen),
             scope.user_id,
             scope.session_id,
-            f"; {len(later)} stored as superseded by what was said after them" if later else "",
+            f"; {len(turned)} stored as superseded by what was said after them" if turned else "",
         )
+
+    def _not_arrived(
+        self, messages: Sequence[MemoryRecord], extracted: Sequence[Sequence[Any]], kept: Sequence[Sequence[int]]
+    ) -> list[int]:
+        """Which re-stored messages need their facts derived again: those with facts
+        to keep and none in the store. A message whose fact arrived and was
+        superseded since is superseded with it, as supersede() does."""
+        if self.e.extractor is None:  # the message is its own fact: it is being re-stored, so it never got there
+            return [j for j, idx in enumerate(kept) if idx]
+        # Probe more ids than this extraction gave: an LLM extractor need not give the same facts again.
+        probes = [
+            [fact_id(m.id, i) for i in range(max(_FACT_PROBES, len(facts)))] for m, facts in zip(messages, extracted)
+        ]
+        present = {r.id: r for r in self.e.writer.get([f for ids in probes for f in ids])}
+        todo = []
+        for j, (m, ids) in enumerate(zip(messages, probes)):
+            arrived = [present[f] for f in ids if f in present]
+            if kept[j] and not arrived:
+                todo.append(j)
+            for fact in arrived:
+                if fact.valid_to is not None and m.valid_to is None:
+                    m.valid_to, m.superseded_by = fact.valid_to, fact.superseded_by
+        return todo
 
     def _restore(self, scope: Scope, ids: Sequence[str], vectors: np.ndarray) -> bool:
         """Store records of ``scope``'s user again, unchanged, with new vectors."""
@@ -486,3 +476,30 @@ def _state_after(loaded: WorkingState, seqs: Sequence[int], appended: Sequence[N
         return None
     messages = [*loaded.messages, *(StateMessage(s, *dataclasses.astuple(m)) for s, m in zip(seqs, appended))]
     return dataclasses.replace(loaded, next_seq=seqs[-1] + 1, messages=messages)
+
+
+def _turned_round(
+    out: FactOutcome, messages: Sequence[MemoryRecord], chosen: Sequence[MemoryRecord]
+) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    """The updates of stored records a healed decision makes, and the derived records
+    turned round: one that would supersede a record newer than itself is stored as
+    superseded by the newest of them instead (with its messages)."""
+    new_ids = {m.id for m in messages} | {r.id for r in out.fact_records}
+    derived = {r.id: r for r in [*out.fact_records, *chosen]}
+    stored_updates: list[MemoryRecord] = []
+    later: dict[str, list[MemoryRecord]] = {}  # derived record id -> newer records it would supersede
+    for u in out.updates:
+        if u.id in new_ids:
+            continue  # written with the new rows
+        n = derived.get(u.superseded_by or "")
+        if n is not None and u.timestamp > n.timestamp:
+            later.setdefault(n.id, []).append(u)
+        else:
+            stored_updates.append(u)
+    for n_id, newer in later.items():
+        n = derived[n_id]
+        target = max([r for r in newer if r.kind == n.kind] or newer, key=lambda r: r.timestamp)
+        for record in [n, *(m for m in messages if m.id in n.source_ids)]:
+            if record.valid_to is None:
+                record.valid_to, record.superseded_by = target.timestamp, target.id
+    return stored_updates, [derived[i] for i in later]
