@@ -24,6 +24,8 @@ from memory_vec._model.records import MemoryContext, MemoryRecord, RecalledMemor
 from memory_vec._model.scope import Scope
 from memory_vec._model.trace import TurnTrace
 from memory_vec._pipelines.engine import Engine
+from memory_vec._pipelines.upkeep import Upkeep
+from memory_vec._pipelines.write import WritePath
 from memory_vec._rules.bm25 import BM25Index, mentioned_speakers
 from memory_vec._rules.context import assemble_context
 from memory_vec._rules.dates import DateSpan, record_span, resolve_dates
@@ -78,20 +80,20 @@ class ReadPath:
 
     Args:
         engine: the parts.
-        load_healed: a session's working state, its unstored messages re-stored first.
-        on_recalled: told which memories were served (reinforcement).
+        writes: the write path (a session's working state, its unstored messages re-stored first).
+        upkeep: told which memories were served (reinforcement).
     """
 
     def __init__(
         self,
         engine: Engine,
         *,
-        load_healed: Callable[[Scope], WorkingState],
-        on_recalled: Callable[[Sequence[str]], None],
+        writes: WritePath,
+        upkeep: Upkeep,
     ) -> None:
         self.e = engine
-        self._load_healed = load_healed
-        self._on_recalled = on_recalled
+        self._writes = writes
+        self._upkeep = upkeep
 
     @property
     def threshold(self) -> float:
@@ -384,7 +386,7 @@ class ReadPath:
         e = self.e
         if query is not None and not isinstance(query, str):
             raise InvalidContentError(f"query must be a string or None, got {type(query).__name__}")
-        state = self._load_healed(scope)
+        state = self._writes.load_healed(scope)
         relevant: list[RecalledMemory] = []
         degraded = False
         trace: TurnTrace | None = None
@@ -400,7 +402,7 @@ class ReadPath:
                         f"query of {len(query.encode('utf-8', 'surrogatepass'))} bytes: recalled by its "
                         f"first {limit} (max_content_bytes)"
                     )
-                self._on_recalled([h.id for h in relevant])
+                self._upkeep.note_recalled([h.id for h in relevant])
             except BackendError as exc:
                 degraded = True
                 log.warning("memory-vec: recall unavailable, answering without it: %s", exc)

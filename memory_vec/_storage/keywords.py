@@ -106,11 +106,6 @@ class KeywordIndex:
                 self._entries.pop(user_id, None)
 
     @property
-    def indexed_docs(self) -> int:
-        with self._lock:
-            return sum(len(e.index) for e in self._entries.values())
-
-    @property
     def users(self) -> int:
         with self._lock:
             return len(self._entries)

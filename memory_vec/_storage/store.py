@@ -26,13 +26,12 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from memory_vec._model import validate as v
 from memory_vec._model.config import MemoryConfig
 from memory_vec._model.errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec._storage.keywords import KeywordIndex
 from memory_vec._storage.vector_cache import SharedVectors, VectorCache
-from memory_vec._storage.writer import RecordWriter, WriterSettings
+from memory_vec._storage.writer import RecordChecks, RecordWriter, WriterSettings
 from memory_vec.backends import create_backend
 from memory_vec.backends.base import Backend, BackendLimits, BaseBackend, PurgeReport, as_base_backend
 from memory_vec.state import SQLiteStateStore, StateStore, create_state_store, resolve_state_kind
@@ -112,11 +111,12 @@ class Store:
         self.backend: BaseBackend = as_base_backend(backend)
         self.state = state
         self.collection = collection
+        self.checks = RecordChecks(self.backend)
         self.keywords = KeywordIndex(self.backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
         self.writer = RecordWriter(
             self.backend,
             settings or WriterSettings(),
-            validate=self.validate,
+            validate=self.checks,
             dead_letters=state,
             keywords=self.keywords,
         )
@@ -150,6 +150,7 @@ class Store:
             if self._opened == (dimension, model_id):
                 return
             self.backend.open(dimension=dimension, model_id=model_id)
+            self.checks.opened(dimension)
             first = self._opened is None
             if first:
                 self._check_working_state()
@@ -233,17 +234,8 @@ class Store:
 
     # --- the validation hook --------------------------------------------------------
     def validate(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
-        """Every record of every write path passes here before anything is
-        queued: the library's rules, this backend's hard limits, and (when
-        given) one finite vector per record of the collection's dimension;
-        and a backend this process may not use refuses here."""
-        self.backend.check_usable()
-        limits = self.limits
-        for record in records:
-            v.check_record(record, limits)
-        if vectors is not None:
-            dimension = self._opened[0] if self._opened is not None else None
-            v.check_vectors(vectors, count=len(records), dimension=dimension, ids=[r.id for r in records])
+        """The validation hook (:class:`RecordChecks`), for checks before a write."""
+        self.checks(records, vectors)
 
     # --- dead letters ---------------------------------------------------------------
     def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:

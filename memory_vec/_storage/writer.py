@@ -23,17 +23,18 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from memory_vec._model import validate as v
 from memory_vec._model.errors import BackendError, BackendUnavailableError, MemoryVecError, RecordRejectedError
 from memory_vec._model.records import MemoryRecord
 from memory_vec._storage.keywords import KeywordIndex
 from memory_vec.backends.base import BaseBackend, RecordFilter, ScoredRecord
 from memory_vec.state.base import DeadLetter, StateStore
 
-__all__ = ["RecordWriter", "WriterSettings"]
+__all__ = ["RecordChecks", "RecordWriter", "WriterSettings"]
 
 log = logging.getLogger("memory_vec._storage.writer")
 
@@ -49,11 +50,34 @@ class WriterSettings:
     batch_size: int = 64
 
 
+class RecordChecks:
+    """The validation hook every record of every write path passes before anything
+    is written: the library's rules, the backend's hard limits, and (when given)
+    one finite vector per record of the collection's dimension; a backend this
+    process may not use refuses here."""
+
+    def __init__(self, backend: BaseBackend) -> None:
+        self._backend = backend
+        self._dimension: int | None = None
+
+    def opened(self, dimension: int) -> None:
+        """The collection is open for vectors of ``dimension``."""
+        self._dimension = dimension
+
+    def __call__(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
+        self._backend.check_usable()
+        for record in records:
+            v.check_record(record, self._backend.limits)
+        if vectors is not None:
+            ids = [r.id for r in records]
+            v.check_vectors(vectors, count=len(records), dimension=self._dimension, ids=ids)
+
+
 class RecordWriter:
     """Args:
     backend: where records go.
     settings: the batch size.
-    validate: the store's validation hook (a named error for a record the library or backend refuses).
+    validate: the validation hook (a named error for a record the library or backend refuses).
     dead_letters: the state store that keeps refused records.
     keywords: the store's keyword index: told of every change of a user's rows.
     """
@@ -63,7 +87,7 @@ class RecordWriter:
         backend: BaseBackend,
         settings: WriterSettings | None = None,
         *,
-        validate: Callable[[Sequence[MemoryRecord], np.ndarray | None], None] | None = None,
+        validate: RecordChecks | None = None,
         dead_letters: StateStore | None = None,
         keywords: KeywordIndex | None = None,
     ) -> None:
