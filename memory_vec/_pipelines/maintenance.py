@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.errors import BackendError, EmbeddingModelMismatchError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec._pipelines.embed_text import EmbedTextPolicy
 from memory_vec._pipelines.reembed_journal import ReembedJournal
@@ -120,6 +120,11 @@ def reembed(
         store = core.store
         config = core.config
     backend = store.backend
+    if not backend.resettable:  # checked before anything is embedded
+        raise BackendError(
+            f"reembed: the {backend.name!r} backend has no reset(dimension=, model_id=), which reembed "
+            "needs to re-create the collection for the new model"
+        )
     policy = EmbedTextPolicy.from_config(config)
     dimension, model_id = int(new_embedder.dimension), new_embedder.model_id
     space = policy.space_id(model_id)

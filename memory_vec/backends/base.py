@@ -149,8 +149,12 @@ class BaseBackend:
         inherited across a fork); no I/O. The store calls it before a write is
         validated, so such a write is refused before anything is written."""
 
+    #: Whether ``reset`` re-creates the store (``reembed`` checks before it embeds anything).
+    resettable = False
+
     def reset(self, *, dimension: int, model_id: str) -> None:
-        """Drop every record and re-create the store for another model (``reembed``)."""
+        """Drop every record and re-create the store for another model (``reembed``).
+        Optional: a backend that implements it sets ``resettable = True``."""
         raise BackendError(
             f"the {self.name} backend has no reset(dimension=, model_id=), which reembed needs to "
             "re-create the collection for the new model"

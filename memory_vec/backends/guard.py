@@ -84,6 +84,7 @@ class GuardedBackend(BaseBackend):
         self.supports_multiprocess = engine.supports_multiprocess
         self.persistent = engine.persistent
         self.vector_reads = engine.vector_reads
+        self.resettable = engine.resettable
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff

@@ -86,6 +86,7 @@ class InMemoryBackend(BaseBackend):
 
     name = "memory"
     vector_reads = True
+    resettable = True
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

@@ -88,6 +88,7 @@ class MilvusBackend(BaseBackend):
 
     name = "milvus"
     vector_reads = True
+    resettable = True
     # Measured on Milvus Lite 3.2.2 and a Milvus 2.3.5 server (tests/backends/test_milvus_*):
     # VARCHAR max_length counts UTF-8 bytes on the server (characters on Lite), so text is
     # 65535 bytes and ids 1024 (the schema's max_length); the server refuses a JSON field
