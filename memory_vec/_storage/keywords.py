@@ -73,8 +73,7 @@ class KeywordIndex:
             if entry is None or entry.version != version:
                 # The version is read before the scan: a write after it changes the version.
                 index = BM25Index()
-                where = RecordFilter(user_id=user_id, kinds=INDEXED_KINDS, include_superseded=True)
-                index.add(IndexedDoc.from_record(r) for r in self._backend.scan(where))
+                index.add(IndexedDoc.from_record(r) for r in self._backend.scan(_indexed(user_id)))
                 entry = _Entry(index, version)
                 with self._lock:
                     self._entries[user_id] = entry
@@ -93,8 +92,10 @@ class KeywordIndex:
             if entry is None or removed is None or entry.version != replaced:
                 self.drop(user_id)  # someone else changed the rows meanwhile: rebuilt on next use
                 return
-            entry.index.remove(removed)
-            entry.index.add(IndexedDoc.from_record(r) for r in written if r.kind in INDEXED_KINDS)
+            # The copy a rebuild would scan now: what the filter no longer takes (archived) goes.
+            where = _indexed(user_id)
+            entry.index.remove([*removed, *(r.id for r in written if not where.matches(r))])
+            entry.index.add(IndexedDoc.from_record(r) for r in written if where.matches(r))
             entry.version = version
 
     def drop(self, user_id: str | None = None) -> None:
@@ -127,3 +128,8 @@ class KeywordIndex:
                     self._user_locks = {u: lk for u, lk in self._user_locks.items() if u in self._entries}
                 lock = self._user_locks[user_id] = threading.Lock()
             return lock
+
+
+def _indexed(user_id: str) -> RecordFilter:
+    """The rows of the user an index holds (history included: superseded rows stay findable)."""
+    return RecordFilter(user_id=user_id, kinds=INDEXED_KINDS, include_superseded=True)

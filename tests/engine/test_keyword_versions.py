@@ -76,3 +76,16 @@ def test_a_failed_write_leaves_no_patched_copy(make_core: Any) -> None:
     assert result.pending  # kept in the working state for heal
     assert b.store.state.keyword_version("u1") != version  # the engine may hold it: the version moved
     assert b.store.keywords.for_user("u1") is not index
+
+
+def test_a_patched_copy_holds_what_a_rebuild_would(make_core: Any) -> None:
+    a, b = _two_processes(make_core)
+    first = a.add_message("user", "a note about tulips")
+    second = a.add_message("user", "a note about roses")
+    index = a.store.keywords.for_user("u1")
+    [stored] = a.store.backend.get([first.id])
+    a.store.writer.update([stored.copy(archived=True)])  # archived rows are not indexed
+    assert a.store.keywords.for_user("u1") is index  # patched by its own write
+    rebuilt = b.store.keywords.for_user("u1")
+    assert first.id not in index and second.id in index
+    assert first.id not in rebuilt and second.id in rebuilt
