@@ -22,6 +22,7 @@ from pydantic import Field, model_validator
 from langchain_memory_vec._convert import context_messages, history_text, text_of, to_core, to_langchain
 from langchain_memory_vec._llm import as_prompt_callable
 from langchain_memory_vec.prompts import check_prompt_variables, prompt_variables
+from langchain_memory_vec.retriever import MemoryRetriever
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore, MessageInput
 from memory_vec._model.errors import InvalidInputError
 from memory_vec._rules.storable import storable_text
@@ -240,6 +241,23 @@ class VectorSummaryMemory(BaseChatMemory):
     def _core(self) -> MemoryCore:
         assert self.core is not None  # set by the validator
         return self.core
+
+    def as_retriever(self, **fields: Any) -> MemoryRetriever:
+        """A LangChain retriever over this memory's user: recall as ``Document`` s with scores.
+
+        Bound to the memory's user (``config.user_id``), all of its sessions; a run
+        that names another user in ``config["configurable"]["user_id"]`` is refused.
+        Use it in LCEL: ``{"context": retriever | format_docs, "question": RunnablePassthrough()}``.
+
+        Args:
+            **fields: :class:`~langchain_memory_vec.MemoryRetriever` settings (``k``,
+                ``filters``, ``scope``, ``session_id``, ``include_shared``, or
+                ``user_id`` to read another of your users).
+        """
+        fields.setdefault("user_id", self._core.config.user_id)
+        if fields.get("scope") == "session":
+            fields.setdefault("session_id", self._core.config.session_id)
+        return MemoryRetriever(core=self._core, **fields)
 
     # ------------------------------------------------------------------ variables
     @property

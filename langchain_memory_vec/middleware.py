@@ -22,13 +22,15 @@ from langgraph.runtime import Runtime
 
 from langchain_memory_vec._convert import to_core, to_langchain
 from langchain_memory_vec._llm import as_prompt_callable
+from langchain_memory_vec._user import MissingUserIdError, run_user
+from langchain_memory_vec.retriever import MemoryRetriever
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore, MessageInput
 from memory_vec._model.errors import InvalidInputError
 from memory_vec.embeddings.models import LangChainEmbedder
 
 __all__ = ["VectorSummaryMiddleware"]
 
-Scope = tuple[str | None, str | None]
+Scope = tuple[str, str | None]
 
 
 class VectorSummaryMiddleware(AgentMiddleware):
@@ -47,10 +49,13 @@ class VectorSummaryMiddleware(AgentMiddleware):
     Once per completed turn (``after_agent``), the user message and the
     final answer are stored; old turns then fold into the summary.
 
-    Scope: the session is the thread id (``config["configurable"]["thread_id"]``),
-    the user is ``user_id`` from the runtime context (a dict or an object with
-    that attribute) or from ``config["configurable"]["user_id"]``; each falls
-    back to the config's ``session_id`` / ``user_id``.
+    Scope: the session is the thread id (``config["configurable"]["thread_id"]``,
+    else the config's ``session_id``). The user is ``user_id`` from the runtime
+    context (``agent.invoke(..., context={"user_id": ...})``, a dict or an
+    object with that attribute) or from ``config["configurable"]["user_id"]``,
+    and is required: a run without one raises
+    :class:`~langchain_memory_vec.MissingUserIdError` before anything is read
+    or stored (users are never pooled under the config's default user).
 
     Example::
 
@@ -61,7 +66,9 @@ class VectorSummaryMiddleware(AgentMiddleware):
 
         agent = create_agent(
             model, tools=[...], checkpointer=InMemorySaver(),
-            middleware=[VectorSummaryMiddleware(config=MemoryConfig(max_token_limit=1500), llm=model)],
+            # llm= writes the summaries (a small chat model will do; omit it for the offline
+            # summarizer); a scripted test model here would spend its replies on them
+            middleware=[VectorSummaryMiddleware(config=MemoryConfig(max_token_limit=1500), llm=summary_model)],
         )
         agent.invoke(
             {"messages": [{"role": "user", "content": "My budget is 5000."}]},
@@ -103,17 +110,34 @@ class VectorSummaryMiddleware(AgentMiddleware):
     # ------------------------------------------------------------------ scope
     @staticmethod
     def _scope(runtime: Runtime[Any] | None) -> Scope:
+        """The run's user (required) and thread; raises before anything is read or stored."""
         try:
             configurable: Mapping[str, Any] = get_config().get("configurable", {})
         except RuntimeError:  # called outside a graph run
             configurable = {}
-        context = getattr(runtime, "context", None)
-        user = context.get("user_id") if isinstance(context, Mapping) else getattr(context, "user_id", None)
+        user = run_user(configurable, getattr(runtime, "context", None))
         if user is None:
-            user = configurable.get("user_id")
+            raise MissingUserIdError(
+                "VectorSummaryMiddleware needs the user's id on every run (it will not pool users under a "
+                "default one): pass it as the runtime context, agent.invoke(..., context={'user_id': 'alice'}) "
+                "(a dict or an object with a user_id attribute), or as config['configurable']['user_id']; "
+                "nothing was read or stored"
+            )
         info = getattr(runtime, "execution_info", None)
         thread = getattr(info, "thread_id", None) or configurable.get("thread_id")
-        return (None if user is None else str(user), None if thread is None else str(thread))
+        return user, None if thread is None else str(thread)
+
+    def as_retriever(self, **fields: Any) -> MemoryRetriever:
+        """A LangChain retriever over this middleware's memories (for LCEL chains and tools).
+
+        It reads the user of each run (``config["configurable"]["user_id"]``) unless
+        ``user_id=`` is given, and refuses a run without one, as the middleware does.
+
+        Args:
+            **fields: :class:`~langchain_memory_vec.MemoryRetriever` settings
+                (``user_id``, ``k``, ``filters``, ``scope``, ``include_shared``).
+        """
+        return MemoryRetriever(core=self.core, **fields)
 
     # ------------------------------------------------------------------ model calls
     @staticmethod

@@ -12,6 +12,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 
 from llamaindex_memory_vec._convert import context_text, last_user_text, note_skipped, to_core
 from llamaindex_memory_vec.memory import build_core
+from llamaindex_memory_vec.retriever import MemoryRetriever
 from memory_vec import MemoryConfig, MemoryCore
 
 __all__ = ["VectorSummaryMemoryBlock"]
@@ -84,6 +85,20 @@ class VectorSummaryMemoryBlock(BaseMemoryBlock[str]):
         elif config is not None or llm is not None or embed_model is not None or core_kwargs:
             raise ValueError("from_defaults(core=...) uses the core as it is; pass no other core settings")
         return cls(core=core, name=name, priority=priority)
+
+    def as_retriever(self, **kwargs: Any) -> MemoryRetriever:
+        """A LlamaIndex retriever over this memory's user (all of its sessions): recall
+        as ``NodeWithScore`` s, for ``RetrieverQueryEngine`` or a retriever tool.
+
+        Args:
+            **kwargs: :class:`~llamaindex_memory_vec.MemoryRetriever` settings (``k``,
+                ``filters``, ``scope``, ``session_id``, ``include_shared``, or
+                ``user_id`` to read another of your users).
+        """
+        kwargs.setdefault("user_id", self.core.config.user_id)
+        if kwargs.get("scope") == "session":
+            kwargs.setdefault("session_id", self.core.config.session_id)
+        return MemoryRetriever(self.core, **kwargs)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """Summary, flushed recent turns and relevant memories, as text.

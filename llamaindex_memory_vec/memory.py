@@ -20,6 +20,7 @@ from llamaindex_memory_vec._convert import (
     to_core,
 )
 from llamaindex_memory_vec._llm import LlamaIndexPromptLLM
+from llamaindex_memory_vec.retriever import MemoryRetriever
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore
 from memory_vec._rules.storable import check_inputs
 from memory_vec.embeddings import LlamaIndexEmbedder
@@ -170,6 +171,20 @@ class VectorSummaryMemory(BaseMemory):
         return self.core.config.session_id
 
     # ------------------------------------------------------------------ reads
+    def as_retriever(self, **kwargs: Any) -> MemoryRetriever:
+        """A LlamaIndex retriever over this memory's user (all of its sessions): recall
+        as ``NodeWithScore`` s, for ``RetrieverQueryEngine`` or a retriever tool.
+
+        Args:
+            **kwargs: :class:`~llamaindex_memory_vec.MemoryRetriever` settings (``k``,
+                ``filters``, ``scope``, ``session_id``, ``include_shared``, or
+                ``user_id`` to read another of your users).
+        """
+        kwargs.setdefault("user_id", self.core.config.user_id)
+        if kwargs.get("scope") == "session":
+            kwargs.setdefault("session_id", self.core.config.session_id)
+        return MemoryRetriever(self.core, **kwargs)
+
     @staticmethod
     def _explicit_query(input: str | ChatMessage | None) -> str | None:
         if isinstance(input, ChatMessage):

@@ -12,9 +12,10 @@ framework-free core. Quick start::
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from memory_vec import _moved
-from memory_vec._core import MemoryCore, MessageInput
-from memory_vec._model.config import MemoryConfig
 from memory_vec._model.errors import (
     BackendError,
     BackendTimeoutError,
@@ -41,20 +42,64 @@ from memory_vec._model.errors import (
     SupersededMemoryError,
     UnknownEmbeddingModelError,
 )
-from memory_vec._model.records import (
-    ChatMessage,
-    ForgetReceipt,
-    MemoryContext,
-    MemoryKind,
-    MemoryRecord,
-    RecalledMemory,
-    WriteEvent,
-    WriteResult,
-)
-from memory_vec._model.scope import Scope
-from memory_vec._rules.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from memory_vec._rules.tokens import CallableTokenCounter, TiktokenCounter, TokenCounter
-from memory_vec._storage.store import Store, open_store, release_stores
+
+if TYPE_CHECKING:
+    from memory_vec._core import MemoryCore, MessageInput
+    from memory_vec._model.config import MemoryConfig
+    from memory_vec._model.records import (
+        ChatMessage,
+        ForgetReceipt,
+        MemoryContext,
+        MemoryKind,
+        MemoryRecord,
+        RecalledMemory,
+        WriteEvent,
+        WriteResult,
+    )
+    from memory_vec._model.scope import Scope
+    from memory_vec._rules.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
+    from memory_vec._rules.tokens import CallableTokenCounter, TiktokenCounter, TokenCounter
+    from memory_vec._storage.store import Store, open_store, release_stores
+
+# The public names outside the errors, by the module that defines them: imported on first use, so
+# `import memory_vec` stays light (numpy, pydantic and the rule tables load with the first of them).
+_LAZY = {
+    "MemoryCore": "memory_vec._core",
+    "MessageInput": "memory_vec._core",
+    "MemoryConfig": "memory_vec._model.config",
+    "ChatMessage": "memory_vec._model.records",
+    "ForgetReceipt": "memory_vec._model.records",
+    "MemoryContext": "memory_vec._model.records",
+    "MemoryKind": "memory_vec._model.records",
+    "MemoryRecord": "memory_vec._model.records",
+    "RecalledMemory": "memory_vec._model.records",
+    "WriteEvent": "memory_vec._model.records",
+    "WriteResult": "memory_vec._model.records",
+    "Scope": "memory_vec._model.scope",
+    "ExtractiveSummarizer": "memory_vec._rules.summary",
+    "LLMSummarizer": "memory_vec._rules.summary",
+    "Summarizer": "memory_vec._rules.summary",
+    "CallableTokenCounter": "memory_vec._rules.tokens",
+    "TiktokenCounter": "memory_vec._rules.tokens",
+    "TokenCounter": "memory_vec._rules.tokens",
+    "Store": "memory_vec._storage.store",
+    "open_store": "memory_vec._storage.store",
+    "release_stores": "memory_vec._storage.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memory_vec' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 _moved.install()
 

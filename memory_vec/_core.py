@@ -67,7 +67,9 @@ class MemoryCore:
 
     Async use: every public method has an ``a``-prefixed twin
     (``await core.aadd_message(...)``, ``await core.abuild_context(...)``)
-    that runs the same logic in a worker thread, never blocking the loop.
+    that runs the same logic in a worker thread, never blocking the loop,
+    with the same arguments. ``with MemoryCore(...) as core:`` and
+    ``async with MemoryCore(...) as core:`` close the core on exit.
 
     Stores: cores built from equal configs share one
     :class:`~memory_vec._storage.store.Store` per process (one client, one writer, one
@@ -148,6 +150,19 @@ class MemoryCore:
         self._reads = ReadPath(engine, writes=self._writes, upkeep=self._upkeep)
         self._memories = Management(engine, resolution)
         self._transfer = Transfer(engine)
+        self._heal_what_the_earlier_engine_left()
+
+    def _heal_what_the_earlier_engine_left(self) -> None:
+        """A store 0.2's first engine left with acknowledged turns unwritten (its
+        unflushed file or leases name their sessions): store them now, before any read,
+        so recall from another session finds them. Nothing is lost if this fails: the
+        turns stay in the working state's log, healed when their session is next used
+        or by ``maintain()``."""
+        sessions = self._engine.store.take_pending_of_earlier_engine()
+        for user_id, session_id in sessions:
+            self._writes.heal(self._engine.scope(user_id, session_id))
+        if sessions:
+            self._engine.store.clear_pending_of_earlier_engine()
 
     # ------------------------------------------------------------------ parts
     @property
@@ -365,6 +380,7 @@ class MemoryCore:
         user_id: str | None = None,
         allow_shared: bool = False,
         allow_other_user: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> int:
         """Restore an export into this core's user, all or nothing.
 
@@ -383,6 +399,8 @@ class MemoryCore:
                 visibility), which reach other users: an operator's restore.
             allow_other_user: allow ``user_id`` to name a user other than the
                 core's own; refused by default with :class:`CrossUserImportError`.
+            progress: called as ``progress(what, done, total)`` after each batch
+                ("embedding", then "storing"), e.g. to draw a progress bar; none by default.
 
         Returns:
             The number of records written.
@@ -395,7 +413,7 @@ class MemoryCore:
                 "Importing into another user is an operator's path: pass allow_other_user=True "
                 "(CLI: memory-vec import FILE --user USER)"
             )
-        return self._transfer.import_memories(data, user, allow_shared=allow_shared)
+        return self._transfer.import_memories(data, user, allow_shared=allow_shared, progress=progress)
 
     def clear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
         """Forget this session: its working state and all its stored records.
@@ -471,75 +489,173 @@ class MemoryCore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     # ------------------------------------------------------------------ async twins
-    async def aadd_message(self, role: str, content: str, **kwargs: Any) -> WriteResult:
-        return await run_in_thread(self.add_message, role, content, **kwargs)
+    # Same signatures as the sync methods; each runs its twin in a worker thread.
+    async def aadd_message(
+        self,
+        role: str,
+        content: str,
+        *,
+        timestamp: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+    ) -> WriteResult:
+        return await run_in_thread(
+            self.add_message,
+            role,
+            content,
+            timestamp=timestamp,
+            metadata=metadata,
+            session_id=session_id,
+            user_id=user_id,
+        )
 
-    async def aadd_messages(self, messages: Iterable[MessageLike], **kwargs: Any) -> list[WriteResult]:
-        return await run_in_thread(self.add_messages, list(messages), **kwargs)
+    async def aadd_messages(
+        self, messages: Iterable[MessageLike], *, session_id: str | None = None, user_id: str | None = None
+    ) -> list[WriteResult]:
+        return await run_in_thread(self.add_messages, list(messages), session_id=session_id, user_id=user_id)
 
-    async def arecall(self, query: str, **kwargs: Any) -> list[RecalledMemory]:
-        return await run_in_thread(self.recall, query, **kwargs)
+    async def arecall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        scope: str | None = None,
+        session_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+        since: Any = None,
+        until: Any = None,
+        user_id: str | None = None,
+        include_shared: bool | None = None,
+    ) -> list[RecalledMemory]:
+        return await run_in_thread(
+            self.recall,
+            query,
+            k=k,
+            scope=scope,
+            session_id=session_id,
+            filters=filters,
+            since=since,
+            until=until,
+            user_id=user_id,
+            include_shared=include_shared,
+        )
 
-    async def abuild_context(self, query: str | None = None, **kwargs: Any) -> MemoryContext:
-        return await run_in_thread(self.build_context, query, **kwargs)
+    async def abuild_context(
+        self,
+        query: str | None = None,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        k: int | None = None,
+    ) -> MemoryContext:
+        return await run_in_thread(self.build_context, query, session_id=session_id, user_id=user_id, k=k)
 
-    async def aworking_state(self, **kwargs: Any) -> WorkingState:
-        return await run_in_thread(self.working_state, **kwargs)
+    async def aworking_state(self, *, session_id: str | None = None, user_id: str | None = None) -> WorkingState:
+        return await run_in_thread(self.working_state, session_id=session_id, user_id=user_id)
 
-    async def areset_working_state(self, **kwargs: Any) -> None:
-        await run_in_thread(self.reset_working_state, **kwargs)
+    async def areset_working_state(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
+        await run_in_thread(self.reset_working_state, session_id=session_id, user_id=user_id)
 
-    async def asession_history(self, **kwargs: Any) -> list[MemoryRecord]:
-        return await run_in_thread(self.session_history, **kwargs)
+    async def asession_history(
+        self, *, session_id: str | None = None, user_id: str | None = None
+    ) -> list[MemoryRecord]:
+        return await run_in_thread(self.session_history, session_id=session_id, user_id=user_id)
 
-    async def aremember(self, text: str, **kwargs: Any) -> WriteResult:
-        return await run_in_thread(self.remember, text, **kwargs)
+    async def aremember(
+        self,
+        text: str,
+        *,
+        importance: float = 1.0,
+        metadata: dict[str, Any] | None = None,
+        subject: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        visibility: str = "private",
+        expire_at: Any = None,
+    ) -> WriteResult:
+        return await run_in_thread(
+            self.remember,
+            text,
+            importance=importance,
+            metadata=metadata,
+            subject=subject,
+            session_id=session_id,
+            user_id=user_id,
+            visibility=visibility,
+            expire_at=expire_at,
+        )
 
-    async def aget(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
-        return await run_in_thread(self.get, memory_id, **kwargs)
+    async def aget(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        return await run_in_thread(self.get, memory_id, user_id=user_id)
 
-    async def aupdate(self, memory_id: str, text: str, **kwargs: Any) -> WriteResult:
-        return await run_in_thread(self.update, memory_id, text, **kwargs)
+    async def aupdate(self, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
+        return await run_in_thread(self.update, memory_id, text, user_id=user_id)
 
-    async def adelete(self, memory_id: str, **kwargs: Any) -> DeleteResult:
-        return await run_in_thread(self.delete, memory_id, **kwargs)
+    async def adelete(self, memory_id: str, *, user_id: str | None = None) -> DeleteResult:
+        return await run_in_thread(self.delete, memory_id, user_id=user_id)
 
-    async def apin(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
-        return await run_in_thread(self.pin, memory_id, **kwargs)
+    async def apin(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        return await run_in_thread(self.pin, memory_id, user_id=user_id)
 
-    async def aunpin(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
-        return await run_in_thread(self.unpin, memory_id, **kwargs)
+    async def aunpin(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        return await run_in_thread(self.unpin, memory_id, user_id=user_id)
 
-    async def ahistory(self, memory_id: str, **kwargs: Any) -> list[MemoryRecord]:
-        return await run_in_thread(self.history, memory_id, **kwargs)
+    async def ahistory(self, memory_id: str, *, user_id: str | None = None) -> list[MemoryRecord]:
+        return await run_in_thread(self.history, memory_id, user_id=user_id)
 
-    async def arestore(self, memory_id: str, **kwargs: Any) -> MemoryRecord:
-        return await run_in_thread(self.restore, memory_id, **kwargs)
+    async def arestore(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
+        return await run_in_thread(self.restore, memory_id, user_id=user_id)
 
-    async def aexport_memories(self, **kwargs: Any) -> dict[str, Any]:
-        return await run_in_thread(self.export_memories, **kwargs)
+    async def aexport_memories(self, *, user_id: str | None = None) -> dict[str, Any]:
+        return await run_in_thread(self.export_memories, user_id=user_id)
 
-    async def aimport_memories(self, data: dict[str, Any], **kwargs: Any) -> int:
-        return await run_in_thread(self.import_memories, data, **kwargs)
+    async def aimport_memories(
+        self,
+        data: dict[str, Any],
+        *,
+        user_id: str | None = None,
+        allow_shared: bool = False,
+        allow_other_user: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> int:
+        return await run_in_thread(
+            self.import_memories,
+            data,
+            user_id=user_id,
+            allow_shared=allow_shared,
+            allow_other_user=allow_other_user,
+            progress=progress,
+        )
 
-    async def aclear(self, **kwargs: Any) -> int:
-        return await run_in_thread(self.clear, **kwargs)
+    async def aclear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
+        return await run_in_thread(self.clear, session_id=session_id, user_id=user_id)
 
-    async def aforget(self, **kwargs: Any) -> ForgetReceipt:
-        return await run_in_thread(self.forget, **kwargs)
+    async def aforget(self, *, user_id: str | None = None, session_id: str | None = None) -> ForgetReceipt:
+        return await run_in_thread(self.forget, user_id=user_id, session_id=session_id)
 
-    async def amaintain(self, **kwargs: Any) -> MaintenanceReport:
-        return await run_in_thread(self.maintain, **kwargs)
+    async def amaintain(
+        self, *, user_id: str | None = None, now: float | None = None, lifecycle: bool = True, consolidate: bool = True
+    ) -> MaintenanceReport:
+        return await run_in_thread(
+            self.maintain, user_id=user_id, now=now, lifecycle=lifecycle, consolidate=consolidate
+        )
 
-    async def acompact(self, **kwargs: Any) -> dict[str, list[str]]:
-        return await run_in_thread(self.compact, **kwargs)
+    async def acompact(self, *, user_id: str | None = None) -> dict[str, list[str]]:
+        return await run_in_thread(self.compact, user_id=user_id)
 
     async def arecheck_superseded(self, *, user_id: str | None = None, apply: bool = False) -> list[RecheckedSupersede]:
         return await run_in_thread(self.recheck_superseded, user_id=user_id, apply=apply)
 
-    async def adead_letters(self, **kwargs: Any) -> list[DeadLetter]:
-        return await run_in_thread(self.dead_letters, **kwargs)
+    async def adead_letters(self, *, user_id: str | None = None) -> list[DeadLetter]:
+        return await run_in_thread(self.dead_letters, user_id=user_id)
 
     async def aretry_dead_letters(self, record_ids: Sequence[str] | None = None) -> DeadLetterRetry:
         return await run_in_thread(self.retry_dead_letters, record_ids)

@@ -17,7 +17,7 @@ wheel=("$work"/dist/memory_vec-*-py3-none-any.whl)
 echo "wheel: installing ${wheel[0]##*/} into a clean virtualenv (core dependencies only)"
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q -c constraints.txt "${wheel[0]}"
-.venv/bin/python scripts/readme_blocks.py --section "Quick start" > "$work/quickstart.py"
+.venv/bin/python scripts/doc_blocks.py --section "Quick start (plain Python)" > "$work/quickstart.py"
 echo "wheel: running the README's Quick start from $work (not the checkout)"
 cd "$work"
 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$work/venv/bin/python" - "$repo" <<'EOF'

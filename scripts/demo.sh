@@ -12,7 +12,9 @@ case " $* " in
 esac
 if [ -n "$extra" ] && ! .venv/bin/python -c "import $module" 2>/dev/null; then
   echo "demo: installing memory-vec[$extra] for --backend $extra"
-  .venv/bin/pip install -q -c constraints.txt -e ".[$extra]"
+  log="$(mktemp)"  # pip's output only if it fails (the build backend prints a banner even under -q)
+  .venv/bin/pip install -q -c constraints.txt -e ".[$extra]" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 exec .venv/bin/memory-vec demo "$@"

@@ -5,7 +5,7 @@ stopped by killing the group (Milvus' child processes need SIGKILL). When a
 binary is missing the test is skipped, unless MEMVEC_TEST_REQUIRE_SERVICES=1
 (set by scripts/test.sh and CI), where it fails instead.
 
-Every server's data directory lies under one directory per test session
+Every server's data directory (with its TMPDIR) lies under one directory per test session
 (``services_root()``, inside ``$MEMVEC_TEST_SERVICE_ROOT`` or the system temp
 directory), removed when the session ends (tests/conftest.py) unless
 ``MEMVEC_TEST_KEEP_SERVICE_DATA=1``; scripts/test.sh also removes it if pytest
@@ -84,6 +84,40 @@ def find_binary(name: str, env_var: str | None = None) -> str | None:
     return shutil.which(name)
 
 
+# Files a server writes outside its data directory whatever its environment says, by the pid of
+# the process that wrote them: the C++ Milvus server's /tmp/milvus/server_id_<pid> (a fixed path,
+# not the TMPDIR it is given), which it never removes.
+LEFTOVERS = ("/tmp/milvus/server_id_{pid}",)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The pids of a process group (Linux /proc; an empty list elsewhere)."""
+    members = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()  # after "pid (comm)": state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid):
+            members.append(int(entry.name))
+    return members
+
+
+def remove_leftovers(pids: Sequence[int]) -> None:
+    """Delete what stopped servers left outside their data directory (LEFTOVERS); an emptied
+    /tmp/milvus goes too."""
+    removed = False
+    for pid in pids:
+        for pattern in LEFTOVERS:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(pattern.format(pid=pid))
+                removed = True
+    if removed:
+        with contextlib.suppress(OSError):  # another server's file still in it
+            os.rmdir("/tmp/milvus")
+
+
 @dataclass
 class Service:
     name: str
@@ -100,6 +134,7 @@ class Service:
     def stop(self) -> None:
         if self.proc is None:
             return
+        members = group_members(self.proc.pid)
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=10)
@@ -110,6 +145,7 @@ class Service:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
         self.proc = None
+        remove_leftovers(members)
 
     def log_tail(self, n: int = 40) -> str:
         try:
@@ -136,13 +172,17 @@ def start_service(
     data_dir = data_dir or tempfile.mkdtemp(prefix=f"{name}-", dir=services_root())
     log_path = os.path.join(data_dir, f"server-{int(time.time() * 1000)}.log")
     service = Service(name, port, data_dir, log_path=log_path)
+    # A temp directory of its own, inside its data directory: what a server puts in "the temp
+    # directory" goes with its data (files at fixed paths are LEFTOVERS, removed by stop()).
+    tmp = os.path.join(data_dir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
     with open(log_path, "wb") as log:
         service.proc = subprocess.Popen(
             list(argv_for(port, data_dir)),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, "TMPDIR": tmp, **(env or {})},
             cwd=data_dir,
         )
     pidfile = os.environ.get("MEMVEC_TEST_SERVICE_PIDFILE")

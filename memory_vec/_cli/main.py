@@ -17,6 +17,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory_vec._cli.ops import (
@@ -29,6 +30,7 @@ from memory_vec._cli.ops import (
     record_dict,
     store_stats,
 )
+from memory_vec._cli.progress import TerminalProgress, ask, on_terminal, stdin_is_terminal
 from memory_vec._model.queries import RecordFilter
 from memory_vec._model.records import to_datetime
 
@@ -88,6 +90,23 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
         print(text)
 
 
+def _bars(args: argparse.Namespace, command: str) -> TerminalProgress:
+    """Progress bars for a long command: on a terminal, never with --json."""
+    return TerminalProgress(command, enabled=not args.json and on_terminal())
+
+
+def _local_time(epoch: float) -> str:
+    """Epoch seconds as ISO 8601 in the local time zone, to the second, with its offset."""
+    try:
+        return datetime.fromtimestamp(epoch).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):  # past what the platform's clock functions take
+        return f"{epoch} (epoch seconds)"
+
+
+# Record fields held as epoch seconds: shown as local times in the text output (JSON keeps the numbers).
+_EPOCH_FIELDS = ("timestamp", "valid_to", "expire_at", "last_recalled_at")
+
+
 def _short(text: str, width: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -102,7 +121,8 @@ def _line(r: dict[str, Any]) -> str:
         ]
     )
     return (
-        f"{r['id']}  {r['time'][:19]}  {r['user_id']}/{r['session_id']}  {r['kind']:<7} {r['role']:<9} "
+        f"{r['id']}  {_local_time(r['timestamp'])[:19].replace('T', ' ')}  {r['user_id']}/{r['session_id']}  "
+        f"{r['kind']:<7} {r['role']:<9} "
         f"{flags:<3} {_short(r['text'])}"
     )
 
@@ -218,7 +238,11 @@ def _search(args: argparse.Namespace) -> int:
     _emit(
         args,
         {"query": args.text, "user_id": cfg.user_id, "hits": rows},
-        "\n".join(f"{h.score:.3f}  {h.id}  {h.timestamp.isoformat()[:19]}  {h.role:<9} {_short(h.text)}" for h in hits)
+        "\n".join(
+            f"{h.score:.3f}  {h.id}  {_local_time(h.timestamp.timestamp())[:19].replace('T', ' ')}  {h.role:<9} "
+            f"{_short(h.text)}"
+            for h in hits
+        )
         or "(no memory matched)",
     )
     return EXIT_OK if rows else EXIT_NOT_FOUND
@@ -236,8 +260,13 @@ def _show(args: argparse.Namespace) -> int:
     chain = core.history(args.id, user_id=record.user_id)
     shown = record_dict(record)
     data = {"record": shown, "history": [record_dict(r) for r in chain]}
+    readable = {
+        k: _local_time(val) if k in _EPOCH_FIELDS and val is not None else val
+        for k, val in shown.items()
+        if k != "time"  # the UTC copy of timestamp, for JSON readers
+    }
     text = "\n".join(
-        [f"{k}: {val}" for k, val in shown.items()]
+        [f"{k}: {val}" for k, val in readable.items()]
         + ["", "history (oldest first):"]
         + [("→ " if r.id == record.id else "  ") + _line(record_dict(r)) for r in chain]
     )
@@ -252,7 +281,17 @@ def _forget(args: argparse.Namespace) -> int:
 
     if args.user is None:
         raise InvalidInputError("forget needs --user USER (and optionally --session SESSION)")
-    receipt = _core(_config(args)).forget(user_id=args.user, session_id=args.session)
+    what = f"user {args.user!r}" + (f", session {args.session!r}" if args.session else " (every session)")
+    if not args.yes and not stdin_is_terminal():
+        raise InvalidInputError(f"forget deletes every memory of {what} for good: pass --yes to confirm")
+    core = _core(_config(args))
+    if not args.yes:
+        where = RecordFilter(user_id=args.user, session_id=args.session, include_superseded=True, include_archived=True)
+        count = core.backend.count(where)
+        if not ask(f"Delete {count} stored record(s) and the working state of {what}? This cannot be undone."):
+            print("memory-vec: forget: not confirmed; nothing deleted", file=sys.stderr)
+            return EXIT_NOT_FOUND
+    receipt = core.forget(user_id=args.user, session_id=args.session)
     data = asdict(receipt)
     _emit(args, data, "\n".join(f"{k}: {val}" for k, val in data.items()))
     return EXIT_OK if receipt.records_deleted or receipt.sessions_cleared else EXIT_NOT_FOUND
@@ -299,7 +338,8 @@ def _import(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"import: {args.file!r} is not a readable JSON export: {exc}") from exc
     # Into the user of the config (or --user): an export of another user becomes that user's copy.
     core = _core(_config(args))
-    count = core.import_memories(data, allow_shared=args.allow_shared)
+    with _bars(args, "import") as bar:
+        count = core.import_memories(data, allow_shared=args.allow_shared, progress=bar)
     user, source = core.config.user_id, data.get("user_id")
     copied = "" if source == user else f" (a copy of {source!r}'s export)"
     _emit(
@@ -330,7 +370,7 @@ def _reembed(args: argparse.Namespace) -> int:
     # An in-process store exists only inside a core; a persistent one is
     # opened from the config, so the old model's guard does not refuse it.
     target = _core(cfg) if cfg.backend == "memory" else cfg
-    result = reembed(target, embedder, progress=not args.json)
+    result = reembed(target, embedder, progress=not args.json and on_terminal())
     data = {"records": result.records, "model_id": result.model_id, "dimension": result.dimension}
     _emit(
         args,
@@ -344,7 +384,9 @@ def _reembed(args: argparse.Namespace) -> int:
 def _backfill_dates(args: argparse.Namespace) -> int:
     from memory_vec._pipelines.maintenance import backfill_dates
 
-    result = backfill_dates(_core(_config(args)), user_id=args.user, dry_run=args.dry_run)
+    core = _core(_config(args))
+    with _bars(args, "backfill-dates") as bar:
+        result = backfill_dates(core, user_id=args.user, dry_run=args.dry_run, progress=bar)
     _emit(
         args,
         {"checked": result.checked, "dated": result.dated, "dry_run": result.dry_run},
@@ -355,7 +397,9 @@ def _backfill_dates(args: argparse.Namespace) -> int:
 
 def _compact(args: argparse.Namespace) -> int:
     cfg = _config(args)
-    report = compact_store(_core(cfg), user_id=args.user, dry_run=args.dry_run)
+    core = _core(cfg)
+    with _bars(args, "compact") as bar:
+        report = compact_store(core, user_id=args.user, dry_run=args.dry_run, progress=bar)
     lines = [
         (
             f"{'would merge' if args.dry_run else 'merged'} {report['merged']} duplicate facts into "
@@ -373,7 +417,11 @@ _EVERY_SUPERSEDED = RecordFilter(include_superseded=True, kinds=("message", "fac
 def _recheck_supersedes(args: argparse.Namespace) -> int:
     core = _core(_config(args))
     users = [args.user] if args.user else sorted({r.user_id for r in core.backend.scan(_EVERY_SUPERSEDED)})
-    found = [(user, x) for user in users for x in core.recheck_superseded(user_id=user, apply=args.apply)]
+    found = []
+    with _bars(args, "recheck-supersedes") as bar:
+        for done, user in enumerate(users, start=1):
+            found += [(user, x) for x in core.recheck_superseded(user_id=user, apply=args.apply)]
+            bar("users", done, len(users))
     verb = "restored" if args.apply else "would restore"
     lines = [f"{verb} {len(found)} superseded memories ({len(users)} users checked)"]
     lines += [f"  {x.record_id} {_short(x.text, 50)!r}  <- {_short(x.by_text, 50)!r}: {x.reason}" for _, x in found]
@@ -468,7 +516,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", parents=[store], help="one memory and its supersede history")
     p.add_argument("id")
     p.set_defaults(func=_show)
-    p = sub.add_parser("forget", parents=[store], help="remove everything of --user (or of one --session)")
+    p = sub.add_parser(
+        "forget",
+        parents=[store],
+        help="remove everything of --user (or of one --session); asks first on a terminal, else needs --yes",
+    )
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask: delete (needed without a terminal)")
     p.set_defaults(func=_forget)
     p = sub.add_parser("export", parents=[store], help="write everything of --user to a JSON file")
     p.add_argument("file")

@@ -7,6 +7,7 @@ through the core's and the backend's public methods.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +93,13 @@ def store_stats(core: MemoryCore, config: MemoryConfig, *, user_id: str | None) 
     return stats
 
 
-def compact_store(core: MemoryCore, *, user_id: str | None, dry_run: bool = False) -> dict[str, Any]:
+def compact_store(
+    core: MemoryCore,
+    *,
+    user_id: str | None,
+    dry_run: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
     """Merge each user's current duplicate facts into one survivor (``MemoryCore.compact``).
 
     Groups come from :func:`memory_vec._rules.lifecycle.plan_consolidation`; merged
@@ -107,7 +114,7 @@ def compact_store(core: MemoryCore, *, user_id: str | None, dry_run: bool = Fals
     else:
         users = [user_id]
     merges_out: list[dict[str, Any]] = []
-    for user in users:
+    for done, user in enumerate(users, start=1):
         records = core.backend.scan(RecordFilter(user_id=user, kinds=("fact",)))
         by_id = {r.id: r for r in records}
         plan = plan_consolidation(records)
@@ -117,6 +124,8 @@ def compact_store(core: MemoryCore, *, user_id: str | None, dry_run: bool = Fals
         ]
         if plan and not dry_run:
             core.compact(user_id=user)
+        if progress is not None:
+            progress("users", done, len(users))
     return {
         "users": len(users),
         "merged": sum(len(m["merged"]) for m in merges_out),

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-import numpy as np
-
 from memory_vec._model.errors import (
     ContentTooLargeError,
     EmbeddingError,
@@ -197,6 +195,8 @@ def check_vectors(vectors: Any, *, count: int, dimension: int | None, ids: Seque
             f"vectors have dimension {shape[1]}, the collection holds dimension {dimension}: "
             "the embedder changed (use memory-vec reembed) or returned a wrong-sized vector"
         )
+    import numpy as np  # here, not at the top: MemoryConfig (which imports this module) stays numpy-free
+
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
         bad = [ids[i] for i in np.flatnonzero(~finite)[:5]]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import zoneinfo
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
@@ -68,7 +68,7 @@ def reembed(
     new_embedder: Embedder,
     *,
     batch_size: int = 256,
-    progress: bool = True,
+    progress: bool = False,
 ) -> ReembedResult:
     """Re-embed every stored record (messages, facts, summaries, history) with
     ``new_embedder``, under the config's stored-vector policy.
@@ -94,7 +94,7 @@ def reembed(
             the store.
         new_embedder: the embedder whose vectors the collection will hold.
         batch_size: texts per embedding call and records per write.
-        progress: show tqdm progress bars.
+        progress: show tqdm progress bars (off by default; the CLI turns them on at a terminal).
 
     Raises:
         InvalidInputError: ``batch_size`` < 1, or a config for the in-process backend.
@@ -166,7 +166,13 @@ class BackfillResult:
     dry_run: bool = False
 
 
-def backfill_dates(core: LiveCore, *, user_id: str | None = None, dry_run: bool = False) -> BackfillResult:
+def backfill_dates(
+    core: LiveCore,
+    *,
+    user_id: str | None = None,
+    dry_run: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> BackfillResult:
     """Resolve the dates stored messages refer to ("yesterday", "上周五")
     against their own timestamps, as the write path does for new ones
     (``MemoryConfig.resolve_dates``), and store them as ``event_date``
@@ -178,6 +184,8 @@ def backfill_dates(core: LiveCore, *, user_id: str | None = None, dry_run: bool 
         core: the store's core (its time zone counts the days).
         user_id: one user's messages, or every user's (None).
         dry_run: count only; write nothing.
+        progress: called as ``progress(what, done, total)`` every 256 messages
+            ("checking", then "storing"), e.g. to draw a progress bar; none by default.
     """
     from memory_vec._rules.dates import event_span
 
@@ -186,7 +194,9 @@ def backfill_dates(core: LiveCore, *, user_id: str | None = None, dry_run: bool 
     where = RecordFilter(user_id=user_id, kinds=("message",), include_superseded=True, include_archived=True)
     records = [r for r in core.store.backend.scan(where) if user_id is None or r.user_id == user_id]
     changed = []
-    for record in records:
+    for done, record in enumerate(records, start=1):
+        if progress is not None and (done % 256 == 0 or done == len(records)):
+            progress("checking", done, len(records))
         if "event_date" in record.metadata:
             continue
         try:
@@ -208,6 +218,8 @@ def backfill_dates(core: LiveCore, *, user_id: str | None = None, dry_run: bool 
             ]
             if current:
                 core.store.writer.update(current)
+            if progress is not None:
+                progress("storing", min(start + 256, len(changed)), len(changed))
         core.flush()
     return BackfillResult(checked=len(records), dated=len(changed), dry_run=dry_run)
 

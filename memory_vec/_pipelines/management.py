@@ -158,6 +158,7 @@ class Management:
         return WriteResult(
             WriteEvent.UPDATED,
             new.id,
+            fact_ids=[f.id for f in facts],
             superseded_ids=[old.id, *(c.id for c in copies)],
             reason="update: the caller's new text",
         )
@@ -288,15 +289,18 @@ class Management:
         if old.valid_to is None:
             return old
         changes: list[MemoryRecord] = [old.copy(valid_to=None, superseded_by=None)]
+        displaced: list[MemoryRecord] = []  # what stated the newer value: it leaves the summary too
         if old.superseded_by:
             for successor in e.writer.get([old.superseded_by]):
                 if successor.user_id == old.user_id and successor.valid_to is None:
                     now = time.time()
                     changes.append(successor.copy(valid_to=now, superseded_by=old.id))
+                    displaced.append(successor)
                     # the message that stated the newer value stops being served too
                     for src in e.writer.get(successor.source_ids):
                         if src.user_id == old.user_id and src.valid_to is None:
                             changes.append(src.copy(valid_to=now, superseded_by=old.id))
+                            displaced.append(src)
         sources = e.writer.get(old.source_ids)  # ids an import may have set: never another user's record
         changes += [
             s.copy(valid_to=None, superseded_by=None)
@@ -304,4 +308,7 @@ class Management:
             if s.user_id == old.user_id and s.superseded_by == old.superseded_by
         ]
         e.writer.update(changes)
+        for session_id in dict.fromkeys(r.session_id for r in displaced):
+            scope = e.scope(old.user_id, session_id)
+            self.resolution.patch_summary(scope, old.subject, [r.text for r in displaced], old.text)
         return changes[0]

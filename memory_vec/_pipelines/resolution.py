@@ -217,6 +217,8 @@ class FactResolution:
                 neighbours = [n for n in neighbours if n.id != message.id and message.id not in n.source_ids]
                 decision = e.resolver.decide(fact, neighbours, subject_only=e.extractor is None)
                 trace.event(f"conflict: {decision.action.value} ({decision.reason})")
+                if decision.reason.startswith("kept:"):  # why a like value was not superseded
+                    out.reasons.setdefault(message.id, decision.reason)
                 if decision.action is ConflictAction.NOOP:
                     if e.extractor is not None:  # a duplicate fact is not stored twice
                         out.events[message.id] = WriteEvent.SKIPPED_DUPLICATE

@@ -4,7 +4,7 @@ session history. Import validates everything before it writes anything."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -26,6 +26,8 @@ BULK_BATCH = 1000
 _RECORD_FIELDS = {f.name for f in fields(MemoryRecord)}
 _STATE_FIELDS = {f.name for f in fields(WorkingState)} - {"user_id", "session_id"}
 _MESSAGE_FIELDS = {f.name for f in fields(StateMessage)}
+# What a long operation tells a watcher (a progress bar): the phase, records done, records in all.
+Progress = Callable[[str, int, int], None]
 # The namespace of the ids an import into another user gives its copy (any fixed uuid).
 _COPY_IDS = uuid.UUID("6f0c1a52-5d1e-4a8e-9a43-44a1c0b1e0a4")
 
@@ -48,13 +50,16 @@ class Transfer:
             "sessions": {s: _state_to_dict(st) for s, st in sessions.items()},
         }
 
-    def import_memories(self, data: Any, user: str, *, allow_shared: bool = False) -> int:
+    def import_memories(
+        self, data: Any, user: str, *, allow_shared: bool = False, progress: Progress | None = None
+    ) -> int:
         """Import into ``user``, all or nothing: every record and session is checked
         (format, the validation hook, ownership of existing ids) before anything is
         written. An export of another user becomes ``user``'s copy (see ``_rehomed``):
         the file's user is never written to. A shared record (visibility ``global``
         or ``agent``) reaches other users: only with ``allow_shared`` (an operator's
-        restore), never from a user's file."""
+        restore), never from a user's file. ``progress(what, done, total)`` is told
+        after each batch embedded and each batch stored."""
         e = self.e
         if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
             raise InvalidInputError(f"not a memory-vec export (expected format {EXPORT_FORMAT!r})")
@@ -83,9 +88,8 @@ class Transfer:
             floor = max(e.next_stored_seq(Scope(user, state.session_id)), max(seqs, default=0) + 1)
             state.next_seq = max(state.next_seq, floor)
         if records:
-            vectors = e.record_vectors(records)
-            for i in range(0, len(records), BULK_BATCH):
-                e.writer.write(records[i : i + BULK_BATCH], vectors[i : i + BULK_BATCH], batch_size=BULK_BATCH)
+            vectors = _embedded(e, records, progress)  # every vector before the first write: all or nothing
+            _stored(e, records, vectors, progress)
         for state in states:
             e.state.replace(state)
         return len(records)
@@ -168,6 +172,9 @@ class Transfer:
         deleted = e.writer.delete(scope.user_id, where=where)
         forget_in_journal(e.config, scope.user_id, scope.session_id)  # a reembed to finish must not restore them
         e.state.clear(scope.user_id, scope.session_id)
+        # A refused record of the session must not come back by a retry of the dead letters.
+        letters = [d.record_id for d in e.store.dead_letters(scope.user_id) if d.session_id == scope.session_id]
+        e.store.drop_dead_letters(letters)
         return deleted
 
     def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
@@ -203,6 +210,27 @@ class Transfer:
             disk_purged=report.purged,
             disk_notes=(*report.notes, *notes),
         )
+
+
+def _embedded(e: Engine, records: list[MemoryRecord], progress: Progress | None) -> Any:
+    """The records' stored vectors, in batches when someone watches (each batch sees every record
+    as a neighbour, so the vectors are those of one call)."""
+    if progress is None:
+        return e.record_vectors(records)
+    import numpy as np
+
+    parts = []
+    for i in range(0, len(records), BULK_BATCH):
+        parts.append(e.record_vectors(records[i : i + BULK_BATCH], known=records))
+        progress("embedding", min(i + BULK_BATCH, len(records)), len(records))
+    return np.concatenate(parts)
+
+
+def _stored(e: Engine, records: list[MemoryRecord], vectors: Any, progress: Progress | None) -> None:
+    for i in range(0, len(records), BULK_BATCH):
+        e.writer.write(records[i : i + BULK_BATCH], vectors[i : i + BULK_BATCH], batch_size=BULK_BATCH)
+        if progress is not None:
+            progress("storing", min(i + BULK_BATCH, len(records)), len(records))
 
 
 def _rehomed(data: dict[str, Any], source: str, target: str) -> dict[str, Any]:

@@ -33,12 +33,16 @@ user, built from the engine's rows.
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
+import os
 import re
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -72,10 +76,37 @@ _JIEBA_RUN = 200
 _LONG_RUN = re.compile(rf"([^\s，。！？、；：,!?;:]{{{_JIEBA_RUN}}})")
 
 
-def _jieba_words(text: str) -> list[str]:
+@functools.cache
+def _jieba() -> Any:
+    """jieba, set up once: its logger at WARNING (no "Building prefix dict ... Loading model cost"
+    lines in the caller's output) and its dictionary cache in the user cache directory instead of
+    the system temp directory. None when jieba is not installed."""
     try:
         import jieba  # type: ignore[import-untyped]
-    except ImportError:  # no jieba: one token per CJK character still matches
+    except ImportError:
+        return None
+    logging.getLogger("jieba").setLevel(logging.WARNING)
+    if jieba.dt.tmp_dir is None and jieba.dt.cache_file is None:  # unless the application chose
+        cache_dir = os.path.join(_user_cache_dir(), "memory-vec")
+        try:
+            os.makedirs(cache_dir, exist_ok=True)
+            jieba.dt.tmp_dir = cache_dir
+        except OSError:  # a read-only home: jieba keeps its default (the temp directory)
+            pass
+    return jieba
+
+
+def _user_cache_dir() -> str:
+    if sys.platform == "win32":
+        return os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
+    if sys.platform == "darwin":
+        return os.path.expanduser("~/Library/Caches")
+    return os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+
+
+def _jieba_words(text: str) -> list[str]:
+    jieba = _jieba()
+    if jieba is None:  # no jieba: one token per CJK character still matches
         return list(text)
     # jieba is quadratic in a run without a break (8,000 of one character: ~1 s);
     # runs longer than _JIEBA_RUN are cut into pieces, other text goes whole.

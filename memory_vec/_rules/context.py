@@ -53,10 +53,13 @@ _TRUNCATED = " …[truncated]"
 # neighbours) or reads like one when indented.
 _HIT, _HIT_MORE = "", "    | "
 _NEIGHBOUR, _NEIGHBOUR_MORE = "  ", "      | "
+# A neighbour is context of its hit, said before or after it; never its answer.
+_BEFORE, _AFTER = "before:", "after:"
+_BEFORE_ZH, _AFTER_ZH = "上文：", "下文："
 SHARED_LABEL = "shared"
 
 
-def _entry(hit: RecalledMemory, text: str, indent: str, more: str, user_id: str | None) -> str:
+def _entry(hit: RecalledMemory, text: str, indent: str, more: str, user_id: str | None, marker: str = "-") -> str:
     if user_id is not None and hit.user_id and hit.user_id != user_id:
         who = SHARED_LABEL  # another user's record, recalled because it is shared
     else:
@@ -66,7 +69,13 @@ def _entry(hit: RecalledMemory, text: str, indent: str, more: str, user_id: str 
     # answer to "when did ..." needs it, not the day it was said
     event = DateSpan.from_iso(hit.metadata.get("event_date"))
     about = f" · event {event.iso()}" if event is not None else ""
-    return hang(f"{indent}- [{hit.timestamp:%Y-%m-%d} · {who}{about}] ", body, more)
+    return hang(f"{indent}{marker} [{hit.timestamp:%Y-%m-%d} · {who}{about}] ", body, more)
+
+
+def _said_before(neighbour: RecalledMemory, hit: RecalledMemory) -> bool:
+    if neighbour.session_id == hit.session_id and neighbour.seq and hit.seq:
+        return neighbour.seq < hit.seq
+    return neighbour.timestamp < hit.timestamp
 
 
 def _fit(text: str, counter: TokenCounter, item_max_tokens: int) -> str:
@@ -88,8 +97,9 @@ def render_relevant(
 
     The block is a header saying the entries are data, then ``<memories>``,
     one entry per memory (``- [date · speaker] text``, its further lines
-    indented under it behind ``|``, a hit's neighbours as indented entries
-    after it), then ``</memories>``. ``tokens`` is the count of that whole
+    indented under it behind ``|``, a hit's neighbours indented after it and
+    marked as said ``before:`` or ``after:`` it, as context, not as its answer),
+    then ``</memories>``. ``tokens`` is the count of that whole
     text. With ``user_id`` (the user the context is for), another user's
     record is labelled ``shared`` instead of its speaker or role.
     """
@@ -114,7 +124,10 @@ def render_relevant(
             if nb.id in shown:
                 continue
             shown.add(nb.id)
-            nb_line = _entry(nb, _fit(nb.text, counter, item_max_tokens), _NEIGHBOUR, _NEIGHBOUR_MORE, user_id)
+            before, after = (_BEFORE_ZH, _AFTER_ZH) if chinese else (_BEFORE, _AFTER)
+            marker = before if _said_before(nb, hit) else after
+            nb_text = _fit(nb.text, counter, item_max_tokens)
+            nb_line = _entry(nb, nb_text, _NEIGHBOUR, _NEIGHBOUR_MORE, user_id, marker)
             nb_cost = counter.count(nb_line) + 1
             if used + nb_cost <= token_limit:
                 entries.append((nb_line, None))

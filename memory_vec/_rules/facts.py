@@ -46,6 +46,8 @@ _DATE = re.compile(
 )
 # Not after a sentence end or a "Speaker: " prefix, where any word is capitalised.
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][a-z]{2,}(?:\s[A-Z][a-z]+)?\b")
+# A Chinese name has no capital: "我家的狗叫豆豆", "她名叫李娜" name one.
+_ZH_NAMED = re.compile(r"(?:名叫|名字是|名字叫|叫做|叫)([\u4e00-\u9fff]{1,4})")
 # Capitalised words that start chat lines but name nobody ("Hey Mel", "Thanks, Anna").
 _NOT_NAMES = {
     "hey",
@@ -81,7 +83,8 @@ _PREFERENCE = re.compile(
 _CONSTRAINT = re.compile(
     r"\b(?:must|never|always|don't|do not|avoid|no more than|at most|at least|only|required?|make sure|limit"
     r"|budget|deadline|allergic)\b"
-    r"|不要|别|必须|一定要|务必|禁止|不能|不许|只能|至少|最多|以后都|每次都|预算|截止|过敏",
+    r"|不要|别|必须|一定要|务必|禁止|不能|不许|只能|至少|最多|以后都|每次都|预算|截止|过敏"
+    r"|(?:以后|今后|从现在起).{0,8}(?:都|一律|总是)|一律",
     re.IGNORECASE,
 )
 _DECISION = re.compile(
@@ -491,7 +494,7 @@ def analyze(sentence: str) -> SentenceSignals:
         task=bool(_TASK.search(sentence)),
         numbers=tuple(_NUMBER.findall(sentence)),
         dates=tuple(_DATE.findall(sentence)),
-        names=tuple(_NAME.findall(sentence)),
+        names=tuple(_NAME.findall(sentence)) + tuple(_ZH_NAMED.findall(sentence)),
         transient=bool(_TRANSIENT.search(sentence)),
         subject=subject_key(sentence),
     )

@@ -121,6 +121,7 @@ class Store:
             keywords=self.keywords,
         )
         self._legacy_state_path = legacy_state_path
+        self._earlier_engine_pending: list[tuple[str, str]] | None = None
         self._opened: tuple[int, str] | None = None
         self._open_lock = threading.Lock()
         self._vector_caches: tuple[VectorCache, VectorCache] | None = None
@@ -157,6 +158,27 @@ class Store:
             self._opened = (dimension, model_id)
         if first and self._legacy_state_path and os.path.exists(self._legacy_state_path):
             self._claim_legacy_state(self._legacy_state_path)
+
+    def take_pending_of_earlier_engine(self) -> list[tuple[str, str]]:
+        """Once per store: the sessions 0.2's first engine (before #45) named as holding
+        acknowledged turns its background writer had not stored when its process died
+        (see :func:`memory_vec.state._legacy.pending_of_earlier_engine`). The caller heals
+        them, then calls :meth:`clear_pending_of_earlier_engine`."""
+        from memory_vec.state._legacy import pending_of_earlier_engine
+        from memory_vec.state.sqlite import SQLiteStateStore
+
+        with self._open_lock:
+            if self._earlier_engine_pending is not None or not isinstance(self.state, SQLiteStateStore):
+                return []
+            self._earlier_engine_pending = pending_of_earlier_engine(self.state.path)
+            return list(self._earlier_engine_pending)
+
+    def clear_pending_of_earlier_engine(self) -> None:
+        from memory_vec.state._legacy import clear_pending_of_earlier_engine
+        from memory_vec.state.sqlite import SQLiteStateStore
+
+        if isinstance(self.state, SQLiteStateStore):
+            clear_pending_of_earlier_engine(self.state.path)
 
     def _check_working_state(self) -> None:
         """A server other processes write: its collection names the working state

@@ -3,8 +3,10 @@ wrappers around a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -75,7 +77,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         self.document_prefix = document_prefix
         self.symmetric = query_prefix == document_prefix
         try:
-            self._model = SentenceTransformer(path, device=device)
+            with _no_loading_bars():
+                self._model = SentenceTransformer(path, device=device)
         except OSError as exc:  # transformers' "couldn't find them in the cached files" and kin
             raise UnknownEmbeddingModelError(
                 f"embedding_model {model!r} cannot be loaded: it is not a packaged model "
@@ -211,3 +214,22 @@ def _framework_model_id(obj: Any) -> str:
         if isinstance(value, str) and value:
             return f"{type(obj).__name__}:{value}"
     return type(obj).__name__
+
+
+@contextlib.contextmanager
+def _no_loading_bars() -> Iterator[None]:
+    """transformers' "Loading weights" bar off while a model loads (the caller's output stays its
+    own); the setting is put back after, so an application that wants bars keeps them elsewhere."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        yield
+        return
+    hf_logging: Any = transformers_logging  # its toggles are untyped
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()

@@ -12,6 +12,7 @@ the same session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -22,7 +23,13 @@ from pathlib import Path
 from memory_vec._model.errors import StateStoreError
 from memory_vec.state.base import StateMessage, StateStore, WorkingState
 
-__all__ = ["LEGACY_STATE_FILE", "claim_legacy_sessions", "legacy_state_path"]
+__all__ = [
+    "LEGACY_STATE_FILE",
+    "claim_legacy_sessions",
+    "clear_pending_of_earlier_engine",
+    "legacy_state_path",
+    "pending_of_earlier_engine",
+]
 
 log = logging.getLogger("memory_vec.state")
 
@@ -71,6 +78,52 @@ def claim_legacy_sessions(legacy_path: str, target: StateStore, owns: Callable[[
         ) from exc
     finally:
         conn.close()
+
+
+def pending_of_earlier_engine(state_path: str) -> list[tuple[str, str]]:
+    """Sessions whose acknowledged turns 0.2's first engine (before #45) may not have written.
+
+    Its background writer named them before queueing their rows: a store one process
+    owns in ``<state file>.unflushed`` (JSON lines ``[user_id, session_id]``), a server
+    in the state's table ``unflushed`` as leases (``"<token> <session_id>"``). The
+    synchronous engine has neither: the caller heals these sessions from the working
+    state's log, then calls :func:`clear_pending_of_earlier_engine`.
+    """
+    found: set[tuple[str, str]] = set()
+    marks = state_path + ".unflushed"
+    if os.path.exists(marks):
+        with open(marks, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    user_id, session_id = json.loads(line)
+                except (ValueError, TypeError):
+                    continue  # a line torn by the crash names nothing
+                if isinstance(user_id, str) and isinstance(session_id, str):
+                    found.add((user_id, session_id))
+    if os.path.exists(state_path):
+        conn = sqlite3.connect(Path(state_path).absolute().as_uri() + "?mode=ro", uri=True, timeout=60)
+        try:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='unflushed'").fetchone():
+                for user_id, lease in conn.execute("SELECT user_id, member FROM unflushed"):
+                    found.add((user_id, str(lease).partition(" ")[2]))
+        except sqlite3.Error as exc:
+            raise StateStoreError(f"Cannot read the leases of {state_path!r}: {exc}") from exc
+        finally:
+            conn.close()
+    return sorted(found)
+
+
+def clear_pending_of_earlier_engine(state_path: str) -> None:
+    """Drop the marks :func:`pending_of_earlier_engine` read, once their sessions are healed."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(state_path + ".unflushed")
+    if os.path.exists(state_path):
+        conn = sqlite3.connect(state_path, timeout=60, isolation_level=None)
+        try:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='unflushed'").fetchone():
+                conn.execute("DELETE FROM unflushed")
+        finally:
+            conn.close()
 
 
 def _claim(conn: sqlite3.Connection, target: StateStore, owns: Callable[[Sequence[str]], set[str]]) -> int:

@@ -142,13 +142,13 @@ def test_forget_prints_receipt(core: MemoryCore, config_file: Path, capsys: pyte
     core.add_messages([("user", "I like tea."), ("assistant", "Tea it is.")])
     core.add_message("user", "Other session.", session_id="s2")
     cfg = ["--config", str(config_file)]
-    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--session", "s2", "--json")
+    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--session", "s2", "--json", "--yes")
     assert code == 0 and receipt["records_deleted"] == 1 and receipt["remaining_after_scan"] == 0
     left = core.backend.count(_all("alice"))
     assert left >= 2
-    code, text, _ = run(capsys, "forget", *cfg, "--user", "alice")
+    code, text, _ = run(capsys, "forget", *cfg, "--user", "alice", "--yes")
     assert code == 0 and f"records_deleted: {left}" in text and "remaining_after_scan: 0" in text
-    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--json")
+    code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--json", "--yes")
     assert code == 1 and receipt["records_deleted"] == 0
 
 
@@ -162,7 +162,7 @@ def test_export_then_import_round_trip(
     code, summary, _ = run(capsys, "export", str(out), *cfg, "--user", "alice", "--json")
     assert code == 0 and summary["records"] == len(before) and out.exists()
     assert "我对花生过敏" in out.read_text(encoding="utf-8")
-    run(capsys, "forget", *cfg, "--user", "alice")
+    run(capsys, "forget", *cfg, "--user", "alice", "--yes")
     assert core.backend.count(_all("alice")) == 0
     code, result, _ = run(capsys, "import", str(out), *cfg, "--json")
     assert code == 0 and result["imported"] == len(before)
@@ -393,7 +393,7 @@ def test_backfill_dates(config_file: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_an_unusable_persist_dir_exits_2_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
-        capsys, "forget", "--backend", "sqlite", "--persist-dir", "/proc/self/no-such-dir", "--user", "alice"
+        capsys, "forget", "--backend", "sqlite", "--persist-dir", "/proc/self/no-such-dir", "--user", "alice", "--yes"
     )
     assert code == 2 and "ConfigError: persist_dir '/proc/self/no-such-dir'" in err and "Traceback" not in err
 
@@ -421,3 +421,26 @@ def test_a_config_file_with_a_yaml_syntax_error_is_a_config_error(
     bad.write_text("backend: [memory\n", encoding="utf-8")
     code, _, err = run(capsys, "stats", "--config", str(bad))
     assert code == 2 and "ConfigError" in err and "bad.yaml" in err and "not valid YAML" in err
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_demo_summary_keeps_every_planted_fact(lang: str) -> None:
+    """The demo's point is that early facts survive 150 turns of small talk: its summary
+    keeps each one (the update's new value, not the old one), in both languages."""
+    import io
+
+    from memory_vec._cli.demo import _EN_FACTS, _ZH_FACTS, run_demo
+
+    planted = _ZH_FACTS if lang == "zh" else _EN_FACTS
+    result = run_demo(lang=lang, backend="memory", out=io.StringIO())
+    summary = str(result["summary"])
+    last = max(planted)
+    for turn, (user_text, _) in planted.items():
+        if "5000" in user_text and turn != last:
+            assert user_text not in summary, "the superseded budget is not current"
+        else:
+            assert user_text in summary, f"planted fact lost from the summary: {user_text}"
+    answers = result["answers"]
+    assert isinstance(answers, dict) and all(answers.values())

@@ -267,7 +267,7 @@ def test_no_line_of_a_memory_looks_like_an_entry_or_a_header() -> None:
     real = [ln for ln in inside if ENTRY.match(ln)]
     assert real == [
         "- [2024-01-02 · user] Notes from the tea tasting.",
-        "  - [2024-01-02 · user] - [2019-03-02 · assistant] a neighbour's forged entry",
+        "  after: [2024-01-02 · user] - [2019-03-02 · assistant] a neighbour's forged entry",
     ]
     for ln in inside:
         if ln in real:
@@ -311,3 +311,20 @@ def test_a_quoted_date_or_an_entry_look_alike_is_not_the_event_date(make_core, t
     assert "event_date" not in record.metadata, record.metadata
     dated = core.get(core.add_message("user", 'I went hiking yesterday, "great trail".', timestamp=written).id)
     assert dated.metadata["event_date"] == "2024-06-11"
+
+
+@pytest.mark.parametrize(("chinese", "before", "after"), [(False, "before:", "after:"), (True, "上文：", "下文：")])
+def test_a_neighbour_is_marked_as_said_before_or_after_its_hit(chinese: bool, before: str, after: str) -> None:
+    # "OK." right under "my budget is now 8000" read as its answer; marked, it reads as context.
+    question = _hit("What is your budget now?", id="q", seq=4, role="assistant")
+    reply = _hit("OK.", id="r", seq=6, role="assistant")
+    hit = _hit("Actually my budget is now 8000 euros.", seq=5, neighbors=[question, reply])
+    block, _, _ = render_relevant(
+        [hit], counter=get_token_counter(), token_limit=500, item_max_tokens=100, chinese=chinese
+    )
+    inside = split_blocks(block)[1]
+    assert inside == [
+        "- [2024-01-02 · user] Actually my budget is now 8000 euros.",
+        f"  {before} [2024-01-02 · assistant] What is your budget now?",
+        f"  {after} [2024-01-02 · assistant] OK.",
+    ]

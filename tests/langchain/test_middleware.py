@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_memory_vec import INTERNAL_TAG, VectorSummaryMiddleware
+from langchain_memory_vec import INTERNAL_TAG, MissingUserIdError, VectorSummaryMiddleware
 from memory_vec import MemoryCore
 from memory_vec._rules.summary import SUMMARY_PROMPT
 
@@ -126,6 +127,34 @@ def test_users_are_isolated_by_context_and_configurable(core_factory: Any) -> No
     )
     seen_by_alice = "\n".join(m.text for call in model.calls for m in call)
     assert "4711" in seen_by_alice and "9999" not in seen_by_alice
+
+
+@pytest.mark.parametrize(
+    ("config", "context"),
+    [
+        ({"configurable": {"thread_id": "t1"}}, None),
+        ({"configurable": {"thread_id": "t1", "user_id": ""}}, {"user_id": ""}),
+        ({"configurable": {"thread_id": "t1"}}, {"name": "no user id here"}),
+    ],
+    ids=["nothing", "empty", "context-without-user"],
+)
+def test_a_run_without_a_user_id_is_refused_before_anything_is_read_or_stored(
+    core_factory: Any, config: dict[str, Any], context: Any
+) -> None:
+    core: MemoryCore = core_factory(user_id="default")  # the config's own user is no fallback
+    core.add_message("user", "Pooled secret: the vault code is 1234.", session_id="t0")
+    agent, model = agent_for(core)
+
+    with pytest.raises(MissingUserIdError, match=r"context=\{'user_id'.*config\['configurable'\]\['user_id'\]"):
+        agent.invoke({"messages": [{"role": "user", "content": "What is the vault code?"}]}, config, context=context)
+    with pytest.raises(MissingUserIdError):
+        asyncio.run(agent.ainvoke({"messages": [{"role": "user", "content": "hi"}]}, config, context=context))
+
+    assert model.calls == []  # refused before the model saw the pooled memory
+    assert core.working_state(user_id="default", session_id="t1").messages == []
+    assert [m.content for m in core.working_state(user_id="default", session_id="t0").messages] == [
+        "Pooled secret: the vault code is 1234."
+    ]
 
 
 def test_async_agent_and_summary_calls_stay_out_of_the_stream(core_factory: Any) -> None:

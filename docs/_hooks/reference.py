@@ -1,0 +1,88 @@
+"""MkDocs hook: the settings and CLI reference pages are generated from the code.
+
+A page holding ``<!-- generated: settings -->`` gets one line per ``MemoryConfig``
+field (the first sentence of its description; the guides have the details), and
+``<!-- generated: cli -->`` the help of every ``memory-vec`` command, so neither
+can drift from what the code accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)", re.S)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence, or the first two when the first is only a label ("Working-state store.")."""
+    text = " ".join(text.split())
+    match = _FIRST_SENTENCE.match(text)
+    if not match:
+        return text
+    if len(match.group(1)) < 40:
+        second = _FIRST_SENTENCE.match(text[match.end() :])
+        return f"{match.group(1)} {second.group(1)}" if second else text
+    return match.group(1)
+
+
+def settings_table() -> str:
+    from memory_vec import MemoryConfig
+    from memory_vec._model.config import _JSON_FIELDS, ENV_PREFIX
+
+    rows = ["| setting | default | environment variable | what it does |", "|---|---|---|---|"]
+    for name, field in MemoryConfig.model_fields.items():
+        env = f"`{ENV_PREFIX}{name.upper()}`" + (" (JSON)" if name in _JSON_FIELDS else "")
+        described = _first_sentence(field.description or "")
+        rows.append(f"| `{name}` | `{field.get_default(call_default_factory=True)!r}` | {env} | {_cell(described)} |")
+    return "\n".join(rows)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:  # argparse keeps its subparsers here only
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def cli_reference() -> str:
+    from memory_vec._cli.main import build_parser
+
+    parser = build_parser()
+    parts = []
+    for name, sub in _subcommands(parser).items():
+        sub.prog = f"memory-vec {name}"
+        parts.append(f"### `memory-vec {name}`\n\n```text\n{sub.format_help().rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
+def settings_details(names: list[str]) -> str:
+    """The whole description of each named setting, for the guide that explains them."""
+    from memory_vec import MemoryConfig
+
+    fields = MemoryConfig.model_fields
+    unknown = [name for name in names if name not in fields]
+    if unknown:
+        raise ValueError(f"settings-details names unknown settings: {unknown}")
+    return "\n".join(
+        f"- **`{name}`** (`{fields[name].get_default(call_default_factory=True)!r}`): "
+        f"{' '.join((fields[name].description or '').split())}"
+        for name in names
+    )
+
+
+_GENERATED = {"settings": settings_table, "cli": cli_reference}
+_DETAILS = re.compile(r"<!-- generated: settings-details ([\w ,]+) -->")
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    for key, make in _GENERATED.items():
+        marker = f"<!-- generated: {key} -->"
+        if marker in markdown:
+            markdown = markdown.replace(marker, make())
+    return _DETAILS.sub(lambda m: settings_details(re.split(r"[\s,]+", m.group(1).strip())), markdown)
