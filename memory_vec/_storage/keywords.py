@@ -8,7 +8,9 @@ writes the store: one host's SQLite file, or Redis) holds one token per user,
 its *keyword version*. Every write, update or delete of a user's rows is
 followed by a fresh random token (:meth:`KeywordIndex.changed`); a reader reads
 the token before it scans, and uses its copy only while the token is the one
-it read. A token is never reused, so a copy is either current or rebuilt.
+it read. A token is never reused, so a copy is either current or rebuilt; a
+user without one (nothing written since a ``forget``, or since 0.1) is never
+taken as current.
 Swapping in a new token returns the one it replaced: when that is this copy's,
 nobody else changed the user's rows in between, and the process applies its
 own rows to its copy instead of rebuilding it.
@@ -41,7 +43,7 @@ INDEXED_KINDS = ("message", "fact")
 @dataclass
 class _Entry:
     index: BM25Index
-    version: str  # the user's keyword version read before the scan this copy was built from
+    version: str | None  # the user's keyword version read before the scan this copy was built from
 
 
 class KeywordIndex:
@@ -70,8 +72,9 @@ class KeywordIndex:
                 entry = self._entries.get(user_id)
                 if entry is not None:
                     self._entries.move_to_end(user_id)
-            if entry is None or entry.version != version:
-                # The version is read before the scan: a write after it changes the version.
+            if entry is None or version is None or entry.version != version:
+                # The version is read before the scan: a write after it changes the version. A user
+                # without one (none written since 0.1, or since a forget) is scanned every time.
                 index = BM25Index()
                 index.add(IndexedDoc.from_record(r) for r in self._backend.scan(_indexed(user_id)))
                 entry = _Entry(index, version)
@@ -89,7 +92,7 @@ class KeywordIndex:
             replaced = self._state.new_keyword_version(user_id, version)
             with self._lock:
                 entry = self._entries.get(user_id)
-            if entry is None or removed is None or entry.version != replaced:
+            if entry is None or removed is None or replaced is None or entry.version != replaced:
                 self.drop(user_id)  # someone else changed the rows meanwhile: rebuilt on next use
                 return
             # The copy a rebuild would scan now: what the filter no longer takes (archived) goes.

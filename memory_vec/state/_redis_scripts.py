@@ -61,13 +61,6 @@ return 1
 
 # The list holds positions counter-LLEN+1 .. counter; a reader further behind
 # (or from another generation, or ahead of a lost log) must rebuild: flag 0.
-KEYWORD_VERSION = """
-local version = redis.call('GET', KEYS[1])
-if version then return version end
-redis.call('SET', KEYS[1], ARGV[1])
-return ARGV[1]
-"""
-
 CLEAR = """
 local existed = redis.call('EXISTS', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])

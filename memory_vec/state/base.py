@@ -107,9 +107,9 @@ class StateStore(Protocol):
     def sessions(self, user_id: str) -> list[str]: ...
 
     # --- keyword versions (per user) -----------------------------------------
-    def keyword_version(self, user_id: str) -> str:
-        """The user's keyword version; a new random one is made (once, atomically)
-        when the user has none."""
+    def keyword_version(self, user_id: str) -> str | None:
+        """The user's keyword version (None: none; a read never makes one, so a
+        forgotten user's id does not come back by a read)."""
         ...
 
     def new_keyword_version(self, user_id: str, version: str) -> str | None:

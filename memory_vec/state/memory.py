@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import secrets
 import threading
 import time
 from collections.abc import Sequence
@@ -124,9 +123,9 @@ class InMemoryStateStore:
             return sorted(s for (u, s) in self._states if u == user_id)
 
     # --- keyword versions ----------------------------------------------------------
-    def keyword_version(self, user_id: str) -> str:
+    def keyword_version(self, user_id: str) -> str | None:
         with self._lock:
-            return self._versions.setdefault(user_id, secrets.token_hex(16))
+            return self._versions.get(user_id)
 
     def new_keyword_version(self, user_id: str, version: str) -> str | None:
         with self._lock:

@@ -21,9 +21,9 @@ user whose turns go to different worker processes is not embedded twice.
 ``append`` and ``commit_fold`` are Lua scripts, so Redis runs each one
 atomically: sequence numbers come from ``next_seq`` inside the script, and a
 fold commits only if ``folded_through`` (and the summary, when asked) still
-has the expected value; so is reading a keyword version (made when missing),
-and a new one is one ``GETSET``. The message JSON is built in Python and never decoded by Lua
-(cjson would round timestamps to 14 digits).
+has the expected value. A new keyword version is one ``GETSET``. The message
+JSON is built in Python and never decoded by Lua (cjson would round timestamps
+to 14 digits).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import secrets
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -45,7 +44,6 @@ from memory_vec.state._redis_scripts import (
     COMMIT_FOLD,
     DROP_MESSAGES,
     EDIT_MESSAGE,
-    KEYWORD_VERSION,
 )
 from memory_vec.state.base import DeadLetter, NewMessage, StateMessage, WorkingState
 
@@ -102,7 +100,6 @@ class RedisStateStore:
         self._edit = self._client.register_script(EDIT_MESSAGE)
         self._fold = self._client.register_script(COMMIT_FOLD)
         self._clear = self._client.register_script(CLEAR)
-        self._version = self._client.register_script(KEYWORD_VERSION)
 
     # --- keys -------------------------------------------------------------------------
     def _keys(self, user_id: str, session_id: str) -> list[str]:
@@ -242,9 +239,10 @@ class RedisStateStore:
             return sorted(self._client.smembers(self._user_key(user_id)))
 
     # --- keyword versions ----------------------------------------------------------
-    def keyword_version(self, user_id: str) -> str:
+    def keyword_version(self, user_id: str) -> str | None:
         with self._errors("read a keyword version"):
-            return str(self._version(keys=self._keyword_keys(user_id)[:1], args=[secrets.token_hex(16)]))
+            found = self._client.get(self._keyword_keys(user_id)[0])
+        return None if found is None else str(found)
 
     def new_keyword_version(self, user_id: str, version: str) -> str | None:
         with self._errors("change a keyword version"):

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import sqlite3
 import threading
 import time
@@ -358,18 +357,10 @@ class SQLiteStateStore:
         return [r[0] for r in rows]
 
     # --- keyword versions ----------------------------------------------------------
-    def keyword_version(self, user_id: str) -> str:
+    def keyword_version(self, user_id: str) -> str | None:
         with self._snapshot("read a keyword version") as conn:
             row = conn.execute("SELECT version FROM keyword_versions WHERE user_id=?", (user_id,)).fetchone()
-        if row is not None:
-            return str(row[0])
-        with self._tx() as conn:  # the user's first: made once, by whichever process comes first
-            conn.execute(
-                "INSERT OR IGNORE INTO keyword_versions (user_id, version) VALUES (?, ?)",
-                (user_id, secrets.token_hex(16)),
-            )
-            (version,) = conn.execute("SELECT version FROM keyword_versions WHERE user_id=?", (user_id,)).fetchone()
-        return str(version)
+        return None if row is None else str(row[0])
 
     def new_keyword_version(self, user_id: str, version: str) -> str | None:
         with self._tx() as conn:

@@ -89,3 +89,14 @@ def test_a_patched_copy_holds_what_a_rebuild_would(make_core: Any) -> None:
     rebuilt = b.store.keywords.for_user("u1")
     assert first.id not in index and second.id in index
     assert first.id not in rebuilt and second.id in rebuilt
+
+
+def test_a_copy_built_without_a_version_is_never_taken_as_current(make_core: Any) -> None:
+    a, b = _two_processes(make_core)
+    a.add_message("user", "my locker number is QX55")
+    a.store.state.forget_user("u1")  # rows without a version, as a store of 0.1 leaves them
+    assert a.store.state.keyword_version("u1") is None
+    assert len(b.store.keywords.for_user("u1")) == 1
+    a.forget()  # the forget's new version is removed with the user: none again
+    assert a.store.state.keyword_version("u1") is None
+    assert len(b.store.keywords.for_user("u1")) == 0 and b.recall("QX55", k=3) == []

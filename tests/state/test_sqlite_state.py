@@ -106,7 +106,7 @@ def test_create_state_store_keys_sqlite_by_collection(tmp_path: Path) -> None:
         a.append("u1", "s1", [new_message(1)])
         a.new_keyword_version("u1", "v1")
         assert b.load("u1", "s1").messages == [] and a_milvus.sessions("u1") == []
-        assert b.new_keyword_version("u1", "v2") is None
+        assert b.keyword_version("u1") is None
         assert not os.path.exists(tmp_path / "state.sqlite3")  # the 0.1 single file is not created
     finally:
         for s in (a, b, a_milvus):
