@@ -147,7 +147,7 @@ class MemoryCore:
         resolution = FactResolution(engine)
         self._writes = WritePath(engine, resolution)
         self._upkeep = Upkeep(engine)
-        self._reads = ReadPath(engine, load_healed=self._writes.load_healed, on_recalled=self._upkeep.note_recalled)
+        self._reads = ReadPath(engine, writes=self._writes, upkeep=self._upkeep)
         self._memories = Management(engine, resolution)
         self._transfer = Transfer(engine)
         self._heal_what_the_earlier_engine_left()

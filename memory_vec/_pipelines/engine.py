@@ -272,11 +272,3 @@ class Engine:
             return datetime.fromtimestamp(timestamp, self.zone)
         except (OverflowError, ValueError, OSError):
             return datetime.fromtimestamp(timestamp, timezone.utc)
-
-    def written(self, user_id: str, records: Sequence[MemoryRecord]) -> None:
-        """Keep this process's keyword index in step with new records."""
-        self.store.keywords.added(user_id, records)
-
-    def deleted(self, user_id: str) -> None:
-        """Records of the user were deleted: every process rebuilds its keywords."""
-        self.store.keywords.deleted(user_id)

@@ -19,7 +19,7 @@ import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -30,13 +30,27 @@ from memory_vec._pipelines.reembed_journal import ReembedJournal
 from memory_vec.backends.base import RecordFilter
 
 if TYPE_CHECKING:
-    from memory_vec._core import MemoryCore
     from memory_vec._model.config import MemoryConfig
+    from memory_vec._storage.store import Store
     from memory_vec.embeddings.base import Embedder
 
 __all__ = ["BackfillResult", "ReembedResult", "backfill_dates", "reembed"]
 
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
+
+
+class LiveCore(Protocol):
+    """What these operations use of a :class:`~memory_vec.MemoryCore`."""
+
+    @property
+    def config(self) -> MemoryConfig: ...
+    @property
+    def store(self) -> Store: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None: ...
+    def flush(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +64,7 @@ class ReembedResult:
 
 
 def reembed(
-    core_or_config: MemoryCore | MemoryConfig,
+    core_or_config: LiveCore | MemoryConfig,
     new_embedder: Embedder,
     *,
     batch_size: int = 256,
@@ -84,7 +98,7 @@ def reembed(
 
     Raises:
         InvalidInputError: ``batch_size`` < 1, or a config for the in-process backend.
-        BackendError: the backend cannot be reset (no ``reset`` method).
+        BackendError: the backend cannot be reset (``BaseBackend.reset``).
     """
     if batch_size < 1:
         raise InvalidInputError(f"reembed: batch_size must be >= 1, got {batch_size}")
@@ -106,14 +120,10 @@ def reembed(
         store = core.store
         config = core.config
     backend = store.backend
-    reset = getattr(backend, "reset", None)
-    engine: Any = backend
-    while getattr(engine, "inner", None) is not None:  # the wrappers forward reset; the engine must have one
-        engine = engine.inner
-    if reset is None or not callable(getattr(engine, "reset", None)):
+    if not backend.resettable:  # checked before anything is embedded
         raise BackendError(
-            f"reembed: the {backend.name!r} backend has no reset(dimension=, model_id=) method, "
-            "which reembed needs to re-create the collection for the new model"
+            f"reembed: the {backend.name!r} backend has no reset(dimension=, model_id=), which reembed "
+            "needs to re-create the collection for the new model"
         )
     policy = EmbedTextPolicy.from_config(config)
     dimension, model_id = int(new_embedder.dimension), new_embedder.model_id
@@ -138,7 +148,7 @@ def reembed(
         records = backend.scan(_EVERYTHING)
         vectors = embedded(records)
         journal.save(space, records, vectors)
-    reset(dimension=dimension, model_id=space)
+    backend.reset(dimension=dimension, model_id=space)
     for start in _progress(range(0, len(records), batch_size), progress, "storing", len(records), batch_size):
         backend.upsert(records[start : start + batch_size], vectors[start : start + batch_size])
     journal.done()
@@ -157,7 +167,7 @@ class BackfillResult:
 
 
 def backfill_dates(
-    core: MemoryCore,
+    core: LiveCore,
     *,
     user_id: str | None = None,
     dry_run: bool = False,
@@ -182,7 +192,7 @@ def backfill_dates(
     zone = zoneinfo.ZoneInfo(core.config.timezone)
     core.flush()
     where = RecordFilter(user_id=user_id, kinds=("message",), include_superseded=True, include_archived=True)
-    records = [r for r in core.backend.scan(where) if user_id is None or r.user_id == user_id]
+    records = [r for r in core.store.backend.scan(where) if user_id is None or r.user_id == user_id]
     changed = []
     for done, record in enumerate(records, start=1):
         if progress is not None and (done % 256 == 0 or done == len(records)):
@@ -203,11 +213,11 @@ def backfill_dates(
             dates = {r.id: r.metadata["event_date"] for r in changed[start : start + 256]}
             current = [
                 r.copy(metadata={**r.metadata, "event_date": dates[r.id]})
-                for r in core.writer.get(list(dates))
+                for r in core.store.writer.get(list(dates))
                 if "event_date" not in r.metadata
             ]
             if current:
-                core.writer.update(current)
+                core.store.writer.update(current)
             if progress is not None:
                 progress("storing", min(start + 256, len(changed)), len(changed))
         core.flush()

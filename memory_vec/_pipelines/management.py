@@ -119,7 +119,6 @@ class Management:
         e.writer.write([record], vector[None, :])
         if out.updates:
             e.writer.update(out.updates)
-        e.written(scope.user_id, [record])
         trace.emit()
         event = WriteEvent.UPDATED if superseded else WriteEvent.ADDED
         return WriteResult(event, record.id, superseded_ids=superseded, reason=decision.reason)
@@ -152,7 +151,6 @@ class Management:
         e.writer.write([new, *facts], vectors)
         copies = [c for c in self._copies(old) if c.valid_to is None]  # the new facts name the new id: not copies
         e.writer.update([r.copy(valid_to=new.timestamp, superseded_by=new.id) for r in (old, *copies)])
-        e.written(old.user_id, [new, *facts])
         scope = e.scope(old.user_id, old.session_id)
         if old.kind == "message":
             self._edit_window(old, new)
@@ -184,10 +182,9 @@ class Management:
         else:
             changed = [p.copy(valid_to=None, superseded_by=None) for p in predecessors]
         e.drop_from_state(targets)
-        e.backend.delete(ids=list(ids))
+        e.writer.delete(record.user_id, ids=list(ids))
         if changed:
             e.writer.update(changed)
-        e.deleted(record.user_id)
         restored = [] if successor else changed
         scope = e.scope(record.user_id, record.session_id)
         newest = max(restored, key=lambda r: r.timestamp, default=None)

@@ -8,10 +8,11 @@ embedder, the backend and the store's keyword index. Each result carries its own
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,6 +24,8 @@ from memory_vec._model.records import MemoryContext, MemoryRecord, RecalledMemor
 from memory_vec._model.scope import Scope
 from memory_vec._model.trace import TurnTrace
 from memory_vec._pipelines.engine import Engine
+from memory_vec._pipelines.upkeep import Upkeep
+from memory_vec._pipelines.write import WritePath
 from memory_vec._rules.bm25 import BM25Index, mentioned_speakers
 from memory_vec._rules.context import assemble_context
 from memory_vec._rules.dates import DateSpan, record_span, resolve_dates
@@ -30,7 +33,7 @@ from memory_vec._rules.event_order import event_order_parts
 from memory_vec._rules.facts import is_chinese
 from memory_vec._rules.ranking import Candidate, RankingPolicy, dedupe_key, rank
 from memory_vec._rules.temporal import parse_relation, residual_question
-from memory_vec._storage.keywords import INDEXED_KINDS, one_read_view
+from memory_vec._storage.keywords import INDEXED_KINDS
 from memory_vec.backends.base import RecordFilter, ScoredRecord
 from memory_vec.state import WorkingState
 
@@ -77,20 +80,20 @@ class ReadPath:
 
     Args:
         engine: the parts.
-        load_healed: a session's working state, its unstored messages re-stored first.
-        on_recalled: told which memories were served (reinforcement).
+        writes: the write path (a session's working state, its unstored messages re-stored first).
+        upkeep: told which memories were served (reinforcement).
     """
 
     def __init__(
         self,
         engine: Engine,
         *,
-        load_healed: Callable[[Scope], WorkingState],
-        on_recalled: Callable[[Sequence[str]], None],
+        writes: WritePath,
+        upkeep: Upkeep,
     ) -> None:
         self.e = engine
-        self._load_healed = load_healed
-        self._on_recalled = on_recalled
+        self._writes = writes
+        self._upkeep = upkeep
 
     @property
     def threshold(self) -> float:
@@ -127,8 +130,7 @@ class ReadPath:
         until: Any = None,
         include_shared: bool | None = None,
     ) -> tuple[list[RecalledMemory], TurnTrace]:
-        with one_read_view():  # the keyword log is read once per user in a recall
-            return self._recall_checked(query, scope, k, recall_scope, filters, since, until, include_shared)
+        return self._recall_checked(query, scope, k, recall_scope, filters, since, until, include_shared)
 
     def _recall_checked(
         self,
@@ -183,94 +185,102 @@ class ReadPath:
         trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
         return hits
 
-    def _recall_one(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:  # noqa: C901, PLR0915 (to split)
+    def _recall_one(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
         e, cfg = self.e, self.e.config
-        t0 = time.perf_counter()
-        vector = e.embed_query(query, where.user_id)
-        trace.timings["embed"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        with _timed(trace, "embed"):
+            vector = e.embed_query(query, where.user_id)
         # A pool that does not grow with k keeps rankings prefix-consistent.
         fetch = max(cfg.candidate_pool, k * cfg.candidate_multiplier)
-        found: dict[str, ScoredRecord] = {}
-        for hit in e.writer.query(vector, k=fetch, where=where):
-            found[hit.record.id] = hit
-        trace.timings["vector_query"] = time.perf_counter() - t0
+        with _timed(trace, "vector_query"):
+            found = {hit.record.id: hit for hit in e.writer.query(vector, k=fetch, where=where)}
         index: BM25Index | None = None
         if (cfg.hybrid or cfg.neighbor_window or cfg.speaker_boost) and where.user_id is not None:
-            t0 = time.perf_counter()
-            index = e.store.keywords.for_user(where.user_id)
-            trace.timings["text_index"] = time.perf_counter() - t0
+            with _timed(trace, "text_index"):
+                index = e.store.keywords.for_user(where.user_id)
         keyword: dict[str, float] = {}
         if cfg.hybrid and index is not None:
-            t0 = time.perf_counter()
-            keyword = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight))
-            self._add_cosines(keyword, found, vector, where)
-            trace.timings["bm25"] = time.perf_counter() - t0
-        days, anchor_id, asked = None, None, ""
+            with _timed(trace, "bm25"):
+                keyword = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight))
+                self._add_cosines(keyword, found, vector, where)
+        boosts = self._boosts(query, vector, where, found, index, fetch, trace)
+        pool = _Pool(found, where, boosts, hybrid=cfg.hybrid, policy=self.ranking_policy())
+        feedback = cfg.keyword_feedback if keyword and index is not None else 0
+        with _timed(trace, "rank"):
+            hits = pool.ranked(keyword, max(k, feedback))
+        if feedback and index is not None:
+            with _timed(trace, "feedback"):
+                keyword = self._feedback_keywords(
+                    query, keyword, hits[:feedback], index, fetch, found, vector, where, trace
+                )
+                hits = pool.ranked(keyword, k)
+        if cfg.neighbor_window and index is not None and hits:
+            with _timed(trace, "neighbors"):
+                self._attach_neighbors(hits, index, where)
+        trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
+        return hits
+
+    def _boosts(
+        self,
+        query: str,
+        vector: np.ndarray,
+        where: RecordFilter,
+        found: dict[str, ScoredRecord],
+        index: BM25Index | None,
+        fetch: int,
+        trace: TurnTrace,
+    ) -> Callable[[MemoryRecord], float]:
+        """A candidate's boost: a speaker the query names, a day it asks about
+        (whose memories join ``found``)."""
+        cfg = self.e.config
+        days, anchor_id = None, None
         if cfg.date_window_boost:
-            t0 = time.perf_counter()
-            try:
-                days, anchor_id, asked = self._asked_days(query, vector, where, found, index, fetch)
-            except (OverflowError, ValueError):  # days past the calendar's ends (years 1 and 9999)
-                days, anchor_id, asked = None, None, ""
-            trace.timings["dates"] = time.perf_counter() - t0
+            with _timed(trace, "dates"):
+                try:
+                    days, anchor_id, asked = self._asked_days(query, vector, where, found, index, fetch)
+                except (OverflowError, ValueError):  # days past the calendar's ends (years 1 and 9999)
+                    days, anchor_id, asked = None, None, ""
             if days is not None:
                 trace.event(
                     f"dates asked about: {days.iso()}"
                     + (f" (anchor {anchor_id})" if anchor_id else "")
                     + (f"; their memories also scored by {asked!r}" if asked else "")
                 )
-        t0 = time.perf_counter()
         named = mentioned_speakers(query, index.speakers) if index is not None and cfg.speaker_boost else set()
 
-        candidates: dict[str, Candidate] = {}  # built once; feedback only adds to them and rescores bm25
-
-        def ranked(keyword: dict[str, float], top: int) -> list[RecalledMemory]:
-            for record in [h.record for i, h in found.items() if i not in candidates]:
-                if where.matches(record):
-                    candidates[record.id] = Candidate(
-                        record,
-                        found[record.id].similarity,
-                        boost=(
-                            cfg.speaker_boost
-                            if named and str(record.metadata.get("speaker", "")).casefold() in named
-                            else 0.0
-                        )
-                        + (
-                            cfg.date_window_boost
-                            if days is not None and (record.id == anchor_id or self._about(record).overlaps(days))
-                            else 0.0
-                        ),
-                    )
-            for c in candidates.values():
-                c.bm25 = keyword.get(c.record.id, 0.0) if cfg.hybrid else None
-            return rank(list(candidates.values()), policy=self.ranking_policy(), now=time.time(), k=top)
-
-        feedback = cfg.keyword_feedback if keyword and index is not None else 0
-        hits = ranked(keyword, max(k, feedback))
-        trace.timings["rank"] = time.perf_counter() - t0
-        if feedback and index is not None:
-            # Pseudo-relevance feedback: the words the top hits share find
-            # the memories that use them without the question's words.
-            t0 = time.perf_counter()
-            extra = index.feedback_terms(
-                [h.id for h in hits[:feedback]], n=FEEDBACK_TERMS, exclude=query, min_docs=cfg.keyword_feedback_min_docs
+        def boost(record: MemoryRecord) -> float:
+            speaker = (
+                cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named else 0.0
             )
-            if extra:
-                weights = {term: w * cfg.keyword_feedback_weight for term, w in extra.items()}
-                keyword = dict(
-                    index.search(query, k=fetch, context_weight=cfg.bm25_context_weight, extra_terms=weights)
-                )
-                self._add_cosines(keyword, found, vector, where)
-                trace.event(f"keyword feedback: {len(extra)} words from the top {feedback} hits")
-            hits = ranked(keyword, k)
-            trace.timings["feedback"] = time.perf_counter() - t0
-        if cfg.neighbor_window and index is not None and hits:
-            t0 = time.perf_counter()
-            self._attach_neighbors(hits, index, where)
-            trace.timings["neighbors"] = time.perf_counter() - t0
-        trace.recalled = [{"id": h.id, "score": round(h.score, 4), **h.components} for h in hits]
-        return hits
+            on_day = days is not None and (record.id == anchor_id or self._about(record).overlaps(days))
+            return speaker + (cfg.date_window_boost if on_day else 0.0)
+
+        return boost
+
+    def _feedback_keywords(
+        self,
+        query: str,
+        keyword: dict[str, float],
+        top: Sequence[RecalledMemory],
+        index: BM25Index,
+        fetch: int,
+        found: dict[str, ScoredRecord],
+        vector: np.ndarray,
+        where: RecordFilter,
+        trace: TurnTrace,
+    ) -> dict[str, float]:
+        """Pseudo-relevance feedback: the words the top hits share find the
+        memories that use them without the question's words."""
+        cfg = self.e.config
+        extra = index.feedback_terms(
+            [h.id for h in top], n=FEEDBACK_TERMS, exclude=query, min_docs=cfg.keyword_feedback_min_docs
+        )
+        if not extra:
+            return keyword
+        weights = {term: w * cfg.keyword_feedback_weight for term, w in extra.items()}
+        widened = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight, extra_terms=weights))
+        self._add_cosines(widened, found, vector, where)
+        trace.event(f"keyword feedback: {len(extra)} words from the top {cfg.keyword_feedback} hits")
+        return widened
 
     def _add_cosines(
         self, keyword: Mapping[str, float], found: dict[str, ScoredRecord], vector: np.ndarray, where: RecordFilter
@@ -370,14 +380,13 @@ class ReadPath:
         When the backend is unreachable the context still comes back, with
         no relevant memories and ``degraded=True`` (also in the trace).
         """
-        with one_read_view():
-            return self._build_context(query, scope, k)
+        return self._build_context(query, scope, k)
 
     def _build_context(self, query: str | None, scope: Scope, k: int | None) -> MemoryContext:
         e = self.e
         if query is not None and not isinstance(query, str):
             raise InvalidContentError(f"query must be a string or None, got {type(query).__name__}")
-        state = self._load_healed(scope)
+        state = self._writes.load_healed(scope)
         relevant: list[RecalledMemory] = []
         degraded = False
         trace: TurnTrace | None = None
@@ -393,7 +402,7 @@ class ReadPath:
                         f"query of {len(query.encode('utf-8', 'surrogatepass'))} bytes: recalled by its "
                         f"first {limit} (max_content_bytes)"
                     )
-                self._on_recalled([h.id for h in relevant])
+                self._upkeep.note_recalled([h.id for h in relevant])
             except BackendError as exc:
                 degraded = True
                 log.warning("memory-vec: recall unavailable, answering without it: %s", exc)
@@ -426,3 +435,39 @@ class ReadPath:
             degraded=degraded,
             user_id=state.user_id,
         )
+
+
+@contextlib.contextmanager
+def _timed(trace: TurnTrace, name: str) -> Iterator[None]:
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        trace.timings[name] = time.perf_counter() - t0
+
+
+class _Pool:
+    """One recall's candidates, built once from ``found``; ranking again with
+    other keyword scores (feedback) adds the new ones and rescores bm25."""
+
+    def __init__(
+        self,
+        found: dict[str, ScoredRecord],
+        where: RecordFilter,
+        boost: Callable[[MemoryRecord], float],
+        *,
+        hybrid: bool,
+        policy: RankingPolicy,
+    ) -> None:
+        self.found, self.where, self.boost, self.hybrid, self.policy = found, where, boost, hybrid, policy
+        self.candidates: dict[str, Candidate] = {}
+
+    def ranked(self, keyword: Mapping[str, float], top: int) -> list[RecalledMemory]:
+        for record in [h.record for i, h in self.found.items() if i not in self.candidates]:
+            if self.where.matches(record):
+                self.candidates[record.id] = Candidate(
+                    record, self.found[record.id].similarity, boost=self.boost(record)
+                )
+        for c in self.candidates.values():
+            c.bm25 = keyword.get(c.record.id, 0.0) if self.hybrid else None
+        return rank(list(self.candidates.values()), policy=self.policy, now=time.time(), k=top)

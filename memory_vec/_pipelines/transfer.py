@@ -4,7 +4,7 @@ session history. Import validates everything before it writes anything."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -50,7 +50,7 @@ class Transfer:
             "sessions": {s: _state_to_dict(st) for s, st in sessions.items()},
         }
 
-    def import_memories(  # noqa: C901 (to split)
+    def import_memories(
         self, data: Any, user: str, *, allow_shared: bool = False, progress: Progress | None = None
     ) -> int:
         """Import into ``user``, all or nothing: every record and session is checked
@@ -67,6 +67,37 @@ class Transfer:
         raw_records, raw_sessions = data.get("records"), data.get("sessions")
         if not isinstance(raw_records, list) or not isinstance(raw_sessions, dict):
             raise InvalidInputError("malformed memory-vec export: 'records' must be a list, 'sessions' a dict")
+        records = self._checked_records(raw_records, user, allow_shared=allow_shared)
+        self._check_ownership(records, user)
+        try:
+            states = [
+                _state_from_dict(
+                    user,
+                    s,
+                    d,
+                    max_content_bytes=e.config.max_content_bytes,
+                    max_metadata_bytes=e.config.max_metadata_bytes,
+                )
+                for s, d in raw_sessions.items()
+            ]
+        except (MemoryVecError, KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"import refused, nothing written: malformed session: {exc}") from exc
+        # An older export into a session that went on: its seqs go on past every stored message.
+        for state in states:
+            seqs = [r.seq for r in records if r.kind == "message" and r.session_id == state.session_id]
+            floor = max(e.next_stored_seq(Scope(user, state.session_id)), max(seqs, default=0) + 1)
+            state.next_seq = max(state.next_seq, floor)
+        if records:
+            vectors = _embedded(e, records, progress)  # every vector before the first write: all or nothing
+            _stored(e, records, vectors, progress)
+        for state in states:
+            e.state.replace(state)
+        return len(records)
+
+    def _checked_records(self, raw_records: list[Any], user: str, *, allow_shared: bool) -> list[MemoryRecord]:
+        """Every record of the export, each checked (format, owner, visibility, size, the
+        validation hook); one bad record refuses them all, naming up to ten."""
+        e = self.e
         records, bad = [], {}
         for i, item in enumerate(raw_records):
             rid = item.get("id") if isinstance(item, dict) else None
@@ -92,6 +123,11 @@ class Transfer:
         if bad:
             shown = "; ".join(f"{k}: {why}" for k, why in list(bad.items())[:10])
             raise InvalidInputError(f"import refused, nothing written: {len(bad)} bad record(s): {shown}")
+        return records
+
+    def _check_ownership(self, records: Sequence[MemoryRecord], user: str) -> None:
+        """No imported id, and no id an imported record links to, is another user's."""
+        e = self.e
         ids = [r.id for r in records]
         if len(set(ids)) != len(ids):
             raise InvalidInputError("import refused, nothing written: duplicate record ids in the export")
@@ -109,33 +145,6 @@ class Transfer:
             raise InvalidInputError(
                 f"import refused, nothing written: records link to id(s) {foreign[:10]} of another user"
             )
-        try:
-            states = [
-                _state_from_dict(
-                    user,
-                    s,
-                    d,
-                    max_content_bytes=e.config.max_content_bytes,
-                    max_metadata_bytes=e.config.max_metadata_bytes,
-                )
-                for s, d in raw_sessions.items()
-            ]
-        except (MemoryVecError, KeyError, TypeError, ValueError) as exc:
-            raise InvalidInputError(f"import refused, nothing written: malformed session: {exc}") from exc
-        # An older export into a session that went on: its seqs go on past every stored message.
-        for state in states:
-            seqs = [r.seq for r in records if r.kind == "message" and r.session_id == state.session_id]
-            floor = max(e.next_stored_seq(Scope(user, state.session_id)), max(seqs, default=0) + 1)
-            state.next_seq = max(state.next_seq, floor)
-        if records:
-            vectors = _embedded(e, records, progress)  # every vector before the first write: all or nothing
-            _stored(e, records, vectors, progress)
-        # Imported ids may replace existing ones (a shared record may come back private):
-        # every process rebuilds its keywords and copies, before anything else can fail.
-        e.deleted(user)
-        for state in states:
-            e.state.replace(state)
-        return len(records)
 
     # ------------------------------------------------------------- sessions
     def session_history(self, scope: Scope) -> list[MemoryRecord]:
@@ -160,9 +169,8 @@ class Transfer:
         where = RecordFilter(
             user_id=scope.user_id, session_id=scope.session_id, include_superseded=True, include_archived=True
         )
-        deleted = e.backend.delete(where=where)
+        deleted = e.writer.delete(scope.user_id, where=where)
         forget_in_journal(e.config, scope.user_id, scope.session_id)  # a reembed to finish must not restore them
-        e.deleted(scope.user_id)
         e.state.clear(scope.user_id, scope.session_id)
         # A refused record of the session must not come back by a retry of the dead letters.
         letters = [d.record_id for d in e.store.dead_letters(scope.user_id) if d.session_id == scope.session_id]
@@ -172,9 +180,8 @@ class Transfer:
     def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
-        deleted = e.backend.delete(where=where)
+        deleted = e.writer.delete(user_id, where=where)
         forget_in_journal(e.config, user_id, session_id)  # a reembed to finish must not restore them
-        e.deleted(user_id)
         sessions = [session_id] if session_id is not None else e.state.sessions(user_id)
         cleared = sum(e.state.clear(user_id, s) for s in sessions)
         letters = [

@@ -100,8 +100,7 @@ class Upkeep:
         by_id = {r.id: r for r in records}
         if doomed:
             self.e.drop_from_state([by_id[i] for i in doomed])
-            self.e.backend.delete(ids=doomed)
-            self.e.deleted(user)  # other processes stop serving them now, not after the updates below
+            self.e.writer.delete(user, ids=doomed)
         if plan.archive:
             self.e.writer.update(
                 [by_id[i].copy(archived=True, expire_at=now + policy.grace_days * 86400.0) for i in plan.archive]
@@ -119,7 +118,6 @@ class Upkeep:
                 report.merged[survivor.id] = merge.merged
                 trace.event(f"consolidated {merge.merged} into {survivor.id}")
         self.e.writer.flush()
-        self.e.deleted(user)
         trace.emit()
         return report
 

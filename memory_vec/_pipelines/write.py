@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +35,8 @@ from memory_vec._model.scope import Scope
 from memory_vec._model.trace import SummarizerCall, TurnTrace
 from memory_vec._pipelines.background import BackgroundFolds
 from memory_vec._pipelines.engine import Engine
-from memory_vec._pipelines.resolution import FactResolution, fact_id
+from memory_vec._pipelines.resolution import FactOutcome, FactResolution, fact_id
 from memory_vec._rules.summary import FoldPlan, plan_fold
-from memory_vec._storage.keywords import one_read_view
 from memory_vec.state import NewMessage, StateMessage, WorkingState
 
 __all__ = ["MessageInput", "WritePath"]
@@ -58,135 +58,43 @@ class WritePath:
         self.folds = BackgroundFolds(self._fold_off_turn)
 
     def add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:
-        with one_read_view():  # the keyword log is read once per user in a turn
-            return self._add_messages(messages, scope)
-
-    def _add_messages(self, messages: Iterable[MessageLike], scope: Scope) -> list[WriteResult]:  # noqa: PLR0915 (to split)
         e, cfg = self.e, self.e.config
         items = coerce_messages(messages)
         if not items:
             return []
         # 1. validate: every message, before anything is written
-        now = time.time()
-        checked = []
-        for item in items:
-            role = v.check_role(item.role)
-            content = e.redact(v.check_content(item.content, max_bytes=cfg.max_content_bytes))
-            ts = v.check_timestamp(item.timestamp)
-            meta = v.check_metadata(item.metadata, max_bytes=cfg.max_metadata_bytes)
-            checked.append((role, content, now if ts is None else ts, meta))
-        ids = [uuid.uuid4().hex for _ in checked]
-        drafts = [
-            e.message_record(scope, rid, 0, role, content, ts, meta)
-            for rid, (role, content, ts, meta) in zip(ids, checked)
-        ]
-        e.store.validate(drafts)  # the backend's hard limits, before the working state
-
+        drafts = self._drafts(items, scope)
         trace = e.start_trace("add_messages", scope)
         loaded = self.load_healed(scope)
         # 2. extract
-        extracted = [self.resolution.extract(role, content, trace) for role, content, _, _ in checked]
+        extracted = [self.resolution.extract(r.role, r.text, trace) for r in drafts]
         fact_texts = [
             f.text
             for facts in extracted
             for f in facts
             if not (f.transient and cfg.skip_transient) and e.extractor is not None
         ]
-        # 3. embed: messages and their facts in one call; the policy says which
-        # texts, and cached vectors are reused (the user message was the last
-        # recall query, a fact is often its message's sentence)
+        # 3. embed: messages and their facts in one call
         t0 = time.perf_counter()
-        contents = [c for _, c, _, _ in checked]
-        recent = loaded.messages[-4:] if cfg.contextual_embedding else []
-        before = [(m.role, m.content) for m in recent]
-        turns = before + [(role, c) for role, c, _, _ in checked]
-        completed = recent[-1] if e.embed_text.completes_pair(before, turns[len(before) :]) else None
-        shift = int(completed is not None)  # plan rows: the completed user message, then the new ones
-        plan = e.embed_text.plan_window(turns, range(len(before) - shift, len(turns)))
-        # Plain vectors where the stored one differs: a user message is the
-        # turn's recall query (cached, or cached now for it), and without an
-        # extractor messages are compared with earlier ones by it.
-        plain_needed = [
-            i
-            for i, (role, c, _, _) in enumerate(checked)
-            if (role == "user" or e.extractor is None) and plan.texts[plan.own[i + shift]] != c
-        ]
-        k, n_plain = len(plan.texts), len(plain_needed)
-        all_vectors = e.embed_documents([*plan.texts, *(contents[i] for i in plain_needed), *fact_texts], scope.user_id)
-        stored, fact_vectors = plan.vectors(all_vectors[:k]), all_vectors[k + n_plain :]
-        vectors = stored[shift:]
-        plain_vectors = all_vectors[list(plan.own[shift:])]  # before any mixing
-        plain_vectors[plain_needed] = all_vectors[k : k + n_plain]
+        turn = self._embed_turn(scope, drafts, loaded, fact_texts)
         trace.timings["embed"] = time.perf_counter() - t0
-        e.store.validate(drafts, vectors)  # a broken model's vector is refused before anything is written
+        e.store.validate(drafts, turn.vectors)  # a broken model's vector is refused before anything is written
         # 4. append to the working state (the write-ahead log)
         appended = [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts]
         seqs = e.state.append(scope.user_id, scope.session_id, appended, first_seq=e.first_seq(scope, loaded))
         records = [r.copy(seq=seq) for r, seq in zip(drafts, seqs)]
         # 5. resolve conflicts
         t0 = time.perf_counter()
-        facts = self.resolution.resolve(scope, records, plain_vectors, extracted, fact_vectors, trace)
+        facts = self.resolution.resolve(scope, records, turn.plain, extracted, turn.facts, trace)
         trace.timings["conflict"] = time.perf_counter() - t0
-        # 6. write, inside this call: supersedes of stored records first, then the facts, then
-        # their messages. A process killed in between leaves the message unstored, and heal
-        # re-stores it with its facts; the other order could leave a stored message whose
-        # supersede was lost, and the old value served as current.
+        # 6. write, inside this call
         t0 = time.perf_counter()
-        to_write = facts.fact_records + records
-        write_vectors = (
-            np.concatenate([np.asarray(facts.fact_vectors, dtype=np.float32), vectors])
-            if facts.fact_records
-            else vectors
-        )
-        new_ids = {r.id for r in to_write}
-        stored_updates = [u for u in facts.updates if u.id not in new_ids]  # the new ones carry theirs
-        refused: RecordRejectedError | None = None
-        durable = True
-        try:
-            try:
-                if stored_updates:
-                    e.writer.update(stored_updates)
-            except RecordRejectedError as exc:  # a dead letter now; the turn's own rows still go in
-                refused = exc
-            # A big batch of messages goes to the backend in one call; their ids are
-            # fresh, so the backend need not look for old rows first.
-            try:
-                e.writer.write(
-                    to_write, write_vectors, new=True, batch_size=max(len(to_write), e.writer.settings.batch_size)
-                )
-            except RecordRejectedError as exc:
-                refused = refused or exc
-            e.written(scope.user_id, to_write)
-            if completed is not None:  # the user message's reply came in this call: it shares the pair's vector
-                self._restore(scope, [completed.id], stored[:1])
-        except BackendUnavailableError as exc:
-            # An outage: the turn is in the working state (acknowledged there), and the
-            # session's next call heals it into the backend once the backend is back.
-            durable = False
-            self.forget_healed(scope.user_id, scope.session_id)
-            trace.degraded = True
-            trace.event(f"backend write failed, the turn is kept in the working state and healed later: {exc}")
-            log.warning("memory-vec: %s/%s kept in the working state: %s", scope.user_id, scope.session_id, exc)
-        if refused is not None:
-            raise refused
+        durable = self._write_turn(scope, facts, records, turn, trace)
         for subject, old_texts, new_text in facts.summary_patches:
             self.resolution.patch_summary(scope, subject, old_texts, new_text)
         trace.timings["write"] = time.perf_counter() - t0
         # 7. fold (a slow summarizer's off the turn)
-        # The state after the append, not read again, when nothing else was appended in between
-        after = (
-            dataclasses.replace(
-                loaded,
-                next_seq=seqs[-1] + 1,
-                messages=[
-                    *loaded.messages,
-                    *(StateMessage(s, *dataclasses.astuple(m)) for s, m in zip(seqs, appended)),
-                ],
-            )
-            if seqs and seqs[0] == loaded.next_seq
-            else None
-        )
-        summarized = self._fold_or_schedule(scope, trace, after)
+        summarized = self._fold_or_schedule(scope, trace, _state_after(loaded, seqs, appended))
         trace.emit()
         return [
             WriteResult(
@@ -202,6 +110,95 @@ class WritePath:
             )
             for r in records
         ]
+
+    def _drafts(self, items: Sequence[Any], scope: Scope) -> list[MemoryRecord]:
+        """The turn's message records (seq 0 until appended), every one checked
+        against the library's rules and the backend's limits."""
+        e, cfg = self.e, self.e.config
+        now = time.time()
+        drafts = []
+        for item in items:
+            role = v.check_role(item.role)
+            content = e.redact(v.check_content(item.content, max_bytes=cfg.max_content_bytes))
+            ts = v.check_timestamp(item.timestamp)
+            meta = v.check_metadata(item.metadata, max_bytes=cfg.max_metadata_bytes)
+            drafts.append(e.message_record(scope, uuid.uuid4().hex, 0, role, content, now if ts is None else ts, meta))
+        e.store.validate(drafts)  # the backend's hard limits, before the working state
+        return drafts
+
+    def _embed_turn(
+        self, scope: Scope, drafts: Sequence[MemoryRecord], loaded: WorkingState, fact_texts: Sequence[str]
+    ) -> _TurnVectors:
+        """The policy says which texts; cached vectors are reused (the user message
+        was the last recall query, a fact is often its message's sentence)."""
+        e, cfg = self.e, self.e.config
+        contents = [r.text for r in drafts]
+        recent = loaded.messages[-4:] if cfg.contextual_embedding else []
+        before = [(m.role, m.content) for m in recent]
+        turns = before + [(r.role, r.text) for r in drafts]
+        completed = recent[-1] if e.embed_text.completes_pair(before, turns[len(before) :]) else None
+        shift = int(completed is not None)  # plan rows: the completed user message, then the new ones
+        plan = e.embed_text.plan_window(turns, range(len(before) - shift, len(turns)))
+        # Plain vectors where the stored one differs: a user message is the
+        # turn's recall query (cached, or cached now for it), and without an
+        # extractor messages are compared with earlier ones by it.
+        plain_needed = [
+            i
+            for i, r in enumerate(drafts)
+            if (r.role == "user" or e.extractor is None) and plan.texts[plan.own[i + shift]] != r.text
+        ]
+        k, n_plain = len(plan.texts), len(plain_needed)
+        all_vectors = e.embed_documents([*plan.texts, *(contents[i] for i in plain_needed), *fact_texts], scope.user_id)
+        stored = plan.vectors(all_vectors[:k])
+        plain = all_vectors[list(plan.own[shift:])]  # before any mixing
+        plain[plain_needed] = all_vectors[k : k + n_plain]
+        return _TurnVectors(stored[shift:], plain, all_vectors[k + n_plain :], completed, stored[:1])
+
+    def _write_turn(
+        self, scope: Scope, facts: FactOutcome, records: list[MemoryRecord], turn: _TurnVectors, trace: TurnTrace
+    ) -> bool:
+        """Supersedes of stored records first, then the facts, then their messages. A
+        process killed in between leaves the message unstored, and heal re-stores it
+        with its facts; the other order could leave a stored message whose supersede
+        was lost, and the old value served as current. False: the backend is down
+        (the turn stays in the working state, healed on the session's next call)."""
+        e = self.e
+        to_write = facts.fact_records + records
+        write_vectors = (
+            np.concatenate([np.asarray(facts.fact_vectors, dtype=np.float32), turn.vectors])
+            if facts.fact_records
+            else turn.vectors
+        )
+        new_ids = {r.id for r in to_write}
+        stored_updates = [u for u in facts.updates if u.id not in new_ids]  # the new ones carry theirs
+        refused: RecordRejectedError | None = None
+        try:
+            try:
+                if stored_updates:
+                    e.writer.update(stored_updates)
+            except RecordRejectedError as exc:  # a dead letter now; the turn's own rows still go in
+                refused = exc
+            # A big batch of messages goes to the backend in one call; their ids are
+            # fresh, so the backend need not look for old rows first.
+            try:
+                e.writer.write(
+                    to_write, write_vectors, new=True, batch_size=max(len(to_write), e.writer.settings.batch_size)
+                )
+            except RecordRejectedError as exc:
+                refused = refused or exc
+            if turn.completed is not None:  # the user message's reply came in this call: it shares the pair's vector
+                self._restore(scope, [turn.completed.id], turn.completed_vector)
+        except BackendUnavailableError as exc:
+            self.forget_healed(scope.user_id, scope.session_id)
+            trace.degraded = True
+            trace.event(f"backend write failed, the turn is kept in the working state and healed later: {exc}")
+            log.warning("memory-vec: %s/%s kept in the working state: %s", scope.user_id, scope.session_id, exc)
+            if refused is not None:
+                raise refused from exc
+            return False
+        if refused is not None:
+            raise refused
+        return True
 
     # ------------------------------------------------------------------ healing
     def heal_user(self, user_id: str) -> int:
@@ -252,13 +249,10 @@ class WritePath:
             e.store.validate(records)
             vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
             self._heal_facts(scope, records)  # before the messages, in add_messages' order
-            refused: set[str] = set()
             try:
                 e.writer.write(records, vectors[: len(lost)])
             except RecordRejectedError as exc:  # dead letters now (kept for a retry); the others are stored
-                refused = set(exc.record_ids)
                 log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
-            e.written(scope.user_id, [r for r in records if r.id not in refused])
             self._restore(scope, [state.messages[i].id for i in partners], vectors[len(lost) :])
             log.warning(
                 "memory-vec: re-stored %d message(s) of %s/%s found only in the working state",
@@ -273,7 +267,7 @@ class WritePath:
             log.warning("memory-vec: could not check the session against the store: %s", exc)
             return 0
 
-    def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:  # noqa: C901 (to split)
+    def _heal_facts(self, scope: Scope, messages: Sequence[MemoryRecord]) -> None:
         """The facts and supersedes of re-stored messages, derived again as on their
         first write (fact ids derive from the message, so the same ones).
 
@@ -288,23 +282,7 @@ class WritePath:
         trace = TurnTrace("heal", scope.user_id, scope.session_id)
         extracted = [self.resolution.extract(m.role, m.text, trace) for m in messages]
         kept = [[i for i, f in enumerate(facts) if not (f.transient and cfg.skip_transient)] for facts in extracted]
-        if e.extractor is not None:
-            # Probe more ids than this extraction gave: an LLM extractor need not give the same facts again.
-            probes = [
-                [fact_id(m.id, i) for i in range(max(_FACT_PROBES, len(facts)))]
-                for m, facts in zip(messages, extracted)
-            ]
-            present = {r.id: r for r in e.writer.get([f for ids in probes for f in ids])}
-            todo = []
-            for j, (m, ids) in enumerate(zip(messages, probes)):
-                arrived = [present[f] for f in ids if f in present]
-                if kept[j] and not arrived:
-                    todo.append(j)
-                for fact in arrived:  # superseded since: so is its message, as supersede() does
-                    if fact.valid_to is not None and m.valid_to is None:
-                        m.valid_to, m.superseded_by = fact.valid_to, fact.superseded_by
-        else:  # the message is its own fact: it is being re-stored, so it never got there
-            todo = [j for j, idx in enumerate(kept) if idx]
+        todo = self._not_arrived(messages, extracted, kept)
         if not todo:
             return
         chosen = [messages[j] for j in todo]
@@ -313,33 +291,15 @@ class WritePath:
         out = self.resolution.resolve(
             scope, chosen, vectors[: len(chosen)], [extracted[j] for j in todo], vectors[len(chosen) :], trace
         )
-        new_ids = {m.id for m in messages} | {r.id for r in out.fact_records}
-        derived = {r.id: r for r in [*out.fact_records, *chosen]}
-        stored_updates: list[MemoryRecord] = []
-        later: dict[str, list[MemoryRecord]] = {}  # derived record id -> newer records it would supersede
-        for u in out.updates:
-            if u.id in new_ids:
-                continue  # written with the new rows
-            n = derived.get(u.superseded_by or "")
-            if n is not None and u.timestamp > n.timestamp:
-                later.setdefault(n.id, []).append(u)
-            else:
-                stored_updates.append(u)
-        for n_id, newer in later.items():
-            n = derived[n_id]
-            target = max([r for r in newer if r.kind == n.kind] or newer, key=lambda r: r.timestamp)
-            for record in [n, *(m for m in messages if m.id in n.source_ids)]:
-                if record.valid_to is None:
-                    record.valid_to, record.superseded_by = target.timestamp, target.id
+        stored_updates, turned = _turned_round(out, messages, chosen)
         try:
             if stored_updates:
                 e.writer.update(stored_updates)
             if out.fact_records:
                 e.writer.write(out.fact_records, np.asarray(out.fact_vectors, dtype=np.float32))
-                e.written(scope.user_id, out.fact_records)
         except RecordRejectedError as exc:  # dead letters now, kept for a retry; the messages still go in
             log.error("memory-vec: heal of %s/%s: %s", scope.user_id, scope.session_id, exc)
-        patched = {derived[i].text for i in later}
+        patched = {r.text for r in turned}
         for subject, old_texts, new_text in out.summary_patches:
             if new_text not in patched:
                 self.resolution.patch_summary(scope, subject, old_texts, new_text)
@@ -350,8 +310,31 @@ class WritePath:
             len(chosen),
             scope.user_id,
             scope.session_id,
-            f"; {len(later)} stored as superseded by what was said after them" if later else "",
+            f"; {len(turned)} stored as superseded by what was said after them" if turned else "",
         )
+
+    def _not_arrived(
+        self, messages: Sequence[MemoryRecord], extracted: Sequence[Sequence[Any]], kept: Sequence[Sequence[int]]
+    ) -> list[int]:
+        """Which re-stored messages need their facts derived again: those with facts
+        to keep and none in the store. A message whose fact arrived and was
+        superseded since is superseded with it, as supersede() does."""
+        if self.e.extractor is None:  # the message is its own fact: it is being re-stored, so it never got there
+            return [j for j, idx in enumerate(kept) if idx]
+        # Probe more ids than this extraction gave: an LLM extractor need not give the same facts again.
+        probes = [
+            [fact_id(m.id, i) for i in range(max(_FACT_PROBES, len(facts)))] for m, facts in zip(messages, extracted)
+        ]
+        present = {r.id: r for r in self.e.writer.get([f for ids in probes for f in ids])}
+        todo = []
+        for j, (m, ids) in enumerate(zip(messages, probes)):
+            arrived = [present[f] for f in ids if f in present]
+            if kept[j] and not arrived:
+                todo.append(j)
+            for fact in arrived:
+                if fact.valid_to is not None and m.valid_to is None:
+                    m.valid_to, m.superseded_by = fact.valid_to, fact.superseded_by
+        return todo
 
     def _restore(self, scope: Scope, ids: Sequence[str], vectors: np.ndarray) -> bool:
         """Store records of ``scope``'s user again, unchanged, with new vectors."""
@@ -473,3 +456,50 @@ class WritePath:
             return committed
         finally:
             lock.release()
+
+
+@dataclasses.dataclass(frozen=True)
+class _TurnVectors:
+    """A turn's vectors: stored (one per new message), plain (the message alone: conflicts
+    and recall queries), its facts', and the completed user message's new stored vector."""
+
+    vectors: np.ndarray
+    plain: np.ndarray
+    facts: np.ndarray
+    completed: StateMessage | None
+    completed_vector: np.ndarray
+
+
+def _state_after(loaded: WorkingState, seqs: Sequence[int], appended: Sequence[NewMessage]) -> WorkingState | None:
+    """The state after the append, not read again, when nothing else was appended in between."""
+    if not seqs or seqs[0] != loaded.next_seq:
+        return None
+    messages = [*loaded.messages, *(StateMessage(s, *dataclasses.astuple(m)) for s, m in zip(seqs, appended))]
+    return dataclasses.replace(loaded, next_seq=seqs[-1] + 1, messages=messages)
+
+
+def _turned_round(
+    out: FactOutcome, messages: Sequence[MemoryRecord], chosen: Sequence[MemoryRecord]
+) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    """The updates of stored records a healed decision makes, and the derived records
+    turned round: one that would supersede a record newer than itself is stored as
+    superseded by the newest of them instead (with its messages)."""
+    new_ids = {m.id for m in messages} | {r.id for r in out.fact_records}
+    derived = {r.id: r for r in [*out.fact_records, *chosen]}
+    stored_updates: list[MemoryRecord] = []
+    later: dict[str, list[MemoryRecord]] = {}  # derived record id -> newer records it would supersede
+    for u in out.updates:
+        if u.id in new_ids:
+            continue  # written with the new rows
+        n = derived.get(u.superseded_by or "")
+        if n is not None and u.timestamp > n.timestamp:
+            later.setdefault(n.id, []).append(u)
+        else:
+            stored_updates.append(u)
+    for n_id, newer in later.items():
+        n = derived[n_id]
+        target = max([r for r in newer if r.kind == n.kind] or newer, key=lambda r: r.timestamp)
+        for record in [n, *(m for m in messages if m.id in n.source_ids)]:
+            if record.valid_to is None:
+                record.valid_to, record.superseded_by = target.timestamp, target.id
+    return stored_updates, [derived[i] for i in later]

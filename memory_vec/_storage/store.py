@@ -22,22 +22,21 @@ import socket
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from memory_vec._model import validate as v
 from memory_vec._model.config import MemoryConfig
 from memory_vec._model.errors import BackendError, BackendUnavailableError, ConfigError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec._storage.keywords import KeywordIndex
 from memory_vec._storage.vector_cache import SharedVectors, VectorCache
-from memory_vec._storage.writer import RecordWriter, WriterSettings
+from memory_vec._storage.writer import RecordChecks, RecordWriter, WriterSettings
 from memory_vec.backends import create_backend
-from memory_vec.backends.base import Backend, BackendLimits, PurgeReport, claim_working_state_of
-from memory_vec.state import StateStore, create_state_store, resolve_state_kind
+from memory_vec.backends.base import Backend, BackendLimits, BaseBackend, PurgeReport, as_base_backend
+from memory_vec.state import SQLiteStateStore, StateStore, create_state_store, resolve_state_kind
 from memory_vec.state.base import DeadLetter
+from memory_vec.state.redis import RedisStateStore
 
 __all__ = ["DeadLetterRetry", "Store", "StoreKey", "open_store", "release_stores"]
 
@@ -107,43 +106,41 @@ class Store:
         keyword_cache_users: int = 1000,
         keyword_cache_docs: int = 200_000,
         legacy_state_path: str | None = None,
+        shared_vectors: SharedVectors | None = None,
     ) -> None:
-        self.backend: Backend = backend
+        self.backend: BaseBackend = as_base_backend(backend)
         self.state = state
         self.collection = collection
+        self.checks = RecordChecks(self.backend)
         self.keywords = KeywordIndex(self.backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
         self.writer = RecordWriter(
             self.backend,
             settings or WriterSettings(),
-            validate=self.validate,
+            validate=self.checks,
             dead_letters=state,
-            on_stored=self._stored,
+            keywords=self.keywords,
         )
         self._legacy_state_path = legacy_state_path
         self._earlier_engine_pending: list[tuple[str, str]] | None = None
         self._opened: tuple[int, str] | None = None
         self._open_lock = threading.Lock()
         self._vector_caches: tuple[VectorCache, VectorCache] | None = None
+        self._shared_vectors = shared_vectors
 
     def vector_caches(self, size: int) -> tuple[VectorCache, VectorCache]:
         """The (document, query) vector caches every core of this store
         shares; the first core's ``size`` sets their bound."""
         with self._open_lock:
             if self._vector_caches is None:
-                # Redis working state: worker processes see each other's vectors too
-                shared = (
-                    cast(SharedVectors, self.state) if callable(getattr(self.state, "cached_vectors", None)) else None
-                )
                 self._vector_caches = (
-                    VectorCache(size, shared=shared, kind="d"),
-                    VectorCache(size, shared=shared, kind="q"),
+                    VectorCache(size, shared=self._shared_vectors, kind="d"),
+                    VectorCache(size, shared=self._shared_vectors, kind="q"),
                 )
             return self._vector_caches
 
     @property
     def limits(self) -> BackendLimits:
-        limits = getattr(self.backend, "limits", None)
-        return limits if isinstance(limits, BackendLimits) else BackendLimits()
+        return self.backend.limits
 
     # --- lifecycle ------------------------------------------------------------------
     def open(self, *, dimension: int, model_id: str) -> None:
@@ -154,6 +151,7 @@ class Store:
             if self._opened == (dimension, model_id):
                 return
             self.backend.open(dimension=dimension, model_id=model_id)
+            self.checks.opened(dimension)
             first = self._opened is None
             if first:
                 self._check_working_state()
@@ -188,9 +186,9 @@ class Store:
         (a SQLite file) next to another one would serve what another host
         superseded or forgot, so it is refused here, before anything is read."""
         ours = working_state_identity(self.state)
-        if ours is None or not getattr(self.backend, "supports_multiprocess", False):
+        if ours is None or not self.backend.supports_multiprocess:
             return  # a state of this process only (memory, a custom one), or a store one process owns
-        recorded = claim_working_state_of(self.backend, ours)
+        recorded = self.backend.claim_working_state(ours)
         if recorded == ours:
             return
         if ours.startswith("redis ") and not recorded.startswith("redis "):
@@ -198,7 +196,7 @@ class Store:
             log.warning(
                 "memory-vec: collection %r moves from the working state %s to %s", self.collection, recorded, ours
             )
-            claim_working_state_of(self.backend, ours, replace=True)
+            self.backend.claim_working_state(ours, replace=True)
             return
         if ours.startswith("redis "):
             return  # two URLs of one Redis cannot be told apart from two Redis servers: a Redis is for sharing
@@ -238,23 +236,12 @@ class Store:
     def flush(self) -> None:
         self.writer.flush()
 
-    def _stored(self, records: Sequence[MemoryRecord]) -> None:
-        """Records durable in the backend: logged for other processes' keyword indexes."""
-        self.keywords.stored(records)
-
     def purge(self) -> PurgeReport:
         """After a forget: no trace of deleted data in this store's files, where
         the engine allows (the state store's log; the backend's, see
         ``BaseBackend.purge``). Returns the backend's report."""
         self.state.purge()
-        purge = getattr(self.backend, "purge", None)
-        if not callable(purge):  # a Backend protocol object without the optional purge
-            note = f"{self.backend.name}: the backend has no purge; deleted records may remain in its files"
-            return PurgeReport(False, 0, (note,))
-        report = purge()
-        if isinstance(report, PurgeReport):
-            return report
-        return PurgeReport(False, 0, (f"{self.backend.name}: purge() gave no report ({report!r})",))
+        return self.backend.purge()
 
     def close(self) -> None:
         """Flush pending writes and close the backend and the state store."""
@@ -269,19 +256,8 @@ class Store:
 
     # --- the validation hook --------------------------------------------------------
     def validate(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
-        """Every record of every write path passes here before anything is
-        queued: the library's rules, this backend's hard limits, and (when
-        given) one finite vector per record of the collection's dimension;
-        and a backend this process may not use refuses here."""
-        check_usable = getattr(self.backend, "check_usable", None)  # optional in the Backend protocol
-        if callable(check_usable):
-            check_usable()
-        limits = self.limits
-        for record in records:
-            v.check_record(record, limits)
-        if vectors is not None:
-            dimension = self._opened[0] if self._opened is not None else None
-            v.check_vectors(vectors, count=len(records), dimension=dimension, ids=[r.id for r in records])
+        """The validation hook (:class:`RecordChecks`), for checks before a write."""
+        self.checks(records, vectors)
 
     # --- dead letters ---------------------------------------------------------------
     def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:
@@ -315,7 +291,7 @@ class Store:
                 failed[letter.record_id] = f"{type(exc).__name__}: {exc}"
                 continue
             self.state.remove_dead_letters([letter.record_id])
-            self._stored([record])
+            self.keywords.changed(record.user_id, [record])
             stored.append(letter.record_id)
         return DeadLetterRetry(stored, failed)
 
@@ -323,14 +299,12 @@ class Store:
 def working_state_identity(state: StateStore) -> str | None:
     """What names a working state across processes: a Redis (URL without credentials,
     namespace), or a SQLite file of one host; None for a state of one process."""
-    name = getattr(state, "name", "")
-    if name == "redis":
-        url = urlsplit(str(getattr(state, "url", "")))
+    if isinstance(state, RedisStateStore):
+        url = urlsplit(state.url)
         where = f"{url.scheme}://{url.hostname or ''}:{url.port or ''}{url.path}"
-        return f"redis {where} namespace={getattr(state, 'namespace', '')}"
-    path = getattr(state, "path", None)
-    if name == "sqlite" and isinstance(path, str):
-        return f"sqlite {socket.gethostname()}:{os.path.abspath(path)}"
+        return f"redis {where} namespace={state.namespace}"
+    if isinstance(state, SQLiteStateStore):
+        return f"sqlite {socket.gethostname()}:{os.path.abspath(state.path)}"
     return None
 
 
@@ -349,14 +323,17 @@ def build_store(config: MemoryConfig, *, backend: Backend | None = None, state: 
     if state is None and resolve_state_kind(config) == "sqlite":
         legacy = os.path.join(config.persist_dir, "state.sqlite3")
     settings = writer_settings(config)
+    state = state if state is not None else create_state_store(config)
     return Store(
         backend if backend is not None else create_backend(config),
-        state if state is not None else create_state_store(config),
+        state,
         collection=config.collection,
         settings=settings,
         keyword_cache_users=config.keyword_cache_users,
         keyword_cache_docs=config.keyword_cache_docs,
         legacy_state_path=legacy,
+        # Redis working state: worker processes see each other's vectors too
+        shared_vectors=state if isinstance(state, RedisStateStore) else None,
     )
 
 

@@ -23,16 +23,18 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from memory_vec._model import validate as v
 from memory_vec._model.errors import BackendError, BackendUnavailableError, MemoryVecError, RecordRejectedError
 from memory_vec._model.records import MemoryRecord
-from memory_vec.backends.base import Backend, RecordFilter, ScoredRecord, insert_new_of
+from memory_vec._storage.keywords import KeywordIndex
+from memory_vec.backends.base import BaseBackend, RecordFilter, ScoredRecord
 from memory_vec.state.base import DeadLetter, StateStore
 
-__all__ = ["RecordWriter", "WriterSettings"]
+__all__ = ["RecordChecks", "RecordWriter", "WriterSettings"]
 
 log = logging.getLogger("memory_vec._storage.writer")
 
@@ -48,29 +50,52 @@ class WriterSettings:
     batch_size: int = 64
 
 
+class RecordChecks:
+    """The validation hook every record of every write path passes before anything
+    is written: the library's rules, the backend's hard limits, and (when given)
+    one finite vector per record of the collection's dimension; a backend this
+    process may not use refuses here."""
+
+    def __init__(self, backend: BaseBackend) -> None:
+        self._backend = backend
+        self._dimension: int | None = None
+
+    def opened(self, dimension: int) -> None:
+        """The collection is open for vectors of ``dimension``."""
+        self._dimension = dimension
+
+    def __call__(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
+        self._backend.check_usable()
+        for record in records:
+            v.check_record(record, self._backend.limits)
+        if vectors is not None:
+            ids = [r.id for r in records]
+            v.check_vectors(vectors, count=len(records), dimension=self._dimension, ids=ids)
+
+
 class RecordWriter:
     """Args:
     backend: where records go.
     settings: the batch size.
-    validate: the store's validation hook (a named error for a record the library or backend refuses).
+    validate: the validation hook (a named error for a record the library or backend refuses).
     dead_letters: the state store that keeps refused records.
-    on_stored: called with records once they are durable (the keyword log).
+    keywords: the store's keyword index: told of every change of a user's rows.
     """
 
     def __init__(
         self,
-        backend: Backend,
+        backend: BaseBackend,
         settings: WriterSettings | None = None,
         *,
-        validate: Callable[[Sequence[MemoryRecord], np.ndarray | None], None] | None = None,
+        validate: RecordChecks | None = None,
         dead_letters: StateStore | None = None,
-        on_stored: Callable[[Sequence[MemoryRecord]], None] | None = None,
+        keywords: KeywordIndex | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings or WriterSettings()
         self._validate = validate
         self._dead_letters = dead_letters
-        self._on_stored = on_stored
+        self._keywords = keywords
         self._lock = threading.Lock()
         # Recall counts to add to stored rows: id -> (count, last recalled at).
         self._counts: dict[str, tuple[int, float]] = {}
@@ -110,11 +135,14 @@ class RecordWriter:
     def _store_all(self, held: list[_Held], batch_size: int | None, *, new: bool) -> None:
         size = max(1, batch_size or self.settings.batch_size)
         refused: dict[str, str] = {}
-        for start in range(0, len(held), size):
-            batch = held[start : start + size]
-            stored = self._store_batch(batch, new, refused)
-            if stored and self._on_stored is not None:
-                self._on_stored(stored)
+        stored: list[MemoryRecord] = []
+        try:
+            for start in range(0, len(held), size):
+                stored += self._store_batch(held[start : start + size], new, refused)
+        except BaseException:
+            self._changed([r for r, _ in held], stored, complete=False)  # the engine may hold any part of it
+            raise
+        self._changed([r for r, _ in held], stored, complete=not refused)
         if refused:
             raise RecordRejectedError(
                 f"the backend refused {len(refused)} record(s): "
@@ -157,8 +185,29 @@ class RecordWriter:
         if updates:
             self.backend.update(updates)
         if rows:
-            put = insert_new_of(self.backend) if new else self.backend.upsert
+            put = self.backend.insert_new if new else self.backend.upsert
             put([r for r, _ in rows], np.stack([v for _, v in rows]))
+
+    def _changed(self, records: Sequence[MemoryRecord], stored: Sequence[MemoryRecord], *, complete: bool) -> None:
+        """The users' rows changed in the engine: a new keyword version each. ``complete``:
+        exactly ``stored`` changed (else this process's copy is dropped, not patched)."""
+        if self._keywords is None:
+            return
+        for user_id in dict.fromkeys(r.user_id for r in records):
+            written = [r for r in stored if r.user_id == user_id]
+            self._keywords.changed(user_id, written, () if complete else None)
+
+    def delete(self, user_id: str, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
+        """Delete the user's rows among ``ids`` and/or matching ``where`` (the engine's
+        delete, inside this call); how many were deleted."""
+        removed: list[str] | None = None
+        try:
+            deleted = self.backend.delete(ids=ids, where=where)
+            removed = list(ids) if ids is not None and where is None else None
+            return deleted
+        finally:
+            if self._keywords is not None:
+                self._keywords.changed(user_id, (), removed)
 
     def _dead_letter(self, held: _Held, exc: BackendError) -> str:
         record, vector = held
@@ -241,9 +290,7 @@ class RecordWriter:
             raise
         except BackendError as exc:
             log.warning("memory-vec: recall counts of %d memories not written: %s", len(counts), exc)
-            return
-        if rows and self._on_stored is not None:
-            self._on_stored(rows)
+        # Recall counts change no indexed field: keyword versions stay.
 
     def close(self) -> None:
         self.flush()

@@ -21,56 +21,58 @@ class NothingMatches(Exception):
     """A filter that can match no row (e.g. ``kinds=()``); Chroma rejects ``$in: []``."""
 
 
-def where_clause(f: RecordFilter) -> dict[str, Any] | None:  # noqa: C901 (to split)
+def where_clause(f: RecordFilter) -> dict[str, Any] | None:
     """RecordFilter -> Chroma ``where`` dict; values are data, never syntax.
 
     Raises:
         NothingMatches: no row can match (the caller answers with nothing).
     """
-    clauses: list[dict[str, Any]] = []
+    if any(isinstance(value, float) and not math.isfinite(value) for value in f.metadata.values()):
+        raise NothingMatches  # stored metadata is JSON without NaN or infinity
+    if f.ids is not None and not f.ids:
+        raise NothingMatches
+    owner = _owner_clause(f)
+    return _and([*([owner] if owner is not None else []), *_field_clauses(f)])
+
+
+def _owner_clause(f: RecordFilter) -> dict[str, Any] | None:
+    """The user's (and session's) rows, or the rows shared with them."""
     scope: list[dict[str, Any]] = []
     if f.user_id is not None:
         scope.append({"user_id": {"$eq": f.user_id}})
     if f.session_id is not None:
         scope.append({"session_id": {"$eq": f.session_id}})
     owner = _and(scope)
-    if owner is not None and f.include_shared:
-        shared: list[dict[str, Any]] = [owner, {"visibility": {"$eq": "global"}}]
-        if f.agent_id is not None:
-            shared.append(
-                {
-                    "$and": [
-                        {"visibility": {"$eq": "agent"}},
-                        {"agent_id": {"$eq": f.agent_id}},
-                        {"agent_id_is_null": {"$eq": False}},
-                    ]
-                }
-            )
-        owner = {"$or": shared}
-    if owner is not None:
-        clauses.append(owner)
+    if owner is None or not f.include_shared:
+        return owner
+    shared: list[dict[str, Any]] = [owner, {"visibility": {"$eq": "global"}}]
+    if f.agent_id is not None:
+        agent = [
+            {"visibility": {"$eq": "agent"}},
+            {"agent_id": {"$eq": f.agent_id}},
+            {"agent_id_is_null": {"$eq": False}},
+        ]
+        shared.append({"$and": agent})
+    return {"$or": shared}
+
+
+def _field_clauses(f: RecordFilter) -> list[dict[str, Any]]:
+    clauses: list[dict[str, Any]] = []
     for name, values in (("kind", f.kinds), ("role", f.roles)):
         if values is not None:
             if not values:
                 raise NothingMatches
             clauses.append({name: {"$in": list(values)}})
-    if f.since is not None:
-        clauses.append({"timestamp": {"$gte": float(f.since)}})
-    if f.until is not None:
-        clauses.append({"timestamp": {"$lte": float(f.until)}})
-    if f.seq_min is not None:
-        clauses.append({"seq": {"$gte": int(f.seq_min)}})
-    if f.seq_max is not None:
-        clauses.append({"seq": {"$lte": int(f.seq_max)}})
+    bounds = [("timestamp", "$gte", f.since), ("timestamp", "$lte", f.until)]
+    bounds += [("seq", "$gte", f.seq_min), ("seq", "$lte", f.seq_max)]
+    for name, op, value in bounds:
+        if value is not None:
+            clauses.append({name: {op: float(value) if name == "timestamp" else int(value)}})
     if not f.include_superseded:
         clauses.append({"valid_to_is_null": {"$eq": True}})
     if not f.include_archived:
         clauses.append({"archived": {"$eq": False}})
-    if any(isinstance(value, float) and not math.isfinite(value) for value in f.metadata.values()):
-        raise NothingMatches  # stored metadata is JSON without NaN or infinity
-    if f.ids is not None and not f.ids:
-        raise NothingMatches
-    return _and(clauses)
+    return clauses
 
 
 def owner_wheres(f: RecordFilter) -> list[dict[str, Any] | None]:

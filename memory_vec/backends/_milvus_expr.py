@@ -47,7 +47,7 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-def filter_expression(  # noqa: C901 (to split)
+def filter_expression(
     where: RecordFilter | None, ids: Iterable[str] | None = None, *, partition_key: bool = True
 ) -> str:
     """The pushed-down expression for ``where`` (and extra ``ids``); "" selects all.
@@ -66,36 +66,35 @@ def filter_expression(  # noqa: C901 (to split)
         parts.append(f"id in {literal_list(ids)}")
     if where is None:
         return " and ".join(parts)
-    for values in (where.ids, where.kinds, where.roles):
-        if values is not None and not values:
-            return NOTHING
+    if any(values is not None and not values for values in (where.ids, where.kinds, where.roles)):
+        return NOTHING
     if where.ids is not None:
         parts.append(f"id in {literal_list(where.ids)}")
     owner = _owner_expression(where, partition_key)
     if owner:
         parts.append(owner)
-    if where.kinds is not None:
-        parts.append(_one_of("kind", where.kinds, partition_key))
-    if where.roles is not None:
-        parts.append(_one_of("role", where.roles, partition_key))
-    if where.since is not None:
-        parts.append(f"timestamp >= {_number(where.since)}")
-    if where.until is not None:
-        parts.append(f"timestamp <= {_number(where.until)}")
-    if where.seq_min is not None:
-        parts.append(f"seq >= {int(where.seq_min)}")
-    if where.seq_max is not None:
-        parts.append(f"seq <= {int(where.seq_max)}")
+    parts += _field_expressions(where, partition_key)
+    return " and ".join(f"({p})" for p in parts)
+
+
+def _field_expressions(where: RecordFilter, partition_key: bool) -> list[str]:
+    parts = [
+        _one_of(name, values, partition_key)
+        for name, values in (("kind", where.kinds), ("role", where.roles))
+        if values is not None
+    ]
+    bounds = [("timestamp >=", where.since), ("timestamp <=", where.until)]
+    parts += [f"{test} {_number(value)}" for test, value in bounds if value is not None]
+    seqs = [("seq >=", where.seq_min), ("seq <=", where.seq_max)]
+    parts += [f"{test} {int(value)}" for test, value in seqs if value is not None]
     if not where.include_superseded:
         parts.append("superseded == false")
     if not where.include_archived:
         parts.append("archived == false")
-    for key, value in where.metadata.items():
-        # Only strings compare identically on both engines; the rest is
-        # checked client-side (see the module docstring).
-        if isinstance(value, str):
-            parts.append(f"metadata[{literal(key)}] == {literal(value)}")
-    return " and ".join(f"({p})" for p in parts)
+    # Only strings compare identically on both engines; the rest is
+    # checked client-side (see the module docstring).
+    parts += [f"metadata[{literal(k)}] == {literal(v)}" for k, v in where.metadata.items() if isinstance(v, str)]
+    return parts
 
 
 def _one_of(field: str, values: Sequence[str], partition_key: bool) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar, runtime_checkabl
 
 import numpy as np
 
+from memory_vec._model.errors import BackendError
 from memory_vec._model.queries import BackendLimits, MetadataValue, PurgeReport, RecordFilter, ScoredRecord
 from memory_vec._model.records import MemoryRecord
 
@@ -31,8 +32,7 @@ __all__ = [
     "PurgeReport",
     "RecordFilter",
     "ScoredRecord",
-    "claim_working_state_of",
-    "reads_vectors",
+    "as_base_backend",
 ]
 
 T = TypeVar("T")
@@ -135,15 +135,30 @@ class BaseBackend:
         The default is ``upsert``."""
         self.upsert(records, vectors)
 
-    # Optional (``reembed``'s tools and the conformance suite read stored vectors with it):
-    #   def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]
-    # every record matching ``where`` with its stored vector, rows aligned
-    # (shape (0, dimension) when none), in any order.
-    # Optional, not defined here so that wrappers (the guard) pass it through:
-    #   def check_usable(self) -> None
-    # raise when this process may not use the store at all (an embedded store
-    # inherited across a fork); no I/O. The store calls it before a write is
-    # validated, so such a write is refused before anything is written.
+    #: Whether ``scan_vectors`` reads stored vectors back (``reembed``'s tools, the conformance suite).
+    vector_reads = False
+
+    def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
+        """Every record matching ``where`` with its stored vector, rows aligned
+        (shape (0, dimension) when none), in any order. Optional: a backend
+        that implements it sets ``vector_reads = True``."""
+        raise BackendError(f"the {self.name} backend cannot read stored vectors back (no scan_vectors)")
+
+    def check_usable(self) -> None:
+        """Raise when this process may not use the store at all (an embedded store
+        inherited across a fork); no I/O. The store calls it before a write is
+        validated, so such a write is refused before anything is written."""
+
+    #: Whether ``reset`` re-creates the store (``reembed`` checks before it embeds anything).
+    resettable = False
+
+    def reset(self, *, dimension: int, model_id: str) -> None:
+        """Drop every record and re-create the store for another model (``reembed``).
+        Optional: a backend that implements it sets ``resettable = True``."""
+        raise BackendError(
+            f"the {self.name} backend has no reset(dimension=, model_id=), which reembed needs to "
+            "re-create the collection for the new model"
+        )
 
     # --- async twins -------------------------------------------------------------------------
     async def _in_thread(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -176,21 +191,43 @@ class BaseBackend:
         self.close()
 
 
-def claim_working_state_of(backend: object, identity: str, *, replace: bool = False) -> str:
-    """``backend.claim_working_state`` when it has one (a backend written against
-    the protocol alone records nothing: ``identity``)."""
-    method = getattr(backend, "claim_working_state", None)
-    return str(method(identity, replace=replace)) if callable(method) else identity
+def as_base_backend(backend: Backend) -> BaseBackend:
+    """``backend`` with every optional capability declared: itself when it derives
+    from :class:`BaseBackend`, else wrapped so that the defaults apply (a backend
+    written against the :class:`Backend` protocol alone)."""
+    return backend if isinstance(backend, BaseBackend) else _ProtocolBackend(backend)
 
 
-def insert_new_of(backend: object) -> Callable[[Sequence[MemoryRecord], np.ndarray], None]:
-    """``backend.insert_new`` when it has one, else its ``upsert`` (a backend
-    written against the protocol alone)."""
-    method = getattr(backend, "insert_new", None)
-    return method if callable(method) else backend.upsert  # type: ignore[attr-defined, no-any-return]
+class _ProtocolBackend(BaseBackend):
+    """A :class:`Backend` that is not a :class:`BaseBackend`, with the defaults of one."""
 
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.name = inner.name
 
-def reads_vectors(backend: object) -> bool:
-    """Whether ``backend`` has the optional ``scan_vectors`` (a wrapper says so for its engine)."""
-    flag = getattr(backend, "vector_reads", None)
-    return flag if isinstance(flag, bool) else callable(getattr(backend, "scan_vectors", None))
+    def open(self, *, dimension: int, model_id: str) -> None:
+        self.inner.open(dimension=dimension, model_id=model_id)
+
+    def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        self.inner.upsert(records, vectors)
+
+    def update(self, records: Sequence[MemoryRecord]) -> None:
+        self.inner.update(records)
+
+    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
+        return self.inner.query(vector, k=k, where=where)
+
+    def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
+        return self.inner.get(ids, where=where)
+
+    def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
+        return self.inner.scan(where, limit=limit)
+
+    def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
+        return self.inner.delete(ids=ids, where=where)
+
+    def count(self, where: RecordFilter | None = None) -> int:
+        return self.inner.count(where)
+
+    def close(self) -> None:
+        self.inner.close()

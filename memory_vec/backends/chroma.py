@@ -102,6 +102,8 @@ class ChromaBackend(BaseBackend):
     """
 
     name = "chroma"
+    vector_reads = True
+    resettable = True
     persistent = True
     # Measured with chromadb 1.5.9, embedded and `chroma run`: documents of 32 MB, ids of 1 MB and
     # metadata strings of 8 MB round-trip, so no size limit is Chroma's own. Integer keys are

@@ -27,11 +27,11 @@ import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 import numpy as np
 
-from memory_vec._model.errors import BackendError, BackendTimeoutError, BackendUnavailableError
+from memory_vec._model.errors import BackendTimeoutError, BackendUnavailableError
 from memory_vec._model.records import MemoryRecord
 from memory_vec.backends.base import (
     Backend,
@@ -40,19 +40,12 @@ from memory_vec.backends.base import (
     PurgeReport,
     RecordFilter,
     ScoredRecord,
-    claim_working_state_of,
-    insert_new_of,
-    reads_vectors,
+    as_base_backend,
 )
 
 __all__ = ["GuardedBackend"]
 
 T = TypeVar("T")
-
-
-@runtime_checkable
-class _Resettable(Protocol):
-    def reset(self, *, dimension: int, model_id: str) -> None: ...
 
 
 class GuardedBackend(BaseBackend):
@@ -84,15 +77,14 @@ class GuardedBackend(BaseBackend):
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries!r}")
-        self.inner = inner
-        # What the core and the conformance suite read off a backend are the wrapped
-        # engine's. Instance attributes: BaseBackend's class attributes would otherwise
-        # answer first, and __getattr__ never be asked.
-        self.name = inner.name
-        self.limits: BackendLimits = getattr(inner, "limits", BackendLimits())
-        self.supports_multiprocess = bool(getattr(inner, "supports_multiprocess", False))
-        self.persistent = bool(getattr(inner, "persistent", False))
-        self.vector_reads = reads_vectors(inner)
+        self.inner = engine = as_base_backend(inner)
+        # What the core and the conformance suite read off a backend are the wrapped engine's.
+        self.name = engine.name
+        self.limits: BackendLimits = engine.limits
+        self.supports_multiprocess = engine.supports_multiprocess
+        self.persistent = engine.persistent
+        self.vector_reads = engine.vector_reads
+        self.resettable = engine.resettable
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -120,13 +112,13 @@ class GuardedBackend(BaseBackend):
 
     def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
         # Idempotent as upsert: a retry stores the same rows again, still one row per id.
-        self._call("upsert", lambda: insert_new_of(self.inner)(records, vectors))
+        self._call("upsert", lambda: self.inner.insert_new(records, vectors))
 
     def update(self, records: Sequence[MemoryRecord]) -> None:
         self._call("update", lambda: self.inner.update(records))
 
     def claim_working_state(self, identity: str, *, replace: bool = False) -> str:
-        return str(self._call("claim", lambda: claim_working_state_of(self.inner, identity, replace=replace)))
+        return self._call("claim", lambda: self.inner.claim_working_state(identity, replace=replace))
 
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
         return self._call("query", lambda: self.inner.query(vector, k=k, where=where))
@@ -138,11 +130,7 @@ class GuardedBackend(BaseBackend):
         return self._call("scan", lambda: self.inner.scan(where, limit=limit))
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
-        scan_vectors = getattr(self.inner, "scan_vectors", None)
-        if not callable(scan_vectors):
-            raise AttributeError(f"{type(self.inner).__name__!r} object has no attribute 'scan_vectors'")
-        result: tuple[list[MemoryRecord], np.ndarray] = self._call("scan_vectors", lambda: scan_vectors(where))
-        return result
+        return self._call("scan_vectors", lambda: self.inner.scan_vectors(where))
 
     def delete(self, *, ids: Sequence[str] | None = None, where: RecordFilter | None = None) -> int:
         return self._call("delete", lambda: self.inner.delete(ids=ids, where=where))
@@ -152,23 +140,14 @@ class GuardedBackend(BaseBackend):
 
     def reset(self, *, dimension: int, model_id: str) -> None:
         """Forward ``reset`` (used by ``reembed``) without a timeout: it may rewrite a large store."""
-        inner = self.inner
-        if not isinstance(inner, _Resettable):
-            raise BackendError(
-                f"the {type(inner).__name__} backend has no reset(dimension=, model_id=), which "
-                "reembed needs to re-create the collection for the new model"
-            )
-        inner.reset(dimension=dimension, model_id=model_id)
+        self.inner.reset(dimension=dimension, model_id=model_id)
+
+    def check_usable(self) -> None:
+        self.inner.check_usable()
 
     def purge(self) -> PurgeReport:
         """Forward ``purge`` (used by ``forget``) without a timeout: it may rewrite a large store."""
-        purge = getattr(self.inner, "purge", None)
-        if not callable(purge):  # a plain Backend protocol object: the default report
-            return super().purge()
-        report = purge()
-        if isinstance(report, PurgeReport):
-            return report
-        return PurgeReport(False, 0, (f"{self.name}: purge() gave no report ({report!r})",))
+        return self.inner.purge()
 
     def close(self) -> None:
         with self._pool_lock:

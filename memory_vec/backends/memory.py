@@ -85,6 +85,8 @@ class InMemoryBackend(BaseBackend):
     """
 
     name = "memory"
+    vector_reads = True
+    resettable = True
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

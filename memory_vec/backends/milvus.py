@@ -31,8 +31,7 @@ collection: the report says so.
 Private modules: :mod:`._milvus_schema` (fields, create, verify, load),
 :mod:`._milvus_rows` (record <-> row), :mod:`._milvus_expr` (filters),
 :mod:`._milvus_scan` (paged reads), :mod:`._milvus_search` (search, exact fallback),
-:mod:`._milvus_consistency`,
-:mod:`._milvus_writes` (upsert, update), :mod:`._milvus_rewrite` (purge),
+:mod:`._milvus_consistency`, :mod:`._milvus_rewrite` (purge),
 :mod:`._milvus_lock` (the Lite path's lock), :mod:`._milvus_errors`.
 """
 
@@ -54,11 +53,10 @@ from memory_vec.backends._milvus_errors import Translate
 from memory_vec.backends._milvus_expr import filter_expression
 from memory_vec.backends._milvus_lock import LiteLock
 from memory_vec.backends._milvus_rewrite import ReadGate, recover, rewrite
-from memory_vec.backends._milvus_rows import chunks
+from memory_vec.backends._milvus_rows import chunks, request_batches, to_row
 from memory_vec.backends._milvus_scan import RowReader
 from memory_vec.backends._milvus_schema import SCHEMA_VERSION
 from memory_vec.backends._milvus_search import search
-from memory_vec.backends._milvus_writes import MilvusWrites
 from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
 
 if TYPE_CHECKING:
@@ -72,7 +70,7 @@ __all__ = ["SCHEMA_VERSION", "MilvusBackend"]
 _EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 
 
-class MilvusBackend(MilvusWrites, BaseBackend):
+class MilvusBackend(BaseBackend):
     """Vectors and records in a Milvus collection (Lite or server).
 
     Example:
@@ -89,6 +87,8 @@ class MilvusBackend(MilvusWrites, BaseBackend):
     """
 
     name = "milvus"
+    vector_reads = True
+    resettable = True
     # Measured on Milvus Lite 3.2.2 and a Milvus 2.3.5 server (tests/backends/test_milvus_*):
     # VARCHAR max_length counts UTF-8 bytes on the server (characters on Lite), so text is
     # 65535 bytes and ids 1024 (the schema's max_length); the server refuses a JSON field
@@ -390,6 +390,79 @@ class MilvusBackend(MilvusWrites, BaseBackend):
         if self._client is None or self._dimension is None:
             raise InvalidInputError("open() the Milvus backend before using it")
         return self._connect()
+
+    # --- writes ---------------------------------------------------------------------
+    def reset(self, *, dimension: int, model_id: str) -> None:
+        """Delete every record and re-create the collection for another embedder (``reembed``)."""
+        with self._mutex:
+            self.drop()
+            self.open(dimension=dimension, model_id=model_id)
+
+    def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        self._upsert(records, vectors, new=False)
+
+    def insert_new(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
+        # A fresh id has no row in another partition: no read before the write.
+        self._upsert(records, vectors, new=True)
+
+    def _upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, new: bool) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or len(records) != len(vectors):
+            raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
+        with self._mutex:
+            client = self._ready()
+            if len(records) and vectors.shape[1] != self._dimension:
+                raise EmbeddingModelMismatchError(
+                    f"vector dimension {vectors.shape[1]} does not match the collection's {self._dimension} "
+                    f"({self._model_id!r})"
+                )
+            if not np.all(np.isfinite(vectors)):
+                raise InvalidInputError("upsert got a vector with NaN or infinite values")
+            # The last occurrence of an id wins, as in a sequence of upserts.
+            latest = {r.id: i for i, r in enumerate(records)}
+            rows = [to_row(records[i], vectors[i]) for i in latest.values()]
+            moved = self._moved_ids(client, rows) if self._pk_enabled and not new else []
+            self._dirty = self._dirty or bool(moved)  # a moved row leaves its old copy in the files
+            self._write(client, rows, moved)
+            if not self.is_server:
+                self._unflushed += len(rows)
+
+    def update(self, records: Sequence[MemoryRecord]) -> None:
+        """Change stored fields of existing records; the stored vectors are kept."""
+        with self._mutex:
+            client = self._ready()
+            latest = {r.id: r for r in records}
+            if not latest:
+                return
+            stored = {
+                row["id"]: (row["vector"], row["owner"])
+                for row in self._reader(client).rows_by_ids(
+                    list(latest), ["id", "owner", "vector"], action="read records to update"
+                )
+            }
+            rows = [to_row(latest[i], np.asarray(stored[i][0], dtype=np.float32)) for i in latest if i in stored]
+            moved = [r["id"] for r in rows if self._pk_enabled and stored[r["id"]][1] != r["owner"]]
+            self._dirty = self._dirty or bool(moved)
+            self._write(client, rows, moved)
+
+    def _moved_ids(self, client: Any, rows: list[dict[str, Any]]) -> list[str]:
+        # A record whose partition-key value changes is deleted first: an upsert
+        # only replaces rows inside the partition the new value hashes to.
+        owners = {
+            row["id"]: row["owner"]
+            for row in self._reader(client).rows_by_ids(
+                [r["id"] for r in rows], ["id", "owner"], action="read records before upsert"
+            )
+        }
+        return [r["id"] for r in rows if r["id"] in owners and owners[r["id"]] != r["owner"]]
+
+    def _write(self, client: Any, rows: list[dict[str, Any]], moved: list[str]) -> None:
+        for doomed in chunks(moved, self._batch):
+            with self._translate("move records between partitions"):
+                client.delete(self.collection, filter=filter_expression(None, doomed), timeout=self._timeout)
+        for chunk in request_batches(rows, self._batch):
+            with self._translate(f"upsert {len(chunk)} records"):
+                client.upsert(self.collection, chunk, timeout=self._timeout)
 
     # --- reads ----------------------------------------------------------------------
     def _before_read(self, client: Any) -> None:

@@ -118,6 +118,8 @@ class SQLiteBackend(BaseBackend):
     """
 
     name = "sqlite"
+    vector_reads = True
+    resettable = True
     persistent = True
     supports_multiprocess = True  # WAL + BEGIN IMMEDIATE; conformance multi-process contract
     # Records are JSON text and vectors blobs: SQLite's own limit (1 GB a value) is far

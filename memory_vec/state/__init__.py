@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING
 from memory_vec._model.errors import ConfigError
 from memory_vec.state._legacy import claim_legacy_sessions, legacy_state_path
 from memory_vec.state.base import (
-    KEYWORD_LOG_LIMIT,
     DeadLetter,
-    KeywordChanges,
     NewMessage,
     StateMessage,
     StateStore,
@@ -27,10 +25,8 @@ if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
 
 __all__ = [
-    "KEYWORD_LOG_LIMIT",
     "DeadLetter",
     "InMemoryStateStore",
-    "KeywordChanges",
     "NewMessage",
     "SQLiteStateStore",
     "StateMessage",

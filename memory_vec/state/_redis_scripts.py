@@ -61,25 +61,6 @@ return 1
 
 # The list holds positions counter-LLEN+1 .. counter; a reader further behind
 # (or from another generation, or ahead of a lost log) must rebuild: flag 0.
-KEYWORD_CHANGES = """
-local function changes(meta_key, log_key, after, wanted)
-  local meta = redis.call('HMGET', meta_key, 'generation', 'counter')
-  local generation = tonumber(meta[1] or '0')
-  local counter = tonumber(meta[2] or '0')
-  local behind = counter - after
-  if generation ~= wanted or behind < 0 or behind > redis.call('LLEN', log_key) then
-    return {generation, counter, 0, {}}
-  end
-  if behind == 0 then return {generation, counter, 1, {}} end
-  return {generation, counter, 1, redis.call('LRANGE', log_key, -behind, -1)}
-end
-local out = {}
-for i = 1, #KEYS, 2 do
-  out[#out + 1] = changes(KEYS[i], KEYS[i + 1], tonumber(ARGV[i]), tonumber(ARGV[i + 1]))
-end
-return out
-"""
-
 CLEAR = """
 local existed = redis.call('EXISTS', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])

@@ -11,12 +11,13 @@ processes share a session without losing or double-folding messages:
 * ``replace`` / ``clear``: whole-session writes.
 
 A store belongs to one collection (the factory keys it by collection), and
-also keeps two small per-collection logs the engine needs across processes:
+also keeps two small per-collection things the engine needs across processes:
 
-* the **keyword log**: per user, a write counter and the ids written, plus a
-  generation bumped on deletions, so every process can bring its in-process
-  keyword index up to date incrementally (``log_writes`` /
-  ``keyword_changes`` / ``reset_keywords``);
+* the **keyword versions**: per user, a random token replaced after every
+  change of the user's rows in the backend, so a process's keyword index of
+  the user is used only while the token it was built under is current
+  (``keyword_version`` / ``new_keyword_version``,
+  :mod:`memory_vec._storage.keywords`);
 * the **dead-letter list**: records the backend rejected one by one while
   others succeeded, kept for inspection, retry or drop.
 """
@@ -29,25 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from memory_vec._model.session import NewMessage, StateMessage, WorkingState
 
-__all__ = ["DeadLetter", "KeywordChanges", "NewMessage", "StateMessage", "StateStore", "WorkingState"]
-
-#: Entries of the keyword log kept per user; a reader further behind rebuilds.
-KEYWORD_LOG_LIMIT = 10_000
-
-
-@dataclass(frozen=True)
-class KeywordChanges:
-    """What changed in a user's keyword log since a reader's position.
-
-    ``ids`` lists the record ids written after ``after`` (oldest first, may
-    repeat); it is ``None`` when the reader must rebuild instead: its
-    generation is not the current one (something was deleted) or the log no
-    longer reaches back to its position.
-    """
-
-    generation: int
-    counter: int
-    ids: tuple[str, ...] | None
+__all__ = ["DeadLetter", "NewMessage", "StateMessage", "StateStore", "WorkingState"]
 
 
 @dataclass(frozen=True)
@@ -117,21 +100,21 @@ class StateStore(Protocol):
 
     def forget_user(self, user_id: str) -> None:
         """Remove whatever the store still keeps under the user's id (its sessions, its keyword
-        log and counters, its keys): ``forget`` leaves no user id behind. Readers of the keyword
-        log rebuild (their generation is no longer the store's)."""
+        version, its keys): ``forget`` leaves no user id behind. Readers of the keyword version
+        rebuild (the next one read is new)."""
         ...
 
     def sessions(self, user_id: str) -> list[str]: ...
 
-    # --- keyword log (per user) ---------------------------------------------
-    def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
-        """Append written record ids to the user's keyword log; the new counter."""
+    # --- keyword versions (per user) -----------------------------------------
+    def keyword_version(self, user_id: str) -> str | None:
+        """The user's keyword version (None: none; a read never makes one, so a
+        forgotten user's id does not come back by a read)."""
         ...
 
-    def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges: ...
-
-    def reset_keywords(self, user_id: str) -> int:
-        """Bump the user's generation (after deletions); the new generation."""
+    def new_keyword_version(self, user_id: str, version: str) -> str | None:
+        """Replace the user's keyword version by ``version`` atomically; the one it
+        replaced (None: none)."""
         ...
 
     # --- dead letters (per collection) --------------------------------------

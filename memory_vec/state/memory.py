@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import copy
-import itertools
 import threading
 import time
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
-from memory_vec.state.base import KEYWORD_LOG_LIMIT, DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
+from memory_vec.state.base import DeadLetter, NewMessage, StateMessage, WorkingState
 
 __all__ = ["InMemoryStateStore"]
 
 
-@dataclass
-class _KeywordLog:
-    generation: int = 0
-    counter: int = 0
-    # The newest ids; positions counter-len+1 .. counter.
-    ids: deque[str] = field(default_factory=lambda: deque(maxlen=KEYWORD_LOG_LIMIT))
-
-
 class InMemoryStateStore:
-    """Working state, keyword log and dead letters of one collection, in this process.
+    """Working state, keyword versions and dead letters of one collection, in this process.
 
     Example:
         >>> store = InMemoryStateStore()
@@ -37,7 +26,7 @@ class InMemoryStateStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._states: dict[tuple[str, str], WorkingState] = {}
-        self._keywords: dict[str, _KeywordLog] = {}
+        self._versions: dict[str, str] = {}
         self._letters: dict[str, DeadLetter] = {}
 
     def _get(self, user_id: str, session_id: str) -> WorkingState:
@@ -127,35 +116,21 @@ class InMemoryStateStore:
         with self._lock:
             for key in [k for k in self._states if k[0] == user_id]:
                 del self._states[key]
-            self._keywords.pop(user_id, None)
+            self._versions.pop(user_id, None)
 
     def sessions(self, user_id: str) -> list[str]:
         with self._lock:
             return sorted(s for (u, s) in self._states if u == user_id)
 
-    # --- keyword log ---------------------------------------------------------------
-    def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
+    # --- keyword versions ----------------------------------------------------------
+    def keyword_version(self, user_id: str) -> str | None:
         with self._lock:
-            log = self._keywords.setdefault(user_id, _KeywordLog())
-            log.ids.extend(ids)
-            log.counter += len(ids)
-            return log.counter
+            return self._versions.get(user_id)
 
-    def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges:
+    def new_keyword_version(self, user_id: str, version: str) -> str | None:
         with self._lock:
-            log = self._keywords.get(user_id) or _KeywordLog()
-            behind = log.counter - after
-            if generation != log.generation or not 0 <= behind <= len(log.ids):
-                return KeywordChanges(log.generation, log.counter, None)
-            ids = tuple(itertools.islice(log.ids, len(log.ids) - behind, None))
-            return KeywordChanges(log.generation, log.counter, ids)
-
-    def reset_keywords(self, user_id: str) -> int:
-        with self._lock:
-            log = self._keywords.setdefault(user_id, _KeywordLog())
-            log.generation += 1
-            log.ids.clear()
-            return log.generation
+            replaced, self._versions[user_id] = self._versions.get(user_id), version
+            return replaced
 
     # --- dead letters ----------------------------------------------------------------
     def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:

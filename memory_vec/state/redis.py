@@ -10,9 +10,7 @@ that ``:`` or any other character in an id cannot collide with another key):
 
 Per user and per collection (see :class:`~memory_vec.state.base.StateStore`):
 
-* ``memvec:<ns>:k:<user>`` hash: keyword-log generation and counter;
-* ``memvec:<ns>:kl:<user>`` list of the newest logged ids (at most
-  ``KEYWORD_LOG_LIMIT``; the last one is at position ``counter``);
+* ``memvec:<ns>:kv:<user>`` string: the user's keyword version (a random token);
 * ``memvec:<ns>:dl`` hash: record id -> dead letter JSON;
 
 Shared vector cache (:mod:`memory_vec._storage.vector_cache`): ``memvec:<ns>:v:<kind><digest>``
@@ -20,12 +18,12 @@ strings of float32 bytes, expiring after ``VECTOR_TTL_S``: the vectors of
 recent texts, keyed by a digest of model id and text (never the text), so a
 user whose turns go to different worker processes is not embedded twice.
 
-``append``, ``commit_fold`` and ``keyword_changes`` are Lua scripts, so Redis
-runs each one atomically: sequence numbers come from ``next_seq`` inside the
-script, and a fold commits only if ``folded_through`` (and the summary, when
-asked) still has the expected value. Keyword-log writes are MULTI
-transactions. The message JSON is built in Python and never decoded by Lua
-(cjson would round timestamps to 14 digits).
+``append`` and ``commit_fold`` are Lua scripts, so Redis runs each one
+atomically: sequence numbers come from ``next_seq`` inside the script, and a
+fold commits only if ``folded_through`` (and the summary, when asked) still
+has the expected value. A new keyword version is one ``GETSET``. The message
+JSON is built in Python and never decoded by Lua (cjson would round timestamps
+to 14 digits).
 """
 
 from __future__ import annotations
@@ -46,16 +44,8 @@ from memory_vec.state._redis_scripts import (
     COMMIT_FOLD,
     DROP_MESSAGES,
     EDIT_MESSAGE,
-    KEYWORD_CHANGES,
 )
-from memory_vec.state.base import (
-    KEYWORD_LOG_LIMIT,
-    DeadLetter,
-    KeywordChanges,
-    NewMessage,
-    StateMessage,
-    WorkingState,
-)
+from memory_vec.state.base import DeadLetter, NewMessage, StateMessage, WorkingState
 
 __all__ = ["VECTOR_TTL_S", "RedisStateStore"]
 
@@ -110,7 +100,6 @@ class RedisStateStore:
         self._edit = self._client.register_script(EDIT_MESSAGE)
         self._fold = self._client.register_script(COMMIT_FOLD)
         self._clear = self._client.register_script(CLEAR)
-        self._changes = self._client.register_script(KEYWORD_CHANGES)
 
     # --- keys -------------------------------------------------------------------------
     def _keys(self, user_id: str, session_id: str) -> list[str]:
@@ -120,9 +109,10 @@ class RedisStateStore:
     def _user_key(self, user_id: str) -> str:
         return f"{self._prefix}u:{_enc(user_id)}"
 
-    def _keyword_keys(self, user_id: str) -> tuple[str, str]:
+    def _keyword_keys(self, user_id: str) -> tuple[str, str, str]:
+        # the version, and the keyword log of 0.1 (left by a store it wrote: forget removes it too)
         user = _enc(user_id)
-        return f"{self._prefix}k:{user}", f"{self._prefix}kl:{user}"
+        return f"{self._prefix}kv:{user}", f"{self._prefix}k:{user}", f"{self._prefix}kl:{user}"
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -248,40 +238,16 @@ class RedisStateStore:
         with self._errors("list sessions"):
             return sorted(self._client.smembers(self._user_key(user_id)))
 
-    # --- keyword log -----------------------------------------------------------------
-    def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
-        meta_key, log_key = self._keyword_keys(user_id)
-        with self._errors("append to the keyword log"):
-            if not ids:
-                return int(self._client.hget(meta_key, "counter") or 0)
-            pipe = self._client.pipeline(transaction=True)
-            pipe.hincrby(meta_key, "counter", len(ids))
-            pipe.rpush(log_key, *ids)
-            pipe.ltrim(log_key, -KEYWORD_LOG_LIMIT, -1)
-            counter, _, _ = pipe.execute()
-        return int(counter)
+    # --- keyword versions ----------------------------------------------------------
+    def keyword_version(self, user_id: str) -> str | None:
+        with self._errors("read a keyword version"):
+            found = self._client.get(self._keyword_keys(user_id)[0])
+        return None if found is None else str(found)
 
-    def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges:
-        return self.keyword_changes_many([(user_id, after, generation)])[0]
-
-    def keyword_changes_many(self, asks: Sequence[tuple[str, int, int]]) -> list[KeywordChanges]:
-        """``keyword_changes`` of several ``(log key, after, generation)`` in one script call."""
-        with self._errors("read the keyword log"):
-            return _changes(
-                self._changes(
-                    keys=[k for user, _, _ in asks for k in self._keyword_keys(user)],
-                    args=[int(n) for _, after, generation in asks for n in (after, generation)],
-                )
-            )
-
-    def reset_keywords(self, user_id: str) -> int:
-        meta_key, log_key = self._keyword_keys(user_id)
-        with self._errors("reset the keyword log"):
-            pipe = self._client.pipeline(transaction=True)
-            pipe.hincrby(meta_key, "generation", 1)
-            pipe.delete(log_key)  # every reader rebuilds: the entries so far are no use
-            generation, _ = pipe.execute()
-        return int(generation)
+    def new_keyword_version(self, user_id: str, version: str) -> str | None:
+        with self._errors("change a keyword version"):
+            found = self._client.getset(self._keyword_keys(user_id)[0], version)
+        return None if found is None else str(found)
 
     # --- dead letters ----------------------------------------------------------------
     def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:
@@ -378,10 +344,6 @@ def _state(user_id: str, session_id: str, meta: dict[str, str], members: list[st
         state.updated_at = float(meta.get("updated_at", 0.0))
     state.messages = [_decode(m) for m in members]
     return state
-
-
-def _changes(replies: Any) -> list[KeywordChanges]:
-    return [KeywordChanges(int(r[0]), int(r[1]), tuple(r[3]) if int(r[2]) else None) for r in replies]
 
 
 def _encode(m: StateMessage) -> str:

@@ -6,7 +6,7 @@ serializes them, sequence numbers come from the row they lock, and a fold
 commits only if ``folded_through`` is unchanged. WAL mode keeps readers off
 the writers' backs; a committed transaction survives a crash (synchronous=FULL).
 
-The same file holds the collection's keyword log and dead letters
+The same file holds the collection's keyword versions and dead letters
 (see :mod:`memory_vec.state._sqlite_logs`). A file of 0.1 may hold a table
 ``unflushed`` of that version's leases: unused now, left as it is.
 """
@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from memory_vec._model.errors import ConfigError, StateStoreError
 from memory_vec.state import _sqlite_logs as logs
 from memory_vec.state._letters import letters_to_json
-from memory_vec.state.base import DeadLetter, KeywordChanges, NewMessage, StateMessage, WorkingState
+from memory_vec.state.base import DeadLetter, NewMessage, StateMessage, WorkingState
 
 __all__ = ["SQLiteStateStore", "sqlite_state_path"]
 
@@ -92,7 +92,7 @@ if hasattr(os, "register_at_fork"):
 
 
 class SQLiteStateStore:
-    """Working state, keyword log and dead letters of one collection in a SQLite file.
+    """Working state, keyword versions and dead letters of one collection in a SQLite file.
 
     Threads share one instance (a connection per thread); processes open
     their own instance on the same file.
@@ -321,7 +321,7 @@ class SQLiteStateStore:
 
     def forget_user(self, user_id: str) -> None:
         with self._tx() as conn:
-            for table in ("messages", "sessions", "keyword_log", "keyword_users", "dead_letters"):
+            for table in ("messages", "sessions", "keyword_versions", "dead_letters"):
                 conn.execute(f"DELETE FROM {table} WHERE user_id=?", (user_id,))
 
     def edit_message(self, user_id: str, session_id: str, old: StateMessage, new: StateMessage) -> bool:
@@ -356,18 +356,15 @@ class SQLiteStateStore:
         )
         return [r[0] for r in rows]
 
-    # --- keyword log -----------------------------------------------------------------
-    def log_writes(self, user_id: str, ids: Sequence[str]) -> int:
-        with self._tx() as conn:
-            return logs.log_writes(conn, user_id, ids)
+    # --- keyword versions ----------------------------------------------------------
+    def keyword_version(self, user_id: str) -> str | None:
+        with self._snapshot("read a keyword version") as conn:
+            row = conn.execute("SELECT version FROM keyword_versions WHERE user_id=?", (user_id,)).fetchone()
+        return None if row is None else str(row[0])
 
-    def keyword_changes(self, user_id: str, *, after: int, generation: int) -> KeywordChanges:
-        with self._snapshot("read the keyword log") as conn:
-            return logs.keyword_changes(conn, user_id, after=after, generation=generation)
-
-    def reset_keywords(self, user_id: str) -> int:
+    def new_keyword_version(self, user_id: str, version: str) -> str | None:
         with self._tx() as conn:
-            return logs.reset_keywords(conn, user_id)
+            return logs.new_keyword_version(conn, user_id, version)
 
     def add_dead_letters(self, letters: Sequence[DeadLetter]) -> None:
         payloads = letters_to_json(letters)

@@ -1,108 +1,62 @@
-"""Conformance contracts of the per-user keyword log and the dead letters
+"""Conformance contracts of the per-user keyword versions and the dead letters
 (part of :class:`~memory_vec.testing.state_conformance.StateStoreConformance`)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from memory_vec.state.base import KEYWORD_LOG_LIMIT, KeywordChanges, StateStore
+from memory_vec.state.base import StateStore
 from memory_vec.testing._state_support import HOSTILE_IDS, StateSuiteBase, dead_letter, in_threads, new_message
 
-__all__ = ["DeadLetterContracts", "KeywordLogContracts"]
+__all__ = ["DeadLetterContracts", "KeywordVersionContracts"]
 
 
-class KeywordLogContracts(StateSuiteBase):
-    def test_keyword_log_of_unknown_user(self, store: StateStore) -> None:
-        assert store.keyword_changes("nobody", after=0, generation=0) == KeywordChanges(0, 0, ())
-        # A reader that has never read (generation -1) is told the position to rebuild from.
-        assert store.keyword_changes("nobody", after=0, generation=-1) == KeywordChanges(0, 0, None)
-        assert store.log_writes("nobody", []) == 0  # nothing written, nothing logged
+class KeywordVersionContracts(StateSuiteBase):
+    def test_a_read_makes_no_version(self, store: StateStore) -> None:
+        assert store.keyword_version("nobody") is None
+        assert store.keyword_version("nobody") is None
+        assert store.new_keyword_version("nobody", "v1") is None
 
-    def test_keyword_log_counts_and_reports_changes(self, store: StateStore) -> None:
-        assert store.log_writes("u1", ["a", "b"]) == 2
-        assert store.log_writes("u1", ["c", "a"]) == 4  # an id may repeat (rewritten)
-        assert store.log_writes("u1", []) == 4
-        assert store.keyword_changes("u1", after=0, generation=0) == KeywordChanges(0, 4, ("a", "b", "c", "a"))
-        assert store.keyword_changes("u1", after=2, generation=0).ids == ("c", "a")
-        assert store.keyword_changes("u1", after=4, generation=0) == KeywordChanges(0, 4, ())
-        # A position the log never reached (a log lost since): rebuild.
-        assert store.keyword_changes("u1", after=5, generation=0).ids is None
+    def test_new_version_returns_the_one_it_replaced(self, store: StateStore) -> None:
+        assert store.new_keyword_version("u1", "v1") is None  # none before
+        assert store.keyword_version("u1") == "v1"
+        assert store.new_keyword_version("u1", "v2") == "v1"
+        assert store.keyword_version("u1") == "v2"
 
-    def test_keyword_logs_are_per_user(self, store: StateStore) -> None:
-        for n, user in enumerate(HOSTILE_IDS, 1):
-            assert store.log_writes(user, [f"{user}-{i}" for i in range(n)]) == n
-        store.reset_keywords("u")  # must not alias "u:1"
-        for n, user in enumerate(HOSTILE_IDS, 1):
-            assert store.keyword_changes(user, after=0, generation=0) == KeywordChanges(
-                0, n, tuple(f"{user}-{i}" for i in range(n))
-            )
+    def test_versions_are_per_user(self, store: StateStore) -> None:
+        for n, user in enumerate(HOSTILE_IDS):
+            store.new_keyword_version(user, f"v{n}")
+        store.new_keyword_version("u", "other")  # must not alias "u:1"
+        assert [store.keyword_version(user) for user in HOSTILE_IDS] == [f"v{n}" for n in range(len(HOSTILE_IDS))]
 
-    def test_reset_bumps_the_generation(self, store: StateStore) -> None:
-        store.log_writes("u1", ["a", "b", "c"])
-        assert store.reset_keywords("u1") == 1
-        assert store.keyword_changes("u1", after=3, generation=0) == KeywordChanges(1, 3, None)
-        assert store.keyword_changes("u1", after=3, generation=1) == KeywordChanges(1, 3, ())
-        assert store.log_writes("u1", ["d"]) == 4  # counters never go back
-        assert store.keyword_changes("u1", after=3, generation=1).ids == ("d",)
-        assert store.reset_keywords("u1") == 2
-        assert store.reset_keywords("u2") == 1  # an unknown user starts at generation 0
-        assert store.keyword_changes("u2", after=0, generation=1) == KeywordChanges(1, 0, ())
-
-    def test_clear_leaves_the_keyword_log_alone(self, store: StateStore) -> None:
+    def test_clear_leaves_the_version_alone(self, store: StateStore) -> None:
         store.append("u1", "s1", [new_message(1)])
-        store.log_writes("u1", ["a"])
+        store.new_keyword_version("u1", "v1")
         store.clear("u1", "s1")
-        assert store.keyword_changes("u1", after=0, generation=0) == KeywordChanges(0, 1, ("a",))
+        assert store.keyword_version("u1") == "v1"
 
-    def test_keyword_log_is_trimmed(self, store: StateStore) -> None:
-        limit = KEYWORD_LOG_LIMIT
-        store.log_writes("u1", [f"a{i}" for i in range(10)])
-        assert store.log_writes("u1", [f"b{i}" for i in range(limit - 5)]) == limit + 5
-        # Positions 1..5 are gone: a reader behind them rebuilds.
-        assert store.keyword_changes("u1", after=0, generation=0).ids is None
-        assert store.keyword_changes("u1", after=4, generation=0).ids is None
-        assert store.keyword_changes("u1", after=5, generation=0).ids == (
-            *(f"a{i}" for i in range(5, 10)),
-            *(f"b{i}" for i in range(limit - 5)),
-        )
-        assert store.keyword_changes("u1", after=limit + 4, generation=0).ids == (f"b{limit - 6}",)
-        # One write larger than the limit keeps its newest ids.
-        assert store.log_writes("u2", [f"c{i}" for i in range(limit + 3)]) == limit + 3
-        assert store.keyword_changes("u2", after=2, generation=0).ids is None
-        assert store.keyword_changes("u2", after=3, generation=0).ids == tuple(f"c{i}" for i in range(3, limit + 3))
+    def test_threads_swap_versions_atomically(self, store: StateStore) -> None:
+        def writer(t: int) -> list[str | None]:
+            return [store.new_keyword_version("u1", f"{t}-{i}") for i in range(25)]
 
-    def test_threads_log_concurrently(self, store: StateStore) -> None:
-        def writer(t: int) -> list[int]:
-            return [store.log_writes("u1", [f"{t}-{i}", f"{t}-{i}b"]) for i in range(25)]
+        replaced = [v for per_thread in in_threads(8, writer) for v in per_thread]
+        self._assert_a_chain(store, replaced, [f"{t}-{i}" for t in range(8) for i in range(25)])
 
-        counters = in_threads(8, writer)
-        self._assert_log_complete(store, counters, [f"{t}-{i}" for t in range(8) for i in range(25)])
-
-    def test_processes_log_concurrently(self, store: StateStore) -> None:
-        counters = self.in_processes(store, "log", procs=4, n=30)
-        self._assert_log_complete(store, counters, [f"p{p}-{i}" for p in range(4) for i in range(30)])
+    def test_processes_swap_versions_atomically(self, store: StateStore) -> None:
+        replaced = [v for per_process in self.in_processes(store, "version", procs=4, n=30) for v in per_process]
+        self._assert_a_chain(store, replaced, [f"p{p}-{i}" for p in range(4) for i in range(30)])
 
     @staticmethod
-    def _assert_log_complete(store: StateStore, counters: list[list[int]], keys: list[str]) -> None:
-        flat = [c for per_writer in counters for c in per_writer]
-        assert sorted(flat) == list(range(2, 2 * len(keys) + 1, 2))  # each call got its own position
-        assert all(c == sorted(c) for c in counters)
-        changes = store.keyword_changes("u1", after=0, generation=0)
-        assert changes.counter == 2 * len(keys) and changes.ids is not None
-        ids = list(changes.ids)
-        assert sorted(ids) == sorted(keys + [f"{k}b" for k in keys])  # none lost or doubled
-        where = {record_id: pos for pos, record_id in enumerate(ids, 1)}
-        # A call's ids are contiguous and end at the counter it returned.
-        assert {where[f"{k}b"] for k in keys} == set(flat)
-        assert all(where[f"{k}b"] == where[k] + 1 for k in keys)
+    def _assert_a_chain(store: StateStore, replaced: list[str | None], written: list[str]) -> None:
+        # Each version was replaced exactly once, except the last: the swaps form one chain.
+        assert replaced.count(None) == 1
+        assert sorted(v for v in replaced if v is not None) == sorted(set(written) - {store.keyword_version("u1")})
 
-    def test_keyword_log_persists_across_reopen(self, store: StateStore) -> None:
-        store.log_writes("u1", ["a", "b"])
-        store.reset_keywords("u1")
-        store.log_writes("u1", ["c"])
+    def test_versions_persist_across_reopen(self, store: StateStore) -> None:
+        store.new_keyword_version("u1", "v1")
         with self.reopened(store) as fresh:
-            assert fresh.keyword_changes("u1", after=2, generation=1) == KeywordChanges(1, 3, ("c",))
-            assert fresh.log_writes("u1", ["d"]) == 4
+            assert fresh.keyword_version("u1") == "v1"
+            assert fresh.new_keyword_version("u1", "v2") == "v1"
 
 
 class DeadLetterContracts(StateSuiteBase):

@@ -96,9 +96,9 @@ class StateSuiteBase:
         finally:
             fresh.close()
 
-    def in_processes(self, store: StateStore, op: str, *, procs: int = 4, n: int = 30) -> list[list[int]]:
-        """Run ``op`` (``append`` or ``log``) ``n`` times in each of ``procs`` fresh
-        interpreters; each returns what its ``log_writes`` calls returned."""
+    def in_processes(self, store: StateStore, op: str, *, procs: int = 4, n: int = 30) -> list[list[Any]]:
+        """Run ``op`` (``append`` or ``version``) ``n`` times in each of ``procs`` fresh
+        interpreters; each returns what its ``new_keyword_version`` calls returned."""
         if not self.supports_multiprocess:
             pytest.skip("store is single-process")
         code = self.subprocess_code(store)
@@ -133,7 +133,7 @@ _CHILD = textwrap.dedent("""
         if job["op"] == "append":
             store.append("u1", "s1", [new_message(f"{p}-{i}"), new_message(f"{p}-{i}b")])
         else:
-            counters.append(store.log_writes("u1", [f"{p}-{i}", f"{p}-{i}b"]))
+            counters.append(store.new_keyword_version("u1", f"{p}-{i}"))
     store.close()
     print(json.dumps(counters))
 """)

@@ -69,7 +69,7 @@ import pytest
 
 from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError, MemoryVecError, StoreLockedError
 from memory_vec._model.records import MemoryRecord
-from memory_vec.backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord, insert_new_of, reads_vectors
+from memory_vec.backends.base import Backend, BackendLimits, RecordFilter, ScoredRecord, as_base_backend
 
 __all__ = ["FILTER_CASES", "HOSTILE_STRINGS", "BackendConformance", "make_record", "unit_vector"]
 
@@ -309,7 +309,7 @@ class BackendConformance:
         # New messages and facts take insert_new (the default is upsert): the rows
         # must read back, filter and rank exactly as upserted ones would.
         corpus = _corpus()
-        insert = insert_new_of(store)
+        insert = as_base_backend(store).insert_new
         insert(corpus, vectors_for(corpus, self.dimension))
         insert(corpus[:2], vectors_for(corpus[:2], self.dimension))  # a retry after a lost reply
         assert store.count(EVERYTHING) == len(corpus)
@@ -513,9 +513,9 @@ class BackendConformance:
         assert {r.id for r in store.scan(EVERYTHING)} == {r.id for r in corpus} - {r.id for r in expected}
 
     def test_scan_vectors_agrees_with_scan(self, store: Backend) -> None:
-        scan_vectors = getattr(store, "scan_vectors", None)
-        if not reads_vectors(store) or not callable(scan_vectors):
+        if not as_base_backend(store).vector_reads:
             pytest.skip("backend has no scan_vectors (optional)")
+        scan_vectors = as_base_backend(store).scan_vectors
         corpus = _corpus()
         self.put(store, corpus)
         store.update([corpus[0].copy(text="alpha, edited", archived=True)])  # the vector stays

@@ -13,9 +13,9 @@ Subclass :class:`StateStoreConformance` and provide:
     instance on the same storage.
 
 Contracts: sessions (append, compare-and-set folds on ``folded_through`` and
-the summary, whole-session writes), the per-user keyword log (counters,
-changes since a position, generations, trimming) and dead letters, each
-under threads and, where supported, processes and reopening.
+the summary, whole-session writes), the per-user keyword versions (made once,
+swapped atomically) and dead letters, each under threads and, where
+supported, processes and reopening.
 
 Example::
 
@@ -32,15 +32,15 @@ from __future__ import annotations
 import dataclasses
 
 from memory_vec.state.base import NewMessage, StateMessage, StateStore, WorkingState
-from memory_vec.testing._state_log_contracts import DeadLetterContracts, KeywordLogContracts
+from memory_vec.testing._state_log_contracts import DeadLetterContracts, KeywordVersionContracts
 from memory_vec.testing._state_support import HOSTILE_IDS, dead_letter, in_threads, new_message
 
 __all__ = ["StateStoreConformance", "dead_letter", "in_threads", "new_message"]
 
 
-class StateStoreConformance(KeywordLogContracts, DeadLetterContracts):
+class StateStoreConformance(KeywordVersionContracts, DeadLetterContracts):
     """Contracts of :class:`~memory_vec.state.base.StateStore`: sessions here,
-    the keyword log and dead letters in the classes it derives from."""
+    the keyword versions and dead letters in the classes it derives from."""
 
     # --- basics ----------------------------------------------------------------------
     def test_implements_the_protocol(self, store: StateStore) -> None:
@@ -109,12 +109,10 @@ class StateStoreConformance(KeywordLogContracts, DeadLetterContracts):
         store.append("u1", "s1", [new_message(1)])
         store.append("u1", "s2", [new_message(2)])
         store.append("u2", "s1", [new_message(3)])
-        store.log_writes("u1", ["m1", "m2"])
-        generation = store.reset_keywords("u1")
+        store.new_keyword_version("u1", "v1")
         store.forget_user("u1")
         assert store.sessions("u1") == [] and store.load("u1", "s1").messages == []
-        changes = store.keyword_changes("u1", after=2, generation=generation)
-        assert changes.ids is None and changes.counter == 0  # a reader of the old log rebuilds
+        assert store.keyword_version("u1") is None  # no version left: a reader of v1 rebuilds
         assert store.sessions("u2") == ["s1"] and [m.id for m in store.load("u2", "s1").messages] == ["m3"]
 
     def test_sessions_and_users_are_separate(self, store: StateStore) -> None:

@@ -1,7 +1,7 @@
 """Two worker processes over one server: a long-lived process keyword-scores
 a memory another process wrote after its first recall (within a second), and
 stops serving what the other process forgot. The shared working state (SQLite
-under one persist_dir) carries the keyword log between them."""
+under one persist_dir) carries the keyword versions between them."""
 
 from __future__ import annotations
 

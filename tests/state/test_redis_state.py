@@ -90,15 +90,14 @@ def test_session_key_layout_is_unchanged(redis_server: Service) -> None:
         )
         assert store.append("u:1", "s1", [new_message(3)]) == [3]
         assert store.sessions("u:1") == ["s1"]
-        store.log_writes("u:1", ["r1"])
+        store.new_keyword_version("u:1", "v1")
         store.add_dead_letters([dead_letter("r1", "u:1")])
         keys = set(client.scan_iter(f"memvec:{ns}:*"))
         assert keys == {
             base + ":meta",
             base + ":msgs",
             f"memvec:{ns}:u:{user}",
-            f"memvec:{ns}:k:{user}",
-            f"memvec:{ns}:kl:{user}",
+            f"memvec:{ns}:kv:{user}",
             f"memvec:{ns}:dl",
         }
         client.delete(*keys)
@@ -227,11 +226,12 @@ def test_forget_user_leaves_no_key_naming_the_user(redis_server: Service) -> Non
     for session in ("s1", "s2"):
         store.append("alice", session, [NewMessage("m1", "user", "hello", 1.0, 1, {})])
     store.append("bob", "s1", [NewMessage("m2", "user", "hi", 1.0, 1, {})])
-    store.log_writes("alice", ["m1"])
-    store.reset_keywords("alice")
+    store.new_keyword_version("alice", "v1")
     client = redis.Redis.from_url(redis_url(redis_server))
     prefix = "memvec:" + base64.urlsafe_b64encode(namespace.encode()).decode().rstrip("=") + ":"
     alice = base64.urlsafe_b64encode(b"alice").decode().rstrip("=")
+    client.hset(f"{prefix}k:{alice}", "counter", 1)  # the keyword log a 0.1 store left
+    client.rpush(f"{prefix}kl:{alice}", "m1")
     before = {k.decode() for k in client.scan_iter(match=f"{prefix}*")}
     assert any(alice in k for k in before)
     store.forget_user("alice")

@@ -104,9 +104,9 @@ def test_create_state_store_keys_sqlite_by_collection(tmp_path: Path) -> None:
         assert isinstance(a_milvus, SQLiteStateStore)
         assert a.path == sqlite_state_path(str(tmp_path), "chroma", "a") != b.path != a_milvus.path
         a.append("u1", "s1", [new_message(1)])
-        a.log_writes("u1", ["r1"])
+        a.new_keyword_version("u1", "v1")
         assert b.load("u1", "s1").messages == [] and a_milvus.sessions("u1") == []
-        assert b.keyword_changes("u1", after=0, generation=0).counter == 0
+        assert b.keyword_version("u1") is None
         assert not os.path.exists(tmp_path / "state.sqlite3")  # the 0.1 single file is not created
     finally:
         for s in (a, b, a_milvus):
@@ -119,8 +119,7 @@ def test_forget_user_leaves_no_row_naming_the_user(tmp_path: Path) -> None:
 
     store = SQLiteStateStore(str(tmp_path / "state.sqlite3"))
     store.append("alice", "s1", [NewMessage("m1", "user", "hello", 1.0, 1, {})])
-    store.log_writes("alice", ["m1"])
-    store.reset_keywords("alice")
+    store.new_keyword_version("alice", "v1")
     store.forget_user("alice")
     store.close()
     conn = sqlite3.connect(str(tmp_path / "state.sqlite3"))
