@@ -232,7 +232,7 @@ def _print_supersedes(core: MemoryCore, turn: int, results: list[WriteResult], o
     return shown
 
 
-def run_demo(  # noqa: PLR0915 (to split)
+def run_demo(
     *,
     lang: str = "en",
     backend: str | None = None,
@@ -302,27 +302,8 @@ def run_demo(  # noqa: PLR0915 (to split)
                 file=out,
             )
         updated_facts += _print_supersedes(core, i, results, out)
-    print(
-        "\nQuestions after the conversation (recalled memories, best first; for each, how it was found: "
-        "cosine = meaning, keywords = shared words (0 when none), both in [0, 1]; indented lines are the "
-        "turns said just before and after it, shown as its context, not as answers):",
-        file=out,
-    )
-    answers: dict[str, list[tuple[str, float]]] = {}
-    for q in questions:
-        hits = core.recall(q, k=3)
-        answers[q] = [(h.text, h.score) for h in hits]
-        print(f"\nQ: {q}", file=out)
-        for rank, h in enumerate(hits, 1):
-            print(f"   {rank}. [{h.timestamp:%Y-%m-%d} · {h.role}] {h.text}   ({_how_found(h)})", file=out)
-            for nb in h.neighbors:
-                where = "before" if nb.seq < h.seq else "after "
-                print(f"        {where}: [{nb.role}] {_quote(nb.text, 70)}", file=out)
-    for fact_id in updated_facts:
-        print("\nSupersede history of the updated fact (oldest first; only the last one is current):", file=out)
-        for record in core.history(fact_id):
-            status = "current   " if record.valid_to is None else "superseded"
-            print(f"   {status}  {record.id}  {_quote(record.text, 70)}", file=out)
+    answers = _print_answers(core, questions, out)
+    _print_histories(core, updated_facts, out)
     state = core.working_state()
     print("\nRunning summary:", file=out)
     print(state.summary or "(empty)", file=out)
@@ -344,6 +325,34 @@ def run_demo(  # noqa: PLR0915 (to split)
         "persist_dir": os.path.abspath(persist_dir) if backend != "memory" else None,
         "updated_facts": updated_facts,
     }
+
+
+def _print_answers(core: MemoryCore, questions: list[str], out: TextIO) -> dict[str, list[tuple[str, float]]]:
+    print(
+        "\nQuestions after the conversation (recalled memories, best first; for each, how it was found: "
+        "cosine = meaning, keywords = shared words (0 when none), both in [0, 1]; indented lines are the "
+        "turns said just before and after it, shown as its context, not as answers):",
+        file=out,
+    )
+    answers: dict[str, list[tuple[str, float]]] = {}
+    for q in questions:
+        hits = core.recall(q, k=3)
+        answers[q] = [(h.text, h.score) for h in hits]
+        print(f"\nQ: {q}", file=out)
+        for rank, h in enumerate(hits, 1):
+            print(f"   {rank}. [{h.timestamp:%Y-%m-%d} · {h.role}] {h.text}   ({_how_found(h)})", file=out)
+            for nb in h.neighbors:
+                where = "before" if nb.seq < h.seq else "after "
+                print(f"        {where}: [{nb.role}] {_quote(nb.text, 70)}", file=out)
+    return answers
+
+
+def _print_histories(core: MemoryCore, updated_facts: list[str], out: TextIO) -> None:
+    for fact_id in updated_facts:
+        print("\nSupersede history of the updated fact (oldest first; only the last one is current):", file=out)
+        for record in core.history(fact_id):
+            status = "current   " if record.valid_to is None else "superseded"
+            print(f"   {status}  {record.id}  {_quote(record.text, 70)}", file=out)
 
 
 def _print_inspect(config: MemoryConfig, persist_dir: str, updated_facts: list[str], out: TextIO) -> None:

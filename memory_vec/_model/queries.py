@@ -44,32 +44,29 @@ class RecordFilter:
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     ids: tuple[str, ...] | None = None
 
-    def matches(self, r: MemoryRecord) -> bool:  # noqa: C901 (to split)
+    def matches(self, r: MemoryRecord) -> bool:
         """Reference semantics; every backend must agree with this."""
         if self.ids is not None and r.id not in self.ids:
             return False
-        if not self._owner_matches(r):
-            return False
-        if self.kinds is not None and r.kind not in self.kinds:
-            return False
-        if self.roles is not None and r.role not in self.roles:
-            return False
-        if self.since is not None and r.timestamp < self.since:
-            return False
-        if self.until is not None and r.timestamp > self.until:
-            return False
-        if self.seq_min is not None and r.seq < self.seq_min:
-            return False
-        if self.seq_max is not None and r.seq > self.seq_max:
+        if not self._owner_matches(r) or not self._kind_matches(r) or not self._range_matches(r):
             return False
         if not self.include_superseded and r.valid_to is not None:
             return False
         if not self.include_archived and r.archived:
             return False
-        for key, value in self.metadata.items():
-            if key not in r.metadata or not _same_value(r.metadata[key], value):
-                return False
-        return True
+        return all(key in r.metadata and _same_value(r.metadata[key], value) for key, value in self.metadata.items())
+
+    def _kind_matches(self, r: MemoryRecord) -> bool:
+        return (self.kinds is None or r.kind in self.kinds) and (self.roles is None or r.role in self.roles)
+
+    def _range_matches(self, r: MemoryRecord) -> bool:
+        """Within the time and seq bounds that are set."""
+        return (
+            (self.since is None or r.timestamp >= self.since)
+            and (self.until is None or r.timestamp <= self.until)
+            and (self.seq_min is None or r.seq >= self.seq_min)
+            and (self.seq_max is None or r.seq <= self.seq_max)
+        )
 
     def _owner_matches(self, r: MemoryRecord) -> bool:
         if (self.user_id is None or r.user_id == self.user_id) and (

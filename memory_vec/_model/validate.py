@@ -110,23 +110,10 @@ def check_timestamp(value: Any, *, field: str = "timestamp") -> float | None:
     raise InvalidTimestampError(f"{field} must be a datetime or epoch seconds, got {type(value).__name__}")
 
 
-def _check_json_value(value: Any, path: str, depth: int = 0, *, limits: BackendLimits | None = None) -> None:  # noqa: C901 (to split)
+def _check_json_value(value: Any, path: str, depth: int = 0, *, limits: BackendLimits | None = None) -> None:
     max_depth = MAX_METADATA_DEPTH if limits is None else min(MAX_METADATA_DEPTH, limits.max_metadata_depth)
-    lo, hi = (INT_MIN, INT_MAX) if limits is None else (max(INT_MIN, limits.int_min), min(INT_MAX, limits.int_max))
-    if value is None or isinstance(value, (bool, str)):
-        if isinstance(value, str) and _SURROGATE.search(value):
-            raise InvalidMetadataError(f"metadata{path} contains a lone surrogate")
-        return
-    if isinstance(value, int):
-        if not lo <= value <= hi:
-            raise InvalidMetadataError(
-                f"metadata{path} is {value}, outside the integers the backend stores ({lo} to {hi}); "
-                "store it as a string"
-            )
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidMetadataError(f"metadata{path} is {value!r}; JSON has no NaN or infinity")
+    if value is None or isinstance(value, (bool, str, int, float)):
+        _check_json_scalar(value, path, limits)
         return
     if isinstance(value, (list, tuple, dict)) and depth >= max_depth:
         raise InvalidMetadataError(f"metadata{path} is nested deeper than {max_depth} levels")
@@ -146,6 +133,20 @@ def _check_json_value(value: Any, path: str, depth: int = 0, *, limits: BackendL
         f"metadata{path} is a {type(value).__name__}, which is not JSON-serializable; "
         "use str, int, float, bool, None, lists and dicts"
     )
+
+
+def _check_json_scalar(value: str | float | None, path: str, limits: BackendLimits | None) -> None:
+    if isinstance(value, str) and _SURROGATE.search(value):
+        raise InvalidMetadataError(f"metadata{path} contains a lone surrogate")
+    if isinstance(value, int) and not isinstance(value, bool):
+        lo, hi = (INT_MIN, INT_MAX) if limits is None else (max(INT_MIN, limits.int_min), min(INT_MAX, limits.int_max))
+        if not lo <= value <= hi:
+            raise InvalidMetadataError(
+                f"metadata{path} is {value}, outside the integers the backend stores ({lo} to {hi}); "
+                "store it as a string"
+            )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidMetadataError(f"metadata{path} is {value!r}; JSON has no NaN or infinity")
 
 
 def check_metadata(metadata: Any, *, max_bytes: int) -> dict[str, Any]:
@@ -207,18 +208,39 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def check_record(record: MemoryRecord, limits: BackendLimits, *, max_metadata_bytes: int = 1 << 20) -> None:  # noqa: C901 (to split)
+def check_record(record: MemoryRecord, limits: BackendLimits, *, max_metadata_bytes: int = 1 << 20) -> None:
     """The single check every write path runs before anything is queued or
     written: the library's rules and the configured backend's hard limits.
 
     Raises a named :class:`~memory_vec._model.errors.InvalidInputError` subclass that
     names the record, the field, the value and the limit.
     """
+    _check_record_ids(record, limits)
+    _check_record_kinds(record)
+    _check_record_text(record, limits)
+    _check_record_numbers(record)
+    _check_record_metadata(record, limits, max_metadata_bytes)
+    _check_record_links(record)
+
+
+def _check_record_ids(record: MemoryRecord, limits: BackendLimits) -> None:
     rid = record.id
     check_id(rid, "record id")
     for name in ("user_id", "session_id"):
         check_id(getattr(record, name), f"{name} of record {rid!r}")
     check_optional_id(record.agent_id, f"agent_id of record {rid!r}")
+    if limits.max_id_bytes is None:
+        return
+    for name in ("id", "user_id", "session_id", "agent_id", "superseded_by", "subject"):
+        value = getattr(record, name)
+        if isinstance(value, str) and _utf8_len(value) > limits.max_id_bytes:
+            raise InvalidIdError(
+                f"record {rid!r}: {name} is {_utf8_len(value)} bytes; the backend stores at most {limits.max_id_bytes}"
+            )
+
+
+def _check_record_kinds(record: MemoryRecord) -> None:
+    rid = record.id
     if record.kind not in KINDS:
         raise InvalidInputError(f"record {rid!r}: kind must be one of {', '.join(KINDS)}; got {record.kind!r}")
     if record.role not in ROLES:
@@ -227,6 +249,10 @@ def check_record(record: MemoryRecord, limits: BackendLimits, *, max_metadata_by
         raise InvalidInputError(
             f"record {rid!r}: visibility must be one of {', '.join(VISIBILITIES)}; got {record.visibility!r}"
         )
+
+
+def _check_record_text(record: MemoryRecord, limits: BackendLimits) -> None:
+    rid = record.id
     if not isinstance(record.text, str) or not record.text.strip():
         raise InvalidContentError(f"record {rid!r}: text must be a non-empty string")
     if _SURROGATE.search(record.text) or _CONTROL.search(record.text):
@@ -236,14 +262,10 @@ def check_record(record: MemoryRecord, limits: BackendLimits, *, max_metadata_by
             f"record {rid!r}: text is {_utf8_len(record.text)} bytes; the backend stores at most "
             f"{limits.max_text_bytes} (lower MemoryConfig.max_content_bytes)"
         )
-    if limits.max_id_bytes is not None:
-        for name in ("id", "user_id", "session_id", "agent_id", "superseded_by", "subject"):
-            value = getattr(record, name)
-            if isinstance(value, str) and _utf8_len(value) > limits.max_id_bytes:
-                raise InvalidIdError(
-                    f"record {rid!r}: {name} is {_utf8_len(value)} bytes; the backend stores at most "
-                    f"{limits.max_id_bytes}"
-                )
+
+
+def _check_record_numbers(record: MemoryRecord) -> None:
+    rid = record.id
     for name in ("timestamp", "valid_to", "expire_at", "last_recalled_at"):
         value = getattr(record, name)
         if value is None and name == "timestamp":
@@ -251,16 +273,20 @@ def check_record(record: MemoryRecord, limits: BackendLimits, *, max_metadata_by
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise InvalidTimestampError(f"record {rid!r}: {name} must be epoch seconds, got {value!r}")
         check_timestamp(value, field=f"{name} of record {rid!r}")
-    if (
-        not isinstance(record.importance, (int, float))
-        or isinstance(record.importance, bool)
-        or not 0.0 <= float(record.importance) <= 1.0
-    ):
-        raise InvalidInputError(f"record {rid!r}: importance must be a number in [0, 1], got {record.importance!r}")
+    importance = record.importance
+    if not isinstance(importance, (int, float)) or isinstance(importance, bool) or not 0.0 <= float(importance) <= 1.0:
+        raise InvalidInputError(f"record {rid!r}: importance must be a number in [0, 1], got {importance!r}")
     for name in ("seq", "recall_count"):
         value = getattr(record, name)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT_MAX:
             raise InvalidInputError(f"record {rid!r}: {name} must be a non-negative integer, got {value!r}")
+    for name in ("pinned", "archived"):  # (0 and 1 too: a store may give them back as numbers)
+        if not isinstance(getattr(record, name), int) or getattr(record, name) not in (0, 1):
+            raise InvalidInputError(f"record {rid!r}: {name} must be true or false, got {getattr(record, name)!r}")
+
+
+def _check_record_metadata(record: MemoryRecord, limits: BackendLimits, max_metadata_bytes: int) -> None:
+    rid = record.id
     if not isinstance(record.metadata, dict):
         raise InvalidMetadataError(f"record {rid!r}: metadata must be a dict, got {type(record.metadata).__name__}")
     _check_json_value(record.metadata, "", limits=limits)
@@ -270,6 +296,10 @@ def check_record(record: MemoryRecord, limits: BackendLimits, *, max_metadata_by
     )
     if size > cap:
         raise InvalidMetadataError(f"record {rid!r}: metadata is {size} bytes as JSON; the maximum is {cap}")
+
+
+def _check_record_links(record: MemoryRecord) -> None:
+    rid = record.id
     if not isinstance(record.source_ids, list) or not all(isinstance(s, str) for s in record.source_ids):
         raise InvalidInputError(f"record {rid!r}: source_ids must be a list of ids")
     for sid in record.source_ids:
@@ -277,6 +307,3 @@ def check_record(record: MemoryRecord, limits: BackendLimits, *, max_metadata_by
     check_optional_id(record.superseded_by, f"superseded_by of record {rid!r}")
     if record.subject is not None and not isinstance(record.subject, str):
         raise InvalidInputError(f"record {rid!r}: subject must be a string or None, got {record.subject!r}")
-    for name in ("pinned", "archived"):  # (0 and 1 too: a store may give them back as numbers)
-        if not isinstance(getattr(record, name), int) or getattr(record, name) not in (0, 1):
-            raise InvalidInputError(f"record {rid!r}: {name} must be true or false, got {getattr(record, name)!r}")

@@ -243,140 +243,153 @@ _DIGITS = tuple("0123456789")
 _SHIFT_WORDS = ("last", "this", "next", "past", "previous", "coming")
 
 
-def _rules() -> list[_Rule]:  # noqa: C901 (to split)
+def _at_fixed(days: int) -> _Resolver:
+    def resolve(m: re.Match[str], at: date) -> tuple[date, date]:
+        day = at + timedelta(days=days)
+        return day, day
+
+    return resolve
+
+
+def _at_ago(m: re.Match[str], at: date) -> tuple[date, date]:
+    low, high = _count(m["n"])
+    return _ago(at, m["unit"].lower(), low, high, -1 if m["dir"].lower() == "ago" else 1)
+
+
+def _at_period(m: re.Match[str], at: date) -> tuple[date, date]:
+    word, unit = m["word"].lower(), m["unit"].lower()
+    unit = "weekend" if unit in ("wknd", "wkend") else unit
+    if word == "past" and unit in ("week", "month"):  # the last 7 / 30 days, not the calendar unit
+        return at - timedelta(days=7 if unit == "week" else 30), at - timedelta(days=1)
+    if word == "coming" and unit in ("week", "month"):
+        return at + timedelta(days=1), at + timedelta(days=7 if unit == "week" else 30)
+    return _period(at, unit, _shift_word(word))
+
+
+def _at_weekday(m: re.Match[str], at: date) -> tuple[date, date]:
+    name = m["wd"].lower()
+    number = _WEEKDAYS[name] if name in _WEEKDAYS else _WEEKDAY_ABBREVIATIONS[name]
+    d = _weekday_shift(at, m["word"].lower(), number)
+    return d, d
+
+
+def _at_abbreviated_weekday(m: re.Match[str], at: date) -> tuple[date, date] | None:
+    if m["wd"].lower() == "sat" and _SAT_VERB.match(m.string, m.end()):  # "he last sat down"
+        return None
+    return _at_weekday(m, at)
+
+
+def _at_month_day(m: re.Match[str], at: date) -> tuple[date, date] | None:
+    if m["mon"] in ("may", "march"):  # lower-case: the verbs ("I may 5x it", "we march 10 miles")
+        return None
+    year = int(m["y"]) if m["y"] else None
+    return _absolute(year, _MONTHS[m["mon"].lower()], int(m["d"]) if m["d"] else None, at)
+
+
+def _at_iso(m: re.Match[str], at: date) -> tuple[date, date] | None:
+    return _absolute(int(m["y"]), int(m["mo"]), int(m["d"]), at)
+
+
+def _at_zh_ymd(m: re.Match[str], at: date) -> tuple[date, date] | None:
+    year = int(m["y"]) if m["y"] else None
+    return _absolute(year, _zh_number(m["mo"]), _zh_number(m["d"]) if m["d"] else None, at)
+
+
+def _at_zh_ago(m: re.Match[str], at: date) -> tuple[date, date]:
+    low, high = _count(m["n"])
+    unit = {
+        "天": "day",
+        "日": "day",
+        "周": "week",
+        "星期": "week",
+        "个星期": "week",
+        "礼拜": "week",
+        "个礼拜": "week",
+        "个月": "month",
+        "月": "month",
+        "年": "year",
+    }[m["unit"]]
+    return _ago(at, unit, low, high, -1 if m["dir"] in ("前", "以前", "之前") else 1)
+
+
+def _at_zh_period(m: re.Match[str], at: date) -> tuple[date, date]:
+    unit = "weekend" if m["unit"].endswith("周末") else "month" if "月" in m["unit"] else "week"
+    return _period(at, unit, _shift_word(m["word"]))
+
+
+def _at_zh_weekday(m: re.Match[str], at: date) -> tuple[date, date]:
+    monday, _ = _week(at, _shift_word(m["word"]))
+    d = monday + timedelta(days=_ZH_WEEKDAYS[m["wd"]])
+    return d, d
+
+
+def _at_zh_year(shift: int) -> _Resolver:
+    return lambda m, at: (date(at.year + shift, 1, 1), date(at.year + shift, 12, 31))
+
+
+def _at_month_name_first(m: re.Match[str], at: date) -> tuple[date, date] | None:
+    if m["mon"] in ("may", "march"):
+        return None
+    year = m["y"] or m["y2"]
+    return _absolute(int(year) if year else None, _MONTHS[m["mon"].lower()], int(m["d"]) if m["d"] else None, at)
+
+
+_WEEKDAY_ALTERNATION = "|".join(_WEEKDAYS)
+_WEEKDAY_ABBREVIATION_ALTERNATION = "|".join(sorted(_WEEKDAY_ABBREVIATIONS, key=len, reverse=True))
+_SHIFT = r"(?P<word>last|this|next|past|previous|coming)"
+_MONTH_DAY_YEAR = (
+    rf"\b(?P<mon>{_MONTH_NAMES})\.?\s+(?:(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b"
+    rf"(?:,?\s+(?P<y>\d{{4}}))?|(?P<y2>\d{{4}})\b)"
+)
+_ZH_SHIFT = (
+    r"(?P<word>(?<![早晚马路身桌网线楼台手天])上|(?<![一以之天底地楼乡])下|这"
+    r"|(?<![基日根成版文样剧课书资账笔一这那])本)"
+)
+_ZH_MONTH = (
+    r"(?<![\d一二三四五六七八九十])(?:(?P<y>\d{4})年)?"
+    r"(?P<mo>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])月"
+    r"(?:(?P<d>[0-3]?\d|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号])?"
+)
+
+
+def _rules() -> list[_Rule]:
     en = re.IGNORECASE
-
-    def fixed(days: int) -> _Resolver:
-        def resolve(m: re.Match[str], at: date) -> tuple[date, date]:
-            day = at + timedelta(days=days)
-            return day, day
-
-        return resolve
-
-    def ago(m: re.Match[str], at: date) -> tuple[date, date]:
-        low, high = _count(m["n"])
-        return _ago(at, m["unit"].lower(), low, high, -1 if m["dir"].lower() == "ago" else 1)
-
-    def period(m: re.Match[str], at: date) -> tuple[date, date]:
-        word, unit = m["word"].lower(), m["unit"].lower()
-        unit = "weekend" if unit in ("wknd", "wkend") else unit
-        if word == "past" and unit in ("week", "month"):  # the last 7 / 30 days, not the calendar unit
-            return at - timedelta(days=7 if unit == "week" else 30), at - timedelta(days=1)
-        if word == "coming" and unit in ("week", "month"):
-            return at + timedelta(days=1), at + timedelta(days=7 if unit == "week" else 30)
-        return _period(at, unit, _shift_word(word))
-
-    def weekday(m: re.Match[str], at: date) -> tuple[date, date]:
-        name = m["wd"].lower()
-        number = _WEEKDAYS[name] if name in _WEEKDAYS else _WEEKDAY_ABBREVIATIONS[name]
-        d = _weekday_shift(at, m["word"].lower(), number)
-        return d, d
-
-    def abbreviated_weekday(m: re.Match[str], at: date) -> tuple[date, date] | None:
-        if m["wd"].lower() == "sat" and _SAT_VERB.match(m.string, m.end()):  # "he last sat down"
-            return None
-        return weekday(m, at)
-
-    def month_day(m: re.Match[str], at: date) -> tuple[date, date] | None:
-        if m["mon"] in ("may", "march"):  # lower-case: the verbs ("I may 5x it", "we march 10 miles")
-            return None
-        year = int(m["y"]) if m["y"] else None
-        return _absolute(year, _MONTHS[m["mon"].lower()], int(m["d"]) if m["d"] else None, at)
-
-    def iso(m: re.Match[str], at: date) -> tuple[date, date] | None:
-        return _absolute(int(m["y"]), int(m["mo"]), int(m["d"]), at)
-
-    def zh_ymd(m: re.Match[str], at: date) -> tuple[date, date] | None:
-        year = int(m["y"]) if m["y"] else None
-        return _absolute(year, _zh_number(m["mo"]), _zh_number(m["d"]) if m["d"] else None, at)
-
-    def zh_ago(m: re.Match[str], at: date) -> tuple[date, date]:
-        low, high = _count(m["n"])
-        unit = {
-            "天": "day",
-            "日": "day",
-            "周": "week",
-            "星期": "week",
-            "个星期": "week",
-            "礼拜": "week",
-            "个礼拜": "week",
-            "个月": "month",
-            "月": "month",
-            "年": "year",
-        }[m["unit"]]
-        return _ago(at, unit, low, high, -1 if m["dir"] in ("前", "以前", "之前") else 1)
-
-    def zh_period(m: re.Match[str], at: date) -> tuple[date, date]:
-        unit = "weekend" if m["unit"].endswith("周末") else "month" if "月" in m["unit"] else "week"
-        return _period(at, unit, _shift_word(m["word"]))
-
-    def zh_weekday(m: re.Match[str], at: date) -> tuple[date, date]:
-        monday, _ = _week(at, _shift_word(m["word"]))
-        d = monday + timedelta(days=_ZH_WEEKDAYS[m["wd"]])
-        return d, d
-
-    def zh_year(shift: int) -> _Resolver:
-        return lambda m, at: (date(at.year + shift, 1, 1), date(at.year + shift, 12, 31))
-
-    weekdays = "|".join(_WEEKDAYS)
-    abbreviations = "|".join(sorted(_WEEKDAY_ABBREVIATIONS, key=len, reverse=True))
-    shift = r"(?P<word>last|this|next|past|previous|coming)"
-    month_day_year = (
-        rf"\b(?P<mon>{_MONTH_NAMES})\.?\s+(?:(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b"
-        rf"(?:,?\s+(?P<y>\d{{4}}))?|(?P<y2>\d{{4}})\b)"
-    )
-    zh_shift = (
-        r"(?P<word>(?<![早晚马路身桌网线楼台手天])上|(?<![一以之天底地楼乡])下|这"
-        r"|(?<![基日根成版文样剧课书资账笔一这那])本)"
-    )
-    zh_month = (
-        r"(?<![\d一二三四五六七八九十])(?:(?P<y>\d{4})年)?"
-        r"(?P<mo>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])月"
-        r"(?:(?P<d>[0-3]?\d|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号])?"
-    )
-
-    def month_name_first(m: re.Match[str], at: date) -> tuple[date, date] | None:
-        if m["mon"] in ("may", "march"):
-            return None
-        year = m["y"] or m["y2"]
-        return _absolute(int(year) if year else None, _MONTHS[m["mon"].lower()], int(m["d"]) if m["d"] else None, at)
-
     return [
-        (("yesterday",), re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b", en), fixed(-2)),
-        (("tomorrow",), re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", en), fixed(2)),
+        (("yesterday",), re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b", en), _at_fixed(-2)),
+        (("tomorrow",), re.compile(r"\b(?:the\s+)?day\s+after\s+tomorrow\b", en), _at_fixed(2)),
         # chat spellings too: "yday", "2nite", "tmrw"
-        (("yesterday", "last night", "yday"), re.compile(r"\b(?:yesterday|yday|last\s+night)\b", en), fixed(-1)),
+        (("yesterday", "last night", "yday"), re.compile(r"\b(?:yesterday|yday|last\s+night)\b", en), _at_fixed(-1)),
         (
             ("today", "tonight", "this", "2nite", "tonite"),
             re.compile(r"\b(?:today|tonight|tonite|2nite|this\s+(?:morning|afternoon|evening))\b", en),
-            fixed(0),
+            _at_fixed(0),
         ),
-        (("tomorrow", "tmr", "2mor"), re.compile(r"\b(?:tomorrow|tmrw|tmr|2moro|2morrow)\b", en), fixed(1)),
+        (("tomorrow", "tmr", "2mor"), re.compile(r"\b(?:tomorrow|tmrw|tmr|2moro|2morrow)\b", en), _at_fixed(1)),
         (
             ("ago", "from now"),
             re.compile(rf"\b(?P<n>{_COUNT})\s+(?P<unit>day|week|month|year)s?\s+(?P<dir>ago|from\s+now)\b", en),
-            ago,
+            _at_ago,
         ),
         (
             ("later",),
             re.compile(
                 r"\b(?:in\s+)?(?P<n>\d{1,2}|a few|a couple of|two|three)\s+(?P<unit>day|week)s?\s+(?P<dir>later)\b", en
             ),
-            ago,
+            _at_ago,
         ),
-        (_SHIFT_WORDS, re.compile(rf"\b{shift}\s+(?P<unit>weekend|wknd|wkend|week|month|year)\b", en), period),
-        (_SHIFT_WORDS, re.compile(rf"\b{shift}\s+(?P<wd>{weekdays})\b", en), weekday),
+        (_SHIFT_WORDS, re.compile(rf"\b{_SHIFT}\s+(?P<unit>weekend|wknd|wkend|week|month|year)\b", en), _at_period),
+        (_SHIFT_WORDS, re.compile(rf"\b{_SHIFT}\s+(?P<wd>{_WEEKDAY_ALTERNATION})\b", en), _at_weekday),
         # "the last mon of the month" is not a date
         (
             _SHIFT_WORDS,
             re.compile(
-                rf"(?<!the\s)\b(?P<word>last|next|past|previous|coming)\s+(?P<wd>{abbreviations})"
+                rf"(?<!the\s)\b(?P<word>last|next|past|previous|coming)\s+(?P<wd>{_WEEKDAY_ABBREVIATION_ALTERNATION})"
                 r"(?:\.|\b)",
                 en,
             ),
-            abbreviated_weekday,
+            _at_abbreviated_weekday,
         ),
-        (_DIGITS, re.compile(r"\b(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})\b"), iso),
+        (_DIGITS, re.compile(r"\b(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})\b"), _at_iso),
         (
             _DIGITS,
             re.compile(
@@ -384,39 +397,39 @@ def _rules() -> list[_Rule]:  # noqa: C901 (to split)
                 rf"(?:,?\s+(?P<y>\d{{4}}))?\b",
                 en,
             ),
-            month_day,
+            _at_month_day,
         ),
-        (_DIGITS, re.compile(month_day_year, en), month_name_first),
-        (("大前天",), re.compile(r"大前天"), fixed(-3)),
-        (("大后天",), re.compile(r"大后天"), fixed(3)),
-        (("前天",), re.compile(r"(?<![之以然最])前天"), fixed(-2)),
-        (("后天",), re.compile(r"(?<![之以然最])后天(?!气)"), fixed(2)),
-        (("昨",), re.compile(r"昨[天晚日]|昨儿"), fixed(-1)),
-        (("今",), re.compile(r"今[天晚早日]|今儿"), fixed(0)),
-        (("明",), re.compile(r"明[天晚早]|明儿"), fixed(1)),
-        (("前年",), re.compile(r"前年"), zh_year(-2)),
-        (("去年",), re.compile(r"去年"), zh_year(-1)),
-        (("今年",), re.compile(r"今年"), zh_year(0)),
-        (("明年",), re.compile(r"明年"), zh_year(1)),
+        (_DIGITS, re.compile(_MONTH_DAY_YEAR, en), _at_month_name_first),
+        (("大前天",), re.compile(r"大前天"), _at_fixed(-3)),
+        (("大后天",), re.compile(r"大后天"), _at_fixed(3)),
+        (("前天",), re.compile(r"(?<![之以然最])前天"), _at_fixed(-2)),
+        (("后天",), re.compile(r"(?<![之以然最])后天(?!气)"), _at_fixed(2)),
+        (("昨",), re.compile(r"昨[天晚日]|昨儿"), _at_fixed(-1)),
+        (("今",), re.compile(r"今[天晚早日]|今儿"), _at_fixed(0)),
+        (("明",), re.compile(r"明[天晚早]|明儿"), _at_fixed(1)),
+        (("前年",), re.compile(r"前年"), _at_zh_year(-2)),
+        (("去年",), re.compile(r"去年"), _at_zh_year(-1)),
+        (("今年",), re.compile(r"今年"), _at_zh_year(0)),
+        (("明年",), re.compile(r"明年"), _at_zh_year(1)),
         (
             ("周", "星期", "礼拜"),
             re.compile(r"(?P<word>[上这本下])(?:个)?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天])"),
-            zh_weekday,
+            _at_zh_weekday,
         ),
         (
             ("周", "星期", "礼拜", "月"),
-            re.compile(rf"{zh_shift}(?P<unit>个周末|周末|个星期|星期|个礼拜|礼拜|周|个月|月)(?![一二三四五六日天])"),
-            zh_period,
+            re.compile(rf"{_ZH_SHIFT}(?P<unit>个周末|周末|个星期|星期|个礼拜|礼拜|周|个月|月)(?![一二三四五六日天])"),
+            _at_zh_period,
         ),
         (
             ("前", "后"),
             re.compile(
                 rf"(?P<n>{_ZH_COUNT})(?P<unit>个星期|星期|个礼拜|礼拜|周|个月|天|年)(?P<dir>以前|之前|前|以后|之后|后)"
             ),
-            zh_ago,
+            _at_zh_ago,
         ),
         (("前几天",), re.compile(r"前几天"), lambda m, at: _ago(at, "day", 2, 5, -1)),
-        (("月",), re.compile(zh_month), zh_ymd),
+        (("月",), re.compile(_ZH_MONTH), _at_zh_ymd),
     ]
 
 

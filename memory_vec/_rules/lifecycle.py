@@ -57,13 +57,36 @@ def memory_value(record: MemoryRecord, *, now: float, policy: LifecyclePolicy) -
     return min(1.0, record.importance * d + reinforcement)
 
 
-def plan_lifecycle(records: Sequence[MemoryRecord], *, now: float, policy: LifecyclePolicy) -> LifecyclePlan:  # noqa: C901 (to split)
+def plan_lifecycle(records: Sequence[MemoryRecord], *, now: float, policy: LifecyclePolicy) -> LifecyclePlan:
     """Expiry, archiving and cap eviction for one user's records. Pinned
     records are never archived or evicted (an explicit expire_at still holds).
     Superseded records are history: only a TTL or expire_at removes them;
     they are neither archived nor counted against a cap (so a cap never
     evicts a current memory to keep an old value's history)."""
     plan = LifecyclePlan()
+    alive = _expire(records, plan, now=now, policy=policy)
+    if policy.forget_below is not None and policy.half_life_days is not None:
+        for r in list(alive):
+            if not r.pinned and memory_value(r, now=now, policy=policy) < policy.forget_below:
+                plan.archive.append(r.id)
+                plan.reasons[r.id] = f"decayed value under {policy.forget_below}"
+                alive.remove(r)
+    if policy.max_per_session is not None:
+        by_session: dict[str, list[MemoryRecord]] = {}
+        for r in alive:
+            by_session.setdefault(r.session_id, []).append(r)
+        for group in by_session.values():
+            _evict_over(group, policy.max_per_session, "per-session", plan, now=now, policy=policy)
+    if policy.max_per_user is not None:
+        _evict_over(alive, policy.max_per_user, "per-user", plan, now=now, policy=policy)
+    return plan
+
+
+def _expire(
+    records: Sequence[MemoryRecord], plan: LifecyclePlan, *, now: float, policy: LifecyclePolicy
+) -> list[MemoryRecord]:
+    """Plan the records past their expire_at or their kind's TTL; return the current,
+    unarchived rest (what archiving and the caps consider)."""
     alive: list[MemoryRecord] = []
     for r in records:
         ttl = policy.ttl_days_by_kind.get(r.kind)
@@ -73,39 +96,25 @@ def plan_lifecycle(records: Sequence[MemoryRecord], *, now: float, policy: Lifec
         elif ttl is not None and not r.pinned and now - r.timestamp > ttl * _DAY:
             plan.expire.append(r.id)
             plan.reasons[r.id] = f"older than the {r.kind} TTL of {ttl:g} days"
-        elif r.archived or r.valid_to is not None:
-            continue
-        else:
+        elif not r.archived and r.valid_to is None:
             alive.append(r)
-    if policy.forget_below is not None and policy.half_life_days is not None:
-        for r in list(alive):
-            if not r.pinned and memory_value(r, now=now, policy=policy) < policy.forget_below:
-                plan.archive.append(r.id)
-                plan.reasons[r.id] = f"decayed value under {policy.forget_below}"
-                alive.remove(r)
+    return alive
 
-    def evict_over(group: list[MemoryRecord], cap: int, label: str) -> None:
-        current = [r for r in group if r.id not in plan.evict]
-        excess = len(current) - cap
-        if excess <= 0:
-            return
-        # Lowest value first, then oldest; never pinned ones.
-        candidates = sorted(
-            (r for r in current if not r.pinned), key=lambda r: (memory_value(r, now=now, policy=policy), r.timestamp)
-        )
-        for r in candidates[:excess]:
-            plan.evict.append(r.id)
-            plan.reasons[r.id] = f"over the {label} cap of {cap}"
 
-    if policy.max_per_session is not None:
-        by_session: dict[str, list[MemoryRecord]] = {}
-        for r in alive:
-            by_session.setdefault(r.session_id, []).append(r)
-        for group in by_session.values():
-            evict_over(group, policy.max_per_session, "per-session")
-    if policy.max_per_user is not None:
-        evict_over(alive, policy.max_per_user, "per-user")
-    return plan
+def _evict_over(
+    group: list[MemoryRecord], cap: int, label: str, plan: LifecyclePlan, *, now: float, policy: LifecyclePolicy
+) -> None:
+    current = [r for r in group if r.id not in plan.evict]
+    excess = len(current) - cap
+    if excess <= 0:
+        return
+    # Lowest value first, then oldest; never pinned ones.
+    candidates = sorted(
+        (r for r in current if not r.pinned), key=lambda r: (memory_value(r, now=now, policy=policy), r.timestamp)
+    )
+    for r in candidates[:excess]:
+        plan.evict.append(r.id)
+        plan.reasons[r.id] = f"over the {label} cap of {cap}"
 
 
 @dataclass
