@@ -21,10 +21,10 @@ TOKEN_SAVINGS = [
            "small talk and updates one late. We count the prompt tokens memory-vec sends per turn (summary + recent "
            "turns + relevant memories) against sending the whole history. Offline: default embedder, extractive "
            "summarizer, no API key."),
-    ("code", "from memory_vec import MemoryConfig, MemoryCore\nfrom memory_vec._cli.demo import build_script\n\n"
+    ("code", "from memory_vec import MemoryConfig, MemoryCore, TiktokenCounter\nfrom memory_vec._cli.demo import build_script\n\n"
              "# the in-process store (the default backend): nothing is written to disk\n"
              "core = MemoryCore(MemoryConfig(user_id='nb-tokens', session_id='s', collection='nb_tokens'))\n"
-             "script, questions = build_script('en', turns=300)\ncounter = core.counter\n"
+             "script, questions = build_script('en', turns=300)\ncounter = TiktokenCounter(core.config.tokenizer)  # the encoding the core counts with\n"
              "memory_tokens, full_tokens, history = [], [], 0\n"
              "for turn in script:\n"
              "    ctx = core.build_context(turn.user)\n"
