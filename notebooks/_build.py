@@ -89,7 +89,7 @@ TUNING = [
              "print(f'ingested {len(valid)} turns in {time.time() - t0:.0f}s, {len(questions)} questions')"),
     ("code", "KS = (1, 3, 5, 10)\n"
              "def evaluate(**overrides):\n"
-             "    core = MemoryCore(MemoryConfig(user_id='nb', session_id='nb', **overrides), embedder=base.embedder,\n"
+             "    core = MemoryCore(MemoryConfig(user_id='nb', session_id='nb', **overrides),\n"
              "                      backend=backend, state_store=state)\n"
              "    found = [[h.metadata.get('dia_id') for h in core.recall(q, k=max(KS), user_id=u)] for u, q, _, _ in questions]\n"
              "    return {k: sum(recall_at(f, ev, k) for f, (_, _, _, ev) in zip(found, questions)) / len(questions) for k in KS}\n"
