@@ -79,6 +79,7 @@ from memory_vec._core import RECALL_KINDS  # noqa: E402
 from memory_vec._model.records import MemoryRecord  # noqa: E402
 from memory_vec.backends import RecordFilter  # noqa: E402
 from memory_vec.embeddings import get_embedder  # noqa: E402
+from memory_vec.testing import parts  # noqa: E402
 from tests.fixtures_redis import start_redis  # noqa: E402
 
 # --set FIELD=JSON: MemoryConfig fields of every core of the run (store settings included).
@@ -248,16 +249,16 @@ def fill_data(
 def fill(store: Store, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
     t0 = time.perf_counter()
     for start in range(0, len(records), 1000):
-        store.core.backend.upsert(records[start : start + 1000], vectors[start : start + 1000])
+        parts(store.core).backend.upsert(records[start : start + 1000], vectors[start : start + 1000])
     store.fill_s = time.perf_counter() - t0
 
 
 def run_turn(store: Store, embedder: DictEmbedder, turn: tuple[str, str, str, str], record: bool) -> None:
     session, user_msg, assistant_msg, next_msg = turn
     core = store.core
-    inner = getattr(core.backend, "inner", core.backend)
+    inner = getattr(parts(core).backend, "inner", parts(core).backend)
     for name, value in store.attrs.items():  # "outer.NAME": on the guard around the backend
-        setattr(core.backend if name.startswith("outer.") else inner, name.removeprefix("outer."), value)
+        setattr(parts(core).backend if name.startswith("outer.") else inner, name.removeprefix("outer."), value)
     embedder.model_s, misses = 0.0, embedder.misses
     t0 = time.perf_counter()
     core.add_messages([("user", user_msg), ("assistant", assistant_msg)], session_id=session)
@@ -274,7 +275,7 @@ def run_turn(store: Store, embedder: DictEmbedder, turn: tuple[str, str, str, st
     vector = embedder.embed_query(next_msg)
     embedder.live = live
     t1 = time.perf_counter()
-    core.backend.query(vector, k=fetch, where=where)
+    parts(core).backend.query(vector, k=fetch, where=where)
     query = time.perf_counter() - t1
     if not record:
         return
@@ -464,10 +465,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 twins = [(label, opts) for label, (base, opts) in variants.items() if base == backend]
                 records, vectors = fill_data(size, args.own, args.per_user, pool, pool_vectors, twins=len(twins))
                 store = make_core(backend, size, urls, embedder)
-                inner = getattr(store.core.backend, "inner", store.core.backend)
+                inner = getattr(parts(store.core).backend, "inner", parts(store.core).backend)
                 store.attrs = {
                     name: getattr(
-                        store.core.backend if name.startswith("outer.") else inner, name.removeprefix("outer.")
+                        parts(store.core).backend if name.startswith("outer.") else inner, name.removeprefix("outer.")
                     )
                     for _, opts in twins
                     for name in opts

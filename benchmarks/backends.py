@@ -68,6 +68,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from memory_vec.testing import parts  # noqa: E402
+
 BACKENDS = ("memory", "chroma", "chroma-server", "milvus-lite", "milvus-lite-server", "milvus-server")
 DIM = 384
 BATCH = 1000
@@ -298,10 +300,10 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         from memory_vec import MemoryCore
 
         core = MemoryCore(cfg, backend=backend)
-        if core.embedder.dimension != DIM:
-            raise RuntimeError(f"default embedder has dimension {core.embedder.dimension}, expected {DIM}")
+        if parts(core).embedder.dimension != DIM:
+            raise RuntimeError(f"default embedder has dimension {parts(core).embedder.dimension}, expected {DIM}")
         core.recall("warm up the model", user_id="u00000")
-        result["replica"] = core.store.replica is not None
+        result["replica"] = parts(core).store.replica is not None
         rlat, cold, rss_by_users = [], [], {}
         order = qrng.permutation(args.users)  # a new user each time (until every user was asked)
         for j in range(args.recall_queries):

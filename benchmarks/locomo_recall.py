@@ -53,6 +53,7 @@ from memory_vec._rules.bm25 import tokenize
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.embeddings import E5SmallEmbedder, Embedder, get_embedder
 from memory_vec.state import InMemoryStateStore
+from memory_vec.testing import parts
 
 KS = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -214,7 +215,7 @@ def run_embedder(
             "importance_weight",
         )
     }
-    cfgs = configurations(base, core.embedder.default_threshold)
+    cfgs = configurations(base, parts(core).embedder.default_threshold)
 
     results: dict[str, list[tuple[int, list[str], list[str]]]] = defaultdict(list)
     latency: dict[str, list[float]] = defaultdict(list)
@@ -242,7 +243,7 @@ def run_embedder(
         dense = backend.query(vec, k=50, where=RecordFilter(user_id=user, kinds=("message", "fact")))
         latency["dense"].append(time.perf_counter() - t0)
         results["dense"].append((cat, [h.record.metadata.get("dia_id", "") for h in dense], evidence))
-        index = core.store.keywords.for_user(user)
+        index = parts(core).store.keywords.for_user(user)
         t0 = time.perf_counter()
         kw = index.search(q, k=50)
         latency["bm25"].append(time.perf_counter() - t0)
@@ -279,8 +280,8 @@ def run_embedder(
             table[cname]["overrides"] = dict(cfgs[cname])
     return {
         "embedder": name,
-        "model_id": core.embedder.model_id,
-        "default_threshold": core.embedder.default_threshold,
+        "model_id": parts(core).embedder.model_id,
+        "default_threshold": parts(core).embedder.default_threshold,
         "turns": sum(len(backend.scan(RecordFilter(user_id=c["sample_id"]))) for c in data),
         "questions": len(questions),
         "ingest_s": ingest_s,

@@ -70,6 +70,7 @@ from memory_vec._core import RECALL_KINDS
 from memory_vec._model.records import MemoryRecord
 from memory_vec.backends import RecordFilter
 from memory_vec.embeddings import Embedder
+from memory_vec.testing import parts
 
 
 def turn_text(turn: dict[str, Any]) -> str:
@@ -151,7 +152,7 @@ def fill(core: MemoryCore, size: int, pool: Sequence[str], pool_vectors: np.ndar
             )
             for i in range(start, stop)
         ]
-        core.backend.upsert(rows, pool_vectors[[i % len(pool) for i in range(start, stop)]])
+        parts(core).backend.upsert(rows, pool_vectors[[i % len(pool) for i in range(start, stop)]])
     return time.perf_counter() - t0
 
 
@@ -191,7 +192,7 @@ def measure(
     llm = SlowScriptedLLM(llm_delay) if llm_delay is not None else None
     core = MemoryCore(config, embedder=counting, llm=llm)  # type: ignore[arg-type]
     fill_s = fill(core, size, pool, pool_vectors, user)
-    assert core.backend.count(RecordFilter(user_id=user)) == size
+    assert parts(core).backend.count(RecordFilter(user_id=user)) == size
     fetch = max(config.candidate_pool, config.recall_k * config.candidate_multiplier)
     where = RecordFilter(
         user_id=user, agent_id=config.agent_id, include_shared=config.include_shared, kinds=RECALL_KINDS
@@ -204,7 +205,7 @@ def measure(
         t0 = time.perf_counter()
         embedder.embed_documents([user_msg, assistant_msg])
         vector = embedder.embed_query(next_msg)
-        core.backend.query(vector, k=fetch, where=where)
+        parts(core).backend.query(vector, k=fetch, where=where)
         return time.perf_counter() - t0
 
     written: dict[str, Any] = {}
@@ -229,7 +230,7 @@ def measure(
         return t2 - t0
 
     rows: list[dict[str, Any]] = []
-    parts: dict[str, list[float]] = {}
+    part_ms: dict[str, list[float]] = {}
     for n, (session, user_msg, assistant_msg, next_msg) in enumerate(turns):
         texts_before, calls_before = counting.texts, counting.calls
         if n % 2 == 0:
@@ -252,9 +253,9 @@ def measure(
         )
         if read is not None:
             for name, seconds in read.timings.items():
-                parts.setdefault(f"build_context.{name}", []).append(seconds * 1000)
+                part_ms.setdefault(f"build_context.{name}", []).append(seconds * 1000)
     core.flush()  # folds still running off the turn
-    stored = core.backend.count(RecordFilter(user_id=user))
+    stored = parts(core).backend.count(RecordFilter(user_id=user))
     release_stores()
     turn_ms = [r["turn_ms"] for r in rows]
     floor_ms = [r["floor_ms"] for r in rows]
@@ -280,7 +281,7 @@ def measure(
         "folds": sum(bool(r.get("folded")) for r in rows),
         "llm_delay": llm_delay,
         "llm_calls": llm.calls if llm is not None else None,
-        "read_parts_median_ms": {k: round(statistics.median(v), 2) for k, v in parts.items()},
+        "read_parts_median_ms": {k: round(statistics.median(v), 2) for k, v in part_ms.items()},
         "per_turn": rows,
     }
 
@@ -353,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     turns = live_turns(sessions_of(live), args.one_session)[: args.turns]
     pool = [t for c in data if c is not live for s in sessions_of(c) for t in s]
     probe = MemoryCore(MemoryConfig(user_id="probe", backend="memory", persist_dir=tempfile.mkdtemp()))
-    embedder = probe.embedder
+    embedder = parts(probe).embedder
     t0 = time.perf_counter()
     cache = Path(args.vectors_cache) if args.vectors_cache else None
     if cache is not None and cache.exists() and len(np.load(cache)) == len(pool):

@@ -71,6 +71,7 @@ from benchmarks.overhead import live_turns, pct, sessions_of  # noqa: E402
 from memory_vec import MemoryConfig, MemoryCore, release_stores  # noqa: E402
 from memory_vec._model.records import MemoryRecord  # noqa: E402
 from memory_vec._pipelines.transfer import EXPORT_FORMAT  # noqa: E402
+from memory_vec.testing import parts as core_parts  # noqa: E402
 
 USER = "import-user"
 BULK_BACKENDS = ("chroma", "milvus-lite")
@@ -145,7 +146,7 @@ def core_on(
 # --------------------------------------------------------------------------- 1. bulk import
 def raw_write(backend: str, core: MemoryCore, records: Sequence[MemoryRecord], vectors: np.ndarray) -> float:
     """Seconds for the store's own client to add these rows (already in the backend's row format)."""
-    inner = getattr(core.backend, "inner", core.backend)
+    inner = getattr(core_parts(core).backend, "inner", core_parts(core).backend)
     if backend == "chroma":
         from memory_vec.backends._chroma_rows import encode
 
@@ -209,16 +210,16 @@ def bulk_once(
         elif mode == "import":
             t0 = time.perf_counter()
             core.import_memories(export_of(records))
-            core.backend.count()  # the first read (Milvus Lite flushes a bulk write before it)
+            core_parts(core).backend.count()  # the first read (Milvus Lite flushes a bulk write before it)
             seconds = time.perf_counter() - t0 - embedder.model_s
         else:
             records = records[:add_rows]
             t0 = time.perf_counter()
             add_by_session(core, records, batch, session_size)
             core.flush()  # a turn's rows may still be in the background writer's queue: timed until stored
-            core.backend.count()
+            core_parts(core).backend.count()
             seconds = time.perf_counter() - t0 - embedder.model_s
-        stored = core.backend.count()
+        stored = core_parts(core).backend.count()
         core.close()
         return {
             "backend": backend,
@@ -291,7 +292,7 @@ def _client(
         for name, seconds in (core.last_trace.timings if core.last_trace else {}).items():
             parts.setdefault(name, []).append(seconds * 1000)
     ended = time.time()
-    stored = core.backend.count()
+    stored = core_parts(core).backend.count()
     core.close()
     results.put(
         {

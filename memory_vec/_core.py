@@ -12,6 +12,7 @@ stateful parts belong to the :class:`~memory_vec._storage.store.Store`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from memory_vec._model.records import (
 from memory_vec._model.trace import TurnTrace, run_in_thread
 from memory_vec._pipelines.engine import Engine
 from memory_vec._pipelines.management import Management
+from memory_vec._pipelines.parts import CoreParts
 from memory_vec._pipelines.read import RECALL_KINDS, ReadPath
 from memory_vec._pipelines.resolution import FactResolution
 from memory_vec._pipelines.transfer import Transfer
@@ -42,6 +44,7 @@ from memory_vec._rules.privacy import Redactor, RegexRedactor
 from memory_vec._rules.summary import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from memory_vec._rules.tokens import TokenCounter, get_token_counter
 from memory_vec._storage.store import DeadLetterRetry, Store, build_store, open_store
+from memory_vec._storage.writer import RecordWriter
 from memory_vec.backends.base import Backend
 from memory_vec.embeddings import Embedder, get_embedder
 from memory_vec.state import StateStore, WorkingState
@@ -51,6 +54,16 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["RECALL_KINDS", "MemoryCore", "MessageInput"]
+
+
+def _warn_part(name: str, *, instead: str | None = None) -> None:
+    """0.1's ``MemoryCore.<part>`` properties: they work until 0.3, with this warning."""
+    warnings.warn(
+        f"MemoryCore.{name} is internal and deprecated since memory-vec 0.2 (removed in 0.3): "
+        f"use {instead or f'memory_vec.testing.parts(core).{name}'}",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 class MemoryCore:
@@ -150,6 +163,8 @@ class MemoryCore:
         self._reads = ReadPath(engine, writes=self._writes, upkeep=self._upkeep)
         self._memories = Management(engine, resolution)
         self._transfer = Transfer(engine)
+        #: The parts, for the package's own tools (CLI, reembed); tests use memory_vec.testing.parts.
+        self._parts = CoreParts(engine)
         self._heal_what_the_earlier_engine_left()
 
     def _heal_what_the_earlier_engine_left(self) -> None:
@@ -164,50 +179,63 @@ class MemoryCore:
         if sessions:
             self._engine.store.clear_pending_of_earlier_engine()
 
-    # ------------------------------------------------------------------ parts
+    # ------------------------------------------------------------------ parts (deprecated)
+    # 0.1 exposed the core's internals; tests and tools now use memory_vec.testing.parts(core).
+    # Each property keeps working until 0.3, with a DeprecationWarning naming the replacement.
     @property
     def store(self) -> Store:
-        return self._engine.store
+        _warn_part("store")
+        return self._parts.store
 
     @property
     def backend(self) -> Backend:
-        return self._engine.backend
+        _warn_part("backend")
+        return self._parts.backend
 
     @property
     def state(self) -> StateStore:
-        return self._engine.state
+        _warn_part("state")
+        return self._parts.state
 
     @property
-    def writer(self) -> Any:
-        return self._engine.writer
+    def writer(self) -> RecordWriter:
+        _warn_part("writer")
+        return self._parts.writer
 
     @property
     def embedder(self) -> Embedder:
-        return self._engine.embedder
+        _warn_part("embedder")
+        return self._parts.embedder
 
     @embedder.setter
     def embedder(self, embedder: Embedder) -> None:
-        self._engine.switch_embedder(embedder)
+        _warn_part("embedder", instead="memory_vec.testing.parts(core).switch_embedder(embedder)")
+        self._parts.switch_embedder(embedder)
 
     @property
     def counter(self) -> TokenCounter:
-        return self._engine.counter
+        _warn_part("counter")
+        return self._parts.counter
 
     @property
     def summarizer(self) -> Summarizer:
-        return self._engine.summarizer
+        _warn_part("summarizer")
+        return self._parts.summarizer
 
     @summarizer.setter
     def summarizer(self, summarizer: Summarizer) -> None:
+        _warn_part("summarizer", instead="MemoryCore(..., summarizer=...)")
         self._engine.summarizer = summarizer
 
     @property
     def extractor(self) -> FactExtractor | None:
-        return self._engine.extractor
+        _warn_part("extractor")
+        return self._parts.extractor
 
     @property
     def resolver(self) -> ConflictResolver:
-        return self._engine.resolver
+        _warn_part("resolver")
+        return self._parts.resolver
 
     @property
     def threshold(self) -> float:
@@ -301,7 +329,7 @@ class MemoryCore:
     def working_state(self, *, session_id: str | None = None, user_id: str | None = None) -> WorkingState:
         """The session's summary and unfolded recent messages."""
         scope = self._engine.scope(user_id, session_id)
-        return self.state.load(scope.user_id, scope.session_id)
+        return self._engine.state.load(scope.user_id, scope.session_id)
 
     def reset_working_state(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
         """Empty the session's summary and recent window; stored records and
@@ -459,13 +487,13 @@ class MemoryCore:
     def dead_letters(self, *, user_id: str | None = None) -> list[DeadLetter]:
         """Records the backend refused (kept for inspection, retry or drop)."""
         user = None if user_id is None else v.check_id(user_id, "user_id")
-        return self.store.dead_letters(user)
+        return self._engine.store.dead_letters(user)
 
     def retry_dead_letters(self, record_ids: Sequence[str] | None = None) -> DeadLetterRetry:
-        return self.store.retry_dead_letters(record_ids)
+        return self._engine.store.retry_dead_letters(record_ids)
 
     def drop_dead_letters(self, record_ids: Sequence[str] | None = None) -> int:
-        return self.store.drop_dead_letters(record_ids)
+        return self._engine.store.drop_dead_letters(record_ids)
 
     def flush(self) -> None:
         """Run pending background folds and write pending recall counts (every

@@ -21,10 +21,10 @@ TOKEN_SAVINGS = [
            "small talk and updates one late. We count the prompt tokens memory-vec sends per turn (summary + recent "
            "turns + relevant memories) against sending the whole history. Offline: default embedder, extractive "
            "summarizer, no API key."),
-    ("code", "from memory_vec import MemoryConfig, MemoryCore\nfrom memory_vec._cli.demo import build_script\n\n"
+    ("code", "from memory_vec import MemoryConfig, MemoryCore, TiktokenCounter\nfrom memory_vec._cli.demo import build_script\n\n"
              "# the in-process store (the default backend): nothing is written to disk\n"
              "core = MemoryCore(MemoryConfig(user_id='nb-tokens', session_id='s', collection='nb_tokens'))\n"
-             "script, questions = build_script('en', turns=300)\ncounter = core.counter\n"
+             "script, questions = build_script('en', turns=300)\ncounter = TiktokenCounter(core.config.tokenizer)  # the encoding the core counts with\n"
              "memory_tokens, full_tokens, history = [], [], 0\n"
              "for turn in script:\n"
              "    ctx = core.build_context(turn.user)\n"
@@ -89,7 +89,7 @@ TUNING = [
              "print(f'ingested {len(valid)} turns in {time.time() - t0:.0f}s, {len(questions)} questions')"),
     ("code", "KS = (1, 3, 5, 10)\n"
              "def evaluate(**overrides):\n"
-             "    core = MemoryCore(MemoryConfig(user_id='nb', session_id='nb', **overrides), embedder=base.embedder,\n"
+             "    core = MemoryCore(MemoryConfig(user_id='nb', session_id='nb', **overrides),\n"
              "                      backend=backend, state_store=state)\n"
              "    found = [[h.metadata.get('dia_id') for h in core.recall(q, k=max(KS), user_id=u)] for u, q, _, _ in questions]\n"
              "    return {k: sum(recall_at(f, ev, k) for f, (_, _, _, ev) in zip(found, questions)) / len(questions) for k in KS}\n"

@@ -84,6 +84,7 @@ from memory_vec._rules.tokens import get_token_counter  # noqa: E402
 from memory_vec.backends import InMemoryBackend, RecordFilter  # noqa: E402
 from memory_vec.embeddings import get_embedder  # noqa: E402
 from memory_vec.state import InMemoryStateStore  # noqa: E402
+from memory_vec.testing import parts  # noqa: E402
 
 MODES = ("baseline", "messages", "rules", "rules+oracle-judge")
 MODE_LABELS = {
@@ -227,7 +228,7 @@ def make_core(mode: str, embedder: CachedEmbedder, judge: OracleJudge | None) ->
     if mode == "baseline":
         # Harness only: the engine's resolver has no public setter (it is not a
         # user-facing knob), so the baseline swaps it on the engine.
-        core._engine.resolver = AlwaysAdd(threshold=core.resolver.threshold)
+        core._engine.resolver = AlwaysAdd(threshold=parts(core).resolver.threshold)
     return core
 
 
@@ -259,7 +260,7 @@ def ingest(core: MemoryCore, conv: S.Conversation) -> None:
 
 
 def evaluate(core: MemoryCore, conv: S.Conversation) -> dict[str, Any]:
-    backend = core.backend
+    backend = parts(core).backend
     records = backend.scan(RecordFilter(user_id=conv.id, include_superseded=True, include_archived=True))
     by_id = {r.id: r for r in records}
     false_by_source: Counter[str] = Counter()
@@ -420,7 +421,7 @@ def run_locomo(path: str, embedder: CachedEmbedder, modes: Sequence[str]) -> dic
         allrec = [
             r
             for conv in data
-            for r in core.backend.scan(
+            for r in parts(core).backend.scan(
                 RecordFilter(user_id=conv["sample_id"], include_superseded=True, include_archived=True)
             )
         ]

@@ -27,6 +27,7 @@ from memory_vec._core import MessageInput
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.embeddings import BaseEmbedder, get_embedder
 from memory_vec.state import InMemoryStateStore
+from memory_vec.testing import parts
 
 from .corpora import Turn
 from .questions import Question
@@ -168,7 +169,7 @@ class Store:
     # ------------------------------------------------------------------ baselines
     def bm25(self, question: str, user: str, k: int = 50) -> list[str]:
         """The library's keyword index alone (no context weight)."""
-        ids = [d for d, _ in self.core.store.keywords.for_user(user).search(question, k=k)]
+        ids = [d for d, _ in parts(self.core).store.keywords.for_user(user).search(question, k=k)]
         by_id = {r.id: r for r in self.backend.get(ids)}
         return [str(by_id[d].metadata.get("turn_id", "")) for d in ids if d in by_id]
 

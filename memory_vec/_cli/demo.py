@@ -262,7 +262,7 @@ def run_demo(
     t_start = time.perf_counter()
     core = MemoryCore(config, llm=llm)
     core.forget(user_id=DEMO_USER)  # a re-run starts from an empty store, not on top of the last one
-    counter = core.counter
+    counter = core._parts.counter
     script, questions = build_script(lang, turns)
     full_history_tokens = 0
     memory_tokens_total = 0
@@ -273,7 +273,7 @@ def run_demo(
         else "in-process store (kept nowhere: the default, --backend sqlite, keeps one)"
     )
     print(
-        f"memory-vec demo · {lang} · {where} · embedder={core.embedder.model_id} · "
+        f"memory-vec demo · {lang} · {where} · embedder={core._parts.embedder.model_id} · "
         f"summarizer={'llm' if llm else 'extractive (offline)'} · {turns} turns",
         file=out,
     )

@@ -210,7 +210,7 @@ def _list(args: argparse.Namespace) -> int:
         include_superseded=args.include_superseded,
         include_archived=args.include_superseded,
     )
-    found = sorted(core.backend.scan(where), key=lambda r: (-r.timestamp, -r.seq))
+    found = sorted(core._parts.backend.scan(where), key=lambda r: (-r.timestamp, -r.seq))
     rows = [record_dict(r) for r in found[: args.limit]]
     _emit(
         args,
@@ -253,7 +253,7 @@ def _show(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     core = _core(cfg)
-    found = core.backend.get([args.id])
+    found = core._parts.backend.get([args.id])
     if not found or (args.user is not None and found[0].user_id != args.user):
         raise MemoryNotFoundError(f"no memory {args.id!r}" + (f" for user {args.user!r}" if args.user else ""))
     record = core.get(args.id, user_id=found[0].user_id)
@@ -287,7 +287,7 @@ def _forget(args: argparse.Namespace) -> int:
     core = _core(_config(args))
     if not args.yes:
         where = RecordFilter(user_id=args.user, session_id=args.session, include_superseded=True, include_archived=True)
-        count = core.backend.count(where)
+        count = core._parts.backend.count(where)
         if not ask(f"Delete {count} stored record(s) and the working state of {what}? This cannot be undone."):
             print("memory-vec: forget: not confirmed; nothing deleted", file=sys.stderr)
             return EXIT_NOT_FOUND
@@ -416,7 +416,7 @@ _EVERY_SUPERSEDED = RecordFilter(include_superseded=True, kinds=("message", "fac
 
 def _recheck_supersedes(args: argparse.Namespace) -> int:
     core = _core(_config(args))
-    users = [args.user] if args.user else sorted({r.user_id for r in core.backend.scan(_EVERY_SUPERSEDED)})
+    users = [args.user] if args.user else sorted({r.user_id for r in core._parts.backend.scan(_EVERY_SUPERSEDED)})
     found = []
     with _bars(args, "recheck-supersedes") as bar:
         for done, user in enumerate(users, start=1):

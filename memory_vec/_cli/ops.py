@@ -69,14 +69,14 @@ def record_dict(r: MemoryRecord) -> dict[str, Any]:
 
 def store_stats(core: MemoryCore, config: MemoryConfig, *, user_id: str | None) -> dict[str, Any]:
     """Counts over the whole store, or over one user when ``user_id`` is given."""
-    records = core.backend.scan(RecordFilter(user_id=user_id, include_superseded=True, include_archived=True))
+    records = core._parts.backend.scan(RecordFilter(user_id=user_id, include_superseded=True, include_archived=True))
     kinds = Counter(r.kind for r in records)
     stats: dict[str, Any] = {
         "backend": config.backend,
         "location": config.url or config.persist_dir,
         "collection": config.collection,
-        "embedding_model": core.embedder.model_id,
-        "dimension": core.embedder.dimension,
+        "embedding_model": core._parts.embedder.model_id,
+        "dimension": core._parts.embedder.dimension,
         "user_id": user_id,
         "records": len(records),
         "current": sum(1 for r in records if r.valid_to is None and not r.archived),
@@ -110,12 +110,12 @@ def compact_store(
     from memory_vec._rules.lifecycle import plan_consolidation
 
     if user_id is None:
-        users = sorted({r.user_id for r in core.backend.scan(RecordFilter(kinds=("fact",)))})
+        users = sorted({r.user_id for r in core._parts.backend.scan(RecordFilter(kinds=("fact",)))})
     else:
         users = [user_id]
     merges_out: list[dict[str, Any]] = []
     for done, user in enumerate(users, start=1):
-        records = core.backend.scan(RecordFilter(user_id=user, kinds=("fact",)))
+        records = core._parts.backend.scan(RecordFilter(user_id=user, kinds=("fact",)))
         by_id = {r.id: r for r in records}
         plan = plan_consolidation(records)
         merges_out += [

@@ -31,7 +31,7 @@ from memory_vec.backends.base import RecordFilter
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
-    from memory_vec._storage.store import Store
+    from memory_vec._pipelines.parts import CoreParts
     from memory_vec.embeddings.base import Embedder
 
 __all__ = ["BackfillResult", "ReembedResult", "backfill_dates", "reembed"]
@@ -45,11 +45,7 @@ class LiveCore(Protocol):
     @property
     def config(self) -> MemoryConfig: ...
     @property
-    def store(self) -> Store: ...
-    @property
-    def embedder(self) -> Embedder: ...
-    @embedder.setter
-    def embedder(self, embedder: Embedder) -> None: ...
+    def _parts(self) -> CoreParts: ...
     def flush(self) -> None: ...
 
 
@@ -117,7 +113,7 @@ def reembed(
         store = open_store(config)
     else:
         core.flush()  # background writes must be stored before we read everything back
-        store = core.store
+        store = core._parts.store
         config = core.config
     backend = store.backend
     if not backend.resettable:  # checked before anything is embedded
@@ -153,7 +149,7 @@ def reembed(
         backend.upsert(records[start : start + batch_size], vectors[start : start + batch_size])
     journal.done()
     if core is not None:
-        core.embedder = new_embedder  # also drops vectors of the old model cached by the core
+        core._parts.switch_embedder(new_embedder)  # also drops vectors of the old model cached by the core
     return ReembedResult(records=len(records), model_id=model_id, dimension=dimension, policy=policy.tag)
 
 
@@ -192,7 +188,7 @@ def backfill_dates(
     zone = zoneinfo.ZoneInfo(core.config.timezone)
     core.flush()
     where = RecordFilter(user_id=user_id, kinds=("message",), include_superseded=True, include_archived=True)
-    records = [r for r in core.store.backend.scan(where) if user_id is None or r.user_id == user_id]
+    records = [r for r in core._parts.backend.scan(where) if user_id is None or r.user_id == user_id]
     changed = []
     for done, record in enumerate(records, start=1):
         if progress is not None and (done % 256 == 0 or done == len(records)):
@@ -213,11 +209,11 @@ def backfill_dates(
             dates = {r.id: r.metadata["event_date"] for r in changed[start : start + 256]}
             current = [
                 r.copy(metadata={**r.metadata, "event_date": dates[r.id]})
-                for r in core.store.writer.get(list(dates))
+                for r in core._parts.writer.get(list(dates))
                 if "event_date" not in r.metadata
             ]
             if current:
-                core.store.writer.update(current)
+                core._parts.writer.update(current)
             if progress is not None:
                 progress("storing", min(start + 256, len(changed)), len(changed))
         core.flush()

@@ -33,7 +33,7 @@ from memory_vec._pipelines.reembed_journal import ReembedJournal
 from memory_vec.backends import RecordFilter
 from memory_vec.embeddings import E5_SMALL_ID
 from memory_vec.state import DeadLetter
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 pytestmark = [pytest.mark.integration]
 
@@ -101,12 +101,12 @@ def read_back(core: MemoryCore, **overrides: Any) -> MemoryCore:
     core.flush()
     if core.config.backend != "memory":  # the in-process backend is its own only copy
         release_stores()
-    return MemoryCore(core.config.model_copy(update=overrides), embedder=core.embedder)
+    return MemoryCore(core.config.model_copy(update=overrides), embedder=parts(core).embedder)
 
 
 def rows(core: MemoryCore, user_id: str | None = "alice") -> dict[str, MemoryRecord]:
     where = RecordFilter(user_id=user_id, include_superseded=True, include_archived=True)
-    return {r.id: r for r in core.backend.scan(where)}
+    return {r.id: r for r in parts(core).backend.scan(where)}
 
 
 def top(core: MemoryCore, query: str = "what is my budget") -> list[str]:
@@ -143,7 +143,7 @@ def refused(core: MemoryCore, session_id: str) -> str:
     """A record of the core's user the backend refused, kept as a dead letter (in the working state)."""
     user = core.config.user_id
     record = MemoryRecord(uuid.uuid4().hex, "a refused note", "user", user, session_id, time.time())
-    core.store.state.add_dead_letters(
+    parts(core).store.state.add_dead_letters(
         [DeadLetter(record.id, record.user_id, session_id, "refused", 0.0, asdict(record))]
     )
     return record.id
@@ -255,7 +255,7 @@ def test_delete_of_a_message_takes_its_facts_summary_lines_and_window_copy(make:
 
     reader = read_back(core)
     gone = {first.id, *first.fact_ids, cat.id, *cat.fact_ids}
-    assert not gone & set(rows(reader)) and reader.backend.get(sorted(gone)) == []
+    assert not gone & set(rows(reader)) and parts(reader).backend.get(sorted(gone)) == []
     assert not any("5000" in t for t in top(reader)) and keyword_hits(reader, "5000") == []
     assert not any("Tom" in t for t in top(reader, "what is my cat called"))
     assert "5000" not in reader.working_state().summary and "My cat is called Tom." not in window(reader)
@@ -337,7 +337,7 @@ def test_recheck_restores_what_the_old_rules_superseded(make: Make) -> None:
     core.add_message("user", "My budget is now 8000 euros.")
     # What 0.1's rules wrote: the second run superseded the first.
     wrong = [core.get(i).copy(valid_to=time.time(), superseded_by=later.fact_ids[0]) for i in (kept.id, *kept.fact_ids)]
-    core.backend.update(wrong)
+    parts(core).backend.update(wrong)
     found = core.recheck_superseded()
     assert {x.record_id for x in found} == {kept.id, *kept.fact_ids}
     assert rows(read_back(core))[kept.id].valid_to is not None  # a dry run changes nothing
@@ -399,8 +399,8 @@ def test_forget_leaves_no_record_keyword_summary_window_or_user_id(make: Make, b
     reader = read_back(core)
     assert rows(reader, user) == {} and all(r.user_id != user for r in rows(reader, None).values())
     assert reader.recall("budget", k=10) == [] and keyword_hits(reader, "8000") == []
-    assert reader.state.sessions(user) == [] and reader.dead_letters(user_id=user) == []
-    assert reader.state.keyword_version(user) is None  # reads after the forget made none
+    assert parts(reader).state.sessions(user) == [] and reader.dead_letters(user_id=user) == []
+    assert parts(reader).state.keyword_version(user) is None  # reads after the forget made none
     for session in ("s1", "s2"):
         state = reader.working_state(session_id=session)
         assert state.summary == "" and state.messages == []
@@ -427,7 +427,7 @@ def test_forget_reaches_the_journal_of_an_unfinished_reembed(
         core.add_message("user", f"bob's note {i}: the budget is {1000 + i} euros", user_id="bob")
     core.flush()
     new = DeterministicHashEmbedder(dimension=48)
-    backend, calls = core.store.backend, []
+    backend, calls = parts(core).store.backend, []
     real_upsert = backend.upsert
 
     def fails_on_the_second_batch(records: Any, vectors: Any) -> None:
@@ -511,7 +511,7 @@ def test_import_writes_only_into_the_cores_own_user(make: Make) -> None:
 def test_edits_with_the_real_model(make: Make) -> None:
     """The edits above with the default embedder and its stored-vector policy: what recall ranks first."""
     core = make(embedder=None)
-    assert core.embedder.model_id == E5_SMALL_ID
+    assert parts(core).embedder.model_id == E5_SMALL_ID
     a = core.add_message("user", "My budget is 5000 euros.")
     core.add_message("user", "I like green tea with breakfast.")
     b = core.add_message("user", "My budget is now 8000 euros.")

@@ -15,7 +15,7 @@ from memory_vec._pipelines.maintenance import reembed
 from memory_vec.backends import Backend, InMemoryBackend, RecordFilter
 from memory_vec.backends.chroma import ChromaBackend
 from memory_vec.state import InMemoryStateStore
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 TEXTS = ["The budget cap is 5000 euros", "I live in Lisbon", "My dog is called Pixel", "Meeting on Friday"]
@@ -52,7 +52,7 @@ def test_reembed_core_switches_model_and_keeps_every_record() -> None:
     records = _fill(backend, old)
     result = reembed(core, new, batch_size=3, progress=False)
     assert (result.records, result.model_id, result.dimension) == (4, "hash-48", 48)
-    assert core.embedder is new
+    assert parts(core).embedder is new
     assert {r.id: r for r in backend.scan(EVERYTHING)} == {r.id: r for r in records}
     # The new vectors follow the one policy of every write path (contextual_embedding).
     plan = POLICY.plan_records(records)
@@ -103,7 +103,7 @@ def test_failing_embedder_leaves_the_store_untouched() -> None:
     broken._dimension = 48  # skip the probe call, which would fail too
     with pytest.raises(Exception, match="model crashed"):
         reembed(core, broken, progress=False)
-    assert backend.count() == 4 and backend.model_id == POLICY.space_id("hash-32") and core.embedder is old
+    assert backend.count() == 4 and backend.model_id == POLICY.space_id("hash-32") and parts(core).embedder is old
 
 
 def test_reembed_rejects_bad_input() -> None:

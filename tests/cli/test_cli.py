@@ -15,6 +15,7 @@ import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._cli.main import main
+from memory_vec.testing import parts
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def test_stats_list_search_show(core: MemoryCore, config_file: Path, capsys: pyt
     cfg = ["--config", str(config_file)]
 
     code, stats, _ = run(capsys, "stats", *cfg, "--json")
-    total = core.backend.count(_all("alice"))  # messages and the facts extracted from them
+    total = parts(core).backend.count(_all("alice"))  # messages and the facts extracted from them
     assert code == 0 and stats["records"] == total and stats["by_kind"]["message"] == 4
     assert stats["users"] == 1 and stats["sessions"] == 2
     code, text, _ = run(capsys, "stats", *cfg)
@@ -144,7 +145,7 @@ def test_forget_prints_receipt(core: MemoryCore, config_file: Path, capsys: pyte
     cfg = ["--config", str(config_file)]
     code, receipt, _ = run(capsys, "forget", *cfg, "--user", "alice", "--session", "s2", "--json", "--yes")
     assert code == 0 and receipt["records_deleted"] == 1 and receipt["remaining_after_scan"] == 0
-    left = core.backend.count(_all("alice"))
+    left = parts(core).backend.count(_all("alice"))
     assert left >= 2
     code, text, _ = run(capsys, "forget", *cfg, "--user", "alice", "--yes")
     assert code == 0 and f"records_deleted: {left}" in text and "remaining_after_scan: 0" in text
@@ -156,17 +157,17 @@ def test_export_then_import_round_trip(
     core: MemoryCore, config_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     core.add_messages([("user", "我对花生过敏。"), ("assistant", "记住了。")])
-    before = sorted((r.id, r.text) for r in core.backend.scan(_all("alice")))
+    before = sorted((r.id, r.text) for r in parts(core).backend.scan(_all("alice")))
     cfg = ["--config", str(config_file)]
     out = tmp_path / "alice.json"
     code, summary, _ = run(capsys, "export", str(out), *cfg, "--user", "alice", "--json")
     assert code == 0 and summary["records"] == len(before) and out.exists()
     assert "我对花生过敏" in out.read_text(encoding="utf-8")
     run(capsys, "forget", *cfg, "--user", "alice", "--yes")
-    assert core.backend.count(_all("alice")) == 0
+    assert parts(core).backend.count(_all("alice")) == 0
     code, result, _ = run(capsys, "import", str(out), *cfg, "--json")
     assert code == 0 and result["imported"] == len(before)
-    assert sorted((r.id, r.text) for r in core.backend.scan(_all("alice"))) == before
+    assert sorted((r.id, r.text) for r in parts(core).backend.scan(_all("alice"))) == before
 
     code, summary, _ = run(capsys, "export", str(tmp_path / "none.json"), *cfg, "--user", "nobody", "--json")
     assert code == 1 and not (tmp_path / "none.json").exists()
@@ -185,10 +186,10 @@ def _all(user: str) -> Any:
 
 def test_reembed(core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     core.add_messages([("user", "The budget is 5000."), ("assistant", "Noted.")])
-    n = core.backend.count(_all("alice"))
+    n = parts(core).backend.count(_all("alice"))
     code, result, _ = run(capsys, "reembed", "--model", "hash:32", "--config", str(config_file), "--json")
     assert code == 0 and result == {"records": n, "model_id": "hash-32", "dimension": 32}
-    assert core.backend.count(_all("alice")) == n
+    assert parts(core).backend.count(_all("alice")) == n
 
 
 def test_reembed_not_available(
@@ -207,7 +208,7 @@ def test_compact_merges_duplicate_facts(
     a = core.remember("I prefer window seats.", importance=0.9)
     # Duplicates written directly (the conflict check would refuse them):
     # same text up to case and punctuation, from other sessions.
-    vec = core.embedder.embed_documents(["i prefer window seats"])
+    vec = parts(core).embedder.embed_documents(["i prefer window seats"])
     dups = [
         MemoryRecord(
             id=f"dup{i}",
@@ -222,18 +223,18 @@ def test_compact_merges_duplicate_facts(
         )
         for i, t in enumerate(["i prefer WINDOW seats", "I prefer window seats!!"])
     ]
-    core.backend.upsert(dups, vec.repeat(2, axis=0))
+    parts(core).backend.upsert(dups, vec.repeat(2, axis=0))
     cfg = ["--config", str(config_file)]
 
     code, plan, _ = run(capsys, "compact", *cfg, "--user", "alice", "--dry-run", "--json")
-    assert code == 0 and plan["merged"] == 2 and core.backend.get(["dup0"])[0].valid_to is None
+    assert code == 0 and plan["merged"] == 2 and parts(core).backend.get(["dup0"])[0].valid_to is None
     code, report, _ = run(capsys, "compact", *cfg, "--json")
     assert code == 0 and report["merged"] == 2
     [merge] = report["merges"]
     assert merge["survivor"] == a.id and sorted(merge["merged"]) == ["dup0", "dup1"]
     survivor = core.get(a.id)
     assert {"m0", "m1", "dup0", "dup1"} <= set(survivor.source_ids)  # provenance
-    for old in core.backend.get(["dup0", "dup1"]):
+    for old in parts(core).backend.get(["dup0", "dup1"]):
         assert old.superseded_by == a.id and old.valid_to is not None
         assert "merged_into" not in old.metadata  # the caller's metadata is untouched
     assert [h.id for h in core.recall("window seats", k=5) if h.kind == "fact"] == [a.id]
@@ -309,8 +310,8 @@ def test_dead_letters_list_retry_drop(core: MemoryCore, config_file: Path, capsy
         )
         for i in range(2)
     ]
-    vector = [float(x) for x in core.embedder.embed_documents(["refused note"])[0]]
-    core.store.state.add_dead_letters(
+    vector = [float(x) for x in parts(core).embedder.embed_documents(["refused note"])[0]]
+    parts(core).store.state.add_dead_letters(
         [
             DeadLetter(
                 r.id, r.user_id, r.session_id, "BackendError: refused", time.time(), dataclasses.asdict(r), vector
@@ -357,10 +358,10 @@ def test_dead_letters_user_limits_retry_and_drop(
                     "BackendError: refused",
                     time.time(),
                     dataclasses.asdict(r),
-                    [float(x) for x in core.embedder.embed_documents([r.text])[0]],
+                    [float(x) for x in parts(core).embedder.embed_documents([r.text])[0]],
                 )
             )
-    core.store.state.add_dead_letters(letters)
+    parts(core).store.state.add_dead_letters(letters)
     code, data, _ = run(capsys, "dead-letters", "drop", *cfg, "--user", "alice", "--json")
     assert code == 0 and data == {"dropped": 2}
     assert sorted(d.record_id for d in core.dead_letters()) == ["bob0", "bob1"]
@@ -385,7 +386,7 @@ def test_backfill_dates(config_file: Path, capsys: pytest.CaptureFixture[str]) -
     assert code == 0 and data == {"checked": 2, "dated": 1, "dry_run": True}
     code, text, _ = run(capsys, "backfill-dates", *cfg)
     assert code == 0 and "dated 1 of 2 messages" in text
-    dated = {r.text: r.metadata for r in older.backend.scan(_all("alice")) if r.kind == "message"}
+    dated = {r.text: r.metadata for r in parts(older).backend.scan(_all("alice")) if r.kind == "message"}
     assert dated["I moved house yesterday"]["event_date"] == "2023-05-07"
     code, data, _ = run(capsys, "backfill-dates", *cfg, "--json")
     assert code == 0 and data["dated"] == 0
@@ -406,11 +407,11 @@ def test_import_goes_into_the_user_the_command_names(
     cfg = ["--config", str(config_file)]
     out = tmp_path / "alice.json"
     run(capsys, "export", str(out), *cfg, "--user", "alice")
-    before = sorted((r.id, r.text) for r in core.backend.scan(_all("alice")))
+    before = sorted((r.id, r.text) for r in parts(core).backend.scan(_all("alice")))
     code, result, _ = run(capsys, "import", str(out), *cfg, "--user", "bob", "--json")
     assert code == 0 and result["user_id"] == "bob" and result["from_user_id"] == "alice"
-    assert sorted((r.id, r.text) for r in core.backend.scan(_all("alice"))) == before
-    copied = core.backend.scan(_all("bob"))
+    assert sorted((r.id, r.text) for r in parts(core).backend.scan(_all("alice"))) == before
+    copied = parts(core).backend.scan(_all("bob"))
     assert len(copied) == len(before) and {r.user_id for r in copied} == {"bob"}
 
 

@@ -20,6 +20,7 @@ from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._cli import main as cli
 from memory_vec._cli.main import main
 from memory_vec.backends import RecordFilter
+from memory_vec.testing import parts
 
 
 class _Terminal(io.StringIO):
@@ -46,7 +47,7 @@ def core(config_file: Path) -> MemoryCore:
 
 
 def _stored(core: MemoryCore, user: str = "alice") -> int:
-    return core.backend.count(RecordFilter(user_id=user, include_superseded=True, include_archived=True))
+    return parts(core).backend.count(RecordFilter(user_id=user, include_superseded=True, include_archived=True))
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -78,7 +79,7 @@ def test_forget_asks_on_a_terminal(
 ) -> None:
     core.add_messages([("user", "I like tea."), ("assistant", "Tea it is.")])
     core.add_message("user", "Another session.", session_id="s2")
-    in_s2 = core.backend.count(RecordFilter(user_id="alice", session_id="s2", include_superseded=True))
+    in_s2 = parts(core).backend.count(RecordFilter(user_id="alice", session_id="s2", include_superseded=True))
     before = _stored(core)
     monkeypatch.setattr(sys, "stdin", _Terminal(answer))
     code, out, err = _run(capsys, "forget", "--config", str(config_file), "--user", "alice", "--session", "s2")

@@ -15,7 +15,7 @@ from memory_vec import MemoryConfig, MemoryCore, release_stores
 from memory_vec.backends import InMemoryBackend
 from memory_vec.state import InMemoryStateStore
 from memory_vec.state.base import StateMessage
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 FILLER = "about the venue, the catering and the guest list " * 3
 
@@ -147,7 +147,7 @@ def test_close_runs_what_is_due() -> None:
     summarizer.gate.set()
     core = _core(summarizer)
     _chat_until_fold_due(core)
-    state_store = core.state
+    state_store = parts(core).state
     core.close()
     assert state_store.load("u1", "s1").summary.startswith("- folded")
 

@@ -4,6 +4,7 @@ import pytest
 
 from memory_vec import CallableTokenCounter, ConfigError, MemoryConfig, MemoryCore, TiktokenCounter
 from memory_vec._rules.tokens import get_token_counter
+from memory_vec.testing import parts
 
 
 def test_defaults_are_documented_values() -> None:
@@ -134,4 +135,4 @@ def test_settings_of_the_background_writer_and_copies_warn_and_are_ignored(name:
         config = MemoryConfig(**{name: value})
     core = MemoryCore(config.model_copy(update={"embedding_model": "hash:16"}))
     result = core.add_message("user", "written inside the call")
-    assert not result.pending and core.backend.get([result.id])[0].text == "written inside the call"
+    assert not result.pending and parts(core).backend.get([result.id])[0].text == "written inside the call"

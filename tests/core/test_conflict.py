@@ -16,7 +16,7 @@ from memory_vec._rules.conflict import (
 from memory_vec._rules.facts import is_question
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.state import InMemoryStateStore
-from memory_vec.testing import ScriptedLLM
+from memory_vec.testing import ScriptedLLM, parts
 
 
 def texts(hits) -> list[str]:  # type: ignore[no-untyped-def]
@@ -50,7 +50,10 @@ def test_update_supersedes_old_fact_and_its_message(make_core) -> None:  # type:
     chain = core.history(second.fact_ids[0])
     assert [r.id for r in chain] == [first.fact_ids[0], second.fact_ids[0]]
     # nothing was physically deleted
-    assert core.backend.count(RecordFilter(include_superseded=True)) == core.backend.count(RecordFilter()) + 2
+    assert (
+        parts(core).backend.count(RecordFilter(include_superseded=True))
+        == parts(core).backend.count(RecordFilter()) + 2
+    )
 
 
 def test_restore_undoes_a_supersede(make_core) -> None:  # type: ignore[no-untyped-def]
@@ -68,9 +71,9 @@ def test_exact_duplicate_fact_is_a_noop_but_message_is_kept(make_core) -> None: 
     a = core.add_message("user", "I prefer window seats.")
     b = core.add_message("user", "I prefer window seats.")
     assert b.event is WriteEvent.SKIPPED_DUPLICATE and b.duplicate_of == a.fact_ids[0]
-    facts = core.backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))
+    facts = parts(core).backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))
     assert len(facts) == 1 and facts[0].id == a.fact_ids[0]
-    assert core.backend.count(RecordFilter(kinds=("message",))) == 2
+    assert parts(core).backend.count(RecordFilter(kinds=("message",))) == 2
 
 
 @pytest.mark.parametrize(
@@ -88,7 +91,7 @@ def test_a_value_differing_only_in_a_numbers_punctuation_is_an_update(  # type: 
     first = core.add_message("user", before)
     second = core.add_message("user", after)
     assert second.event is not WriteEvent.SKIPPED_DUPLICATE and second.fact_ids
-    current = [f.text for f in core.backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))]
+    current = [f.text for f in parts(core).backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))]
     assert any(new_value in t for t in current) and first.fact_ids[0] not in second.fact_ids
 
 
@@ -107,7 +110,7 @@ def test_transient_instruction_is_skipped_as_low_value(make_core) -> None:  # ty
     core = make_core()
     result = core.add_message("user", "Please convert this file to PDF now")
     assert result.event is WriteEvent.SKIPPED_LOW_VALUE and result.fact_ids == []
-    assert core.backend.get([result.id])  # the raw message is stored
+    assert parts(core).backend.get([result.id])  # the raw message is stored
 
 
 def test_other_users_facts_are_never_superseded(make_core) -> None:  # type: ignore[no-untyped-def]
@@ -176,7 +179,7 @@ def test_llm_extractor_bad_json_is_skipped_with_reason(make_core, hash_embedder)
     assert r2.fact_ids == [] and any("without subject" in e for e in core.last_trace.events)  # type: ignore[union-attr]
     r3 = core.add_message("user", "the budget: 5000")
     assert len(r3.fact_ids) == 1 and core.get(r3.fact_ids[0]).subject == "budget"
-    assert core.backend.get([r1.id, r2.id, r3.id])  # raw messages always stored
+    assert parts(core).backend.get([r1.id, r2.id, r3.id])  # raw messages always stored
 
 
 def test_llm_extractor_raising_keeps_message(make_core, hash_embedder) -> None:  # type: ignore[no-untyped-def]
@@ -188,7 +191,7 @@ def test_llm_extractor_raising_keeps_message(make_core, hash_embedder) -> None: 
         state_store=InMemoryStateStore(),
     )
     r = core.add_message("user", "my budget is 5000")
-    assert core.backend.get([r.id]) and any("failed" in e for e in core.last_trace.events)  # type: ignore[union-attr]
+    assert parts(core).backend.get([r.id]) and any("failed" in e for e in core.last_trace.events)  # type: ignore[union-attr]
 
 
 def test_judge_decides_borderline_cases() -> None:
@@ -532,6 +535,6 @@ def test_a_later_message_of_the_same_call_supersedes_the_earlier_one(make_core, 
         [("user", "The budget is 5000 dollars."), ("user", "Actually the budget is now 8000 dollars.")]
     )
     assert second.superseded_ids and first.id in second.superseded_ids
-    current = [r.text for r in core.backend.scan(RecordFilter(user_id="u1"))]
+    current = [r.text for r in parts(core).backend.scan(RecordFilter(user_id="u1"))]
     assert current and not any("5000" in text for text in current)
     assert not any("5000" in h.text for h in core.recall("what is the budget", k=5))

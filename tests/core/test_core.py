@@ -21,7 +21,7 @@ from memory_vec import (
 from memory_vec._model.errors import BackendUnavailableError
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.state import InMemoryStateStore
-from memory_vec.testing import ScriptedLLM
+from memory_vec.testing import ScriptedLLM, parts
 
 
 def test_add_and_recall_round_trip(make_core) -> None:  # type: ignore[no-untyped-def]
@@ -49,7 +49,7 @@ def test_repeated_message_is_stored_twice(make_core) -> None:  # type: ignore[no
     assert a.id != b.id and b.seq == a.seq + 1
     from memory_vec.backends import RecordFilter
 
-    assert core.backend.count(RecordFilter(kinds=("message",))) == 2
+    assert parts(core).backend.count(RecordFilter(kinds=("message",))) == 2
 
 
 def test_epoch_timestamp_and_per_call_session(make_core) -> None:  # type: ignore[no-untyped-def]
@@ -95,7 +95,7 @@ def test_shared_memories_are_opt_in_and_global(make_core) -> None:  # type: igno
 
     backend = InMemoryBackend()
     core = make_core(backend=backend, user_id="alice")
-    vec = core.embedder.embed_documents(["office opening hours are nine to five"])
+    vec = parts(core).embedder.embed_documents(["office opening hours are nine to five"])
     backend.upsert(
         [
             MemoryRecord(
@@ -160,7 +160,7 @@ def test_bad_input_gets_named_error_and_nothing_is_written(make_core, kwargs, er
     role, content = kwargs.pop("role"), kwargs.pop("content")
     with pytest.raises(error):
         core.add_message(role, content, **kwargs)
-    assert core.backend.count() == 1
+    assert parts(core).backend.count() == 1
     assert [m.content for m in core.working_state().messages] == ["existing message"]
 
 
@@ -168,7 +168,7 @@ def test_batch_is_validated_before_anything_is_written(make_core) -> None:  # ty
     core = make_core()
     with pytest.raises(InvalidRoleError):
         core.add_messages([("user", "fine"), ("bad-role", "not fine")])
-    assert core.backend.count() == 0 and core.working_state().messages == []
+    assert parts(core).backend.count() == 0 and core.working_state().messages == []
 
 
 def test_unusual_ids_are_stored_and_filtered_exactly(make_core) -> None:  # type: ignore[no-untyped-def]
@@ -208,7 +208,7 @@ def test_buffer_never_exceeds_budget_over_500_turns(make_core) -> None:  # type:
     assert core.working_state().summary  # something was summarized
     from memory_vec.backends import RecordFilter
 
-    stored = core.backend.count(RecordFilter(kinds=("message",), include_superseded=True))
+    stored = parts(core).backend.count(RecordFilter(kinds=("message",), include_superseded=True))
     assert stored == 500  # every message is still stored
 
 
@@ -233,7 +233,7 @@ def test_summarizer_failure_keeps_previous_summary_and_retries(make_core) -> Non
             score_threshold=0.0,
             summary_in_background=False,
         ),  # read each turn's summary right after it
-        embedder=make_core().embedder,
+        embedder=parts(make_core()).embedder,
         backend=InMemoryBackend(),
         state_store=InMemoryStateStore(),
         llm=llm,
@@ -264,7 +264,7 @@ def test_summary_folds_only_new_messages(make_core) -> None:  # type: ignore[no-
             keep_recent_turns=2,
             summary_in_background=False,
         ),  # every fold's prompt in order (test_background_folds: off the turn)
-        embedder=make_core().embedder,
+        embedder=parts(make_core()).embedder,
         backend=InMemoryBackend(),
         state_store=InMemoryStateStore(),
         llm=llm,
@@ -359,7 +359,7 @@ def test_a_new_record_is_keyword_scored_by_the_first_recall(make_core) -> None: 
     """The user's keyword index is built by this recall, from the backend."""
     core = make_core()
     result = core.add_message("user", "the gate code for the warehouse is ZQ7781")
-    assert not result.pending and core.store.keywords.users == 0
+    assert not result.pending and parts(core).store.keywords.users == 0
     [hit] = [h for h in core.recall("ZQ7781 gate code", k=5) if h.id == result.id]
     assert hit.components["bm25"] > 0
 
@@ -371,7 +371,11 @@ def test_second_core_reuses_loaded_parts() -> None:
     assert get_embedder("hash:32") is a
     cfg = MemoryConfig(user_id="x", embedding_model="hash:32", collection="reuse-test")
     c1, c2 = MemoryCore(cfg), MemoryCore(cfg)
-    assert c1.embedder is c2.embedder and c1.backend is c2.backend and c1.state is c2.state
+    assert (
+        parts(c1).embedder is parts(c2).embedder
+        and parts(c1).backend is parts(c2).backend
+        and parts(c1).state is parts(c2).state
+    )
 
 
 def test_async_twins(make_core) -> None:  # type: ignore[no-untyped-def]
@@ -416,6 +420,6 @@ def test_restored_message_gets_the_contextual_vector_a_normal_write_stores(make_
         contextual_method="text",
     )
     other.build_context("anything")
-    expected = other.embedder.embed_documents(["my cat is called Miso\nwhat a lovely name"])[0]
+    expected = parts(other).embedder.embed_documents(["my cat is called Miso\nwhat a lovely name"])[0]
     [hit] = backend.query(expected, k=1, where=RecordFilter(ids=("orphan-2",)))
     assert hit.similarity == pytest.approx(1.0, abs=1e-5)

@@ -5,6 +5,7 @@ import time
 from memory_vec._model.records import MemoryRecord
 from memory_vec._rules.lifecycle import LifecyclePolicy, memory_value, plan_consolidation, plan_lifecycle
 from memory_vec.backends import RecordFilter
+from memory_vec.testing import parts
 
 DAY = 86400.0
 NOW = 1_700_000_000.0
@@ -106,7 +107,7 @@ def test_maintain_applies_the_plan(make_core) -> None:  # type: ignore[no-untype
     kept = core.remember("Remember I am allergic to cats")
     report = core.maintain()
     assert report.expired == [old.id]
-    assert core.backend.get([old.id]) == [] and core.backend.get([new.id]) and core.get(kept.id)
+    assert parts(core).backend.get([old.id]) == [] and parts(core).backend.get([new.id]) and core.get(kept.id)
     assert any("TTL" in e for e in core.last_trace.events)  # type: ignore[union-attr]
 
 
@@ -114,8 +115,8 @@ def test_compact_merges_duplicates_via_supersede(make_core) -> None:  # type: ig
     from memory_vec._model.records import MemoryRecord as R
 
     core = make_core()
-    vec = core.embedder.embed_documents(["I prefer window seats"] * 2)
-    core.backend.upsert(
+    vec = parts(core).embedder.embed_documents(["I prefer window seats"] * 2)
+    parts(core).backend.upsert(
         [
             R(
                 id="f1",
@@ -143,7 +144,7 @@ def test_compact_merges_duplicates_via_supersede(make_core) -> None:  # type: ig
     merged = core.compact()
     assert merged == {"f2": ["f1"]}
     assert core.get("f1").superseded_by == "f2" and set(core.get("f2").source_ids) == {"m1", "m2", "f1"}
-    assert core.backend.count(RecordFilter(kinds=("fact",))) == 1
+    assert parts(core).backend.count(RecordFilter(kinds=("fact",))) == 1
 
 
 def test_recall_reinforces_memories_in_batches(make_core) -> None:  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from memory_vec._rules.privacy import RegexRedactor, luhn_ok
+from memory_vec.testing import parts
 
 CASES = [
     ("write to jane.doe+x@example.co.uk please", "write to [EMAIL] please"),
@@ -31,7 +32,7 @@ def test_luhn() -> None:
 def test_redaction_happens_before_storage_embedding_and_state(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(redact_pii=True)
     r = core.add_message("user", "my email is bob@example.com and phone 13812345678")
-    stored = core.backend.get([r.id])[0].text
+    stored = parts(core).backend.get([r.id])[0].text
     assert stored == "my email is [EMAIL] and phone [PHONE]"
     assert core.working_state().messages[0].content == stored
     assert "bob@example.com" not in str(core.export_memories())
@@ -53,10 +54,10 @@ def test_custom_redactor_is_pluggable(make_core) -> None:  # type: ignore[no-unt
     base = make_core()
     core = MemoryCore(
         MemoryConfig(user_id="u"),
-        embedder=base.embedder,
+        embedder=parts(base).embedder,
         backend=InMemoryBackend(),
         state_store=InMemoryStateStore(),
         redactor=Names(),
     )
     r = core.add_message("user", "Alice likes tea")
-    assert core.backend.get([r.id])[0].text == "[NAME] likes tea"
+    assert parts(core).backend.get([r.id])[0].text == "[NAME] likes tea"

@@ -10,6 +10,7 @@ from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.backends import InMemoryBackend
 from memory_vec.embeddings import E5_SMALL_ID, MINILM_ID, SentenceTransformerEmbedder, get_embedder
 from memory_vec.state import InMemoryStateStore
+from memory_vec.testing import parts
 
 pytestmark = pytest.mark.integration
 
@@ -21,8 +22,8 @@ def fresh_core(**config) -> MemoryCore:  # type: ignore[no-untyped-def]
 
 def test_default_embedder_is_offline_multilingual_e5() -> None:
     core = fresh_core()
-    assert core.embedder.model_id == E5_SMALL_ID
-    assert core.embedder.dimension == 384
+    assert parts(core).embedder.model_id == E5_SMALL_ID
+    assert parts(core).embedder.dimension == 384
 
 
 def test_english_recall_with_default_model() -> None:

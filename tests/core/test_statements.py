@@ -19,7 +19,7 @@ from memory_vec._rules.extraction import RuleExtractor
 from memory_vec._rules.summary import ExtractiveSummarizer
 from memory_vec._rules.tokens import get_token_counter
 from memory_vec.state import InMemoryStateStore
-from memory_vec.testing import ScriptedLLM
+from memory_vec.testing import ScriptedLLM, parts
 
 
 @pytest.mark.parametrize(
@@ -115,10 +115,10 @@ def test_facts_carry_their_modality_and_recall_filters_on_it(make_core) -> None:
     core = make_core()
     core.add_message("user", "My budget is 5000 euros.")
     core.add_message("user", "My boss said the budget is 9000 euros.")
-    facts = core.backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))
+    facts = parts(core).backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))
     assert {f.metadata["modality"] for f in facts} == {"asserted", "reported"}
     assert {f.metadata["statement"] for f in facts} == {"state"}
-    asserted = core.backend.scan(RecordFilter(user_id="u1", kinds=("fact",), metadata={"modality": "asserted"}))
+    asserted = parts(core).backend.scan(RecordFilter(user_id="u1", kinds=("fact",), metadata={"modality": "asserted"}))
     assert [f.text for f in asserted] == ["My budget is 5000 euros."]
 
 
@@ -234,7 +234,7 @@ def test_recheck_restores_what_the_old_rules_superseded(make_core) -> None:  # t
     update = core.add_message("user", "My budget is now 8000 euros.")
     # What 0.1's rules wrote: the second run superseded the first.
     wrong = [core.get(i).copy(valid_to=later_ts, superseded_by=later.fact_ids[0]) for i in (kept.id, *kept.fact_ids)]
-    core.backend.update(wrong)
+    parts(core).backend.update(wrong)
     found = core.recheck_superseded()
     assert {x.record_id for x in found} == {kept.id, *kept.fact_ids}
     assert all("event" in x.reason for x in found)

@@ -21,7 +21,7 @@ from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.embeddings.base import normalize_rows
 from memory_vec.state import InMemoryStateStore
 from memory_vec.state.base import NewMessage
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 CHAT = [
     ("assistant", "How was the pottery workshop?"),
@@ -45,13 +45,13 @@ class CountingEmbedder(DeterministicHashEmbedder):
 
 def _similarity(core: MemoryCore, text: str, vector: np.ndarray, user: str = "u1") -> float:
     """Cosine between ``vector`` and the stored vector of the message ``text``."""
-    [record] = [r for r in core.backend.scan(RecordFilter(user_id=user, kinds=("message",))) if r.text == text]
-    [hit] = core.backend.query(vector, k=1, where=RecordFilter(ids=(record.id,)))
+    [record] = [r for r in parts(core).backend.scan(RecordFilter(user_id=user, kinds=("message",))) if r.text == text]
+    [hit] = parts(core).backend.query(vector, k=1, where=RecordFilter(ids=(record.id,)))
     return hit.similarity
 
 
 def _embed(core: MemoryCore, text: str) -> np.ndarray:
-    vector: np.ndarray = core.embedder.embed_documents([text])[0]
+    vector: np.ndarray = parts(core).embedder.embed_documents([text])[0]
     return vector
 
 
@@ -183,14 +183,14 @@ def test_a_user_message_and_its_reply_store_the_pair_vector(make_core, split: bo
     assert _similarity(core, CHAT[2][1], pair) == pytest.approx(1.0, abs=1e-5)
     assert _similarity(core, CHAT[0][1], _embed(core, CHAT[0][1])) == pytest.approx(1.0, abs=1e-5)
     assert _similarity(core, "Other session", _embed(core, "Other session")) == pytest.approx(1.0, abs=1e-5)
-    assert len(core.backend.scan(RecordFilter(user_id="u1", kinds=("message",)))) == 4
+    assert len(parts(core).backend.scan(RecordFilter(user_id="u1", kinds=("message",)))) == 4
 
 
 def test_vector_method_mixes_plain_vectors(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(contextual_method="vector", contextual_weight=0.5, hybrid=False)
     core.add_message(*CHAT[0])
     core.add_messages(CHAT[1:3])
-    plain = core.embedder.embed_documents([text for _, text in CHAT[:3]])
+    plain = parts(core).embedder.embed_documents([text for _, text in CHAT[:3]])
     for i in (1, 2):
         mixed = normalize_rows(0.5 * plain[i - 1] + plain[i])[0]
         assert _similarity(core, CHAT[i][1], mixed) == pytest.approx(1.0, abs=1e-5)
@@ -206,7 +206,9 @@ def test_a_turn_embeds_the_pair_and_the_next_query_once(make_core) -> None:  # t
     # One call, one text: the pair. The unit before it was embedded last turn, and the user
     # message's fact (the same sentence) is the cached query vector.
     assert emb.calls == [["I moved to Lisbon.\nLisbon is lovely."]]
-    assert [r.text for r in core.backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))] == ["I moved to Lisbon."]
+    assert [r.text for r in parts(core).backend.scan(RecordFilter(user_id="u1", kinds=("fact",)))] == [
+        "I moved to Lisbon."
+    ]
     emb.calls.clear()
     core.build_context("What else?")
     assert emb.calls == [["What else?"]]
@@ -243,7 +245,7 @@ def test_reembed_migrates_a_store_made_by_the_text_method(tmp_path: Path) -> Non
     chat = [("user", "Where do you live?"), ("assistant", "In Lisbon, near the river.")]
     with MemoryCore(old, embedder=emb) as core:
         core.add_messages(chat)
-        assert core.backend.model_id == "hash-64"  # the earlier default records the bare model id
+        assert parts(core).backend.model_id == "hash-64"  # the earlier default records the bare model id
     release_stores()
     new = old.with_overrides(contextual_method="pair")
     with pytest.raises(EmbeddingModelMismatchError, match=r"hash-64#pair:c0:w1:u0.5.*memory-vec reembed"):
@@ -253,7 +255,7 @@ def test_reembed_migrates_a_store_made_by_the_text_method(tmp_path: Path) -> Non
     assert (result.records, result.model_id, result.policy) == (2, "hash-64", "pair:c0:w1:u0.5")
     release_stores()
     with MemoryCore(new, embedder=emb) as core:
-        assert core.backend.model_id == "hash-64#pair:c0:w1:u0.5"
+        assert parts(core).backend.model_id == "hash-64#pair:c0:w1:u0.5"
         pair = emb.embed_documents(["Where do you live?\nIn Lisbon, near the river."])[0]
         for _, text in chat:
             assert _similarity(core, text, pair) == pytest.approx(1.0, abs=1e-5)
@@ -285,7 +287,7 @@ def test_an_upgrade_keeps_using_a_store_made_by_the_earlier_default(
     default = MemoryConfig(**base)
     assert not default.chose_vector_policy and default.with_overrides(max_token_limit=3000).chose_vector_policy is False
     with caplog.at_level("WARNING", logger="memory_vec"), MemoryCore(default, embedder=emb) as core:
-        assert core.backend.model_id == "hash-64"
+        assert parts(core).backend.model_id == "hash-64"
         core.add_messages([("user", "I live in Lisbon."), ("assistant", "Lovely city.")])
         text_vector = emb.embed_documents(["Noted.\nI live in Lisbon."])[0]  # the text method's rule
         assert _similarity(core, "I live in Lisbon.", text_vector) == pytest.approx(1.0, abs=1e-5)
@@ -296,7 +298,7 @@ def test_an_upgrade_keeps_using_a_store_made_by_the_earlier_default(
     assert result.policy == "pair:c0:w1:u0.5"
     release_stores()
     with MemoryCore(default, embedder=emb) as core:
-        assert core.backend.model_id == "hash-64#pair:c0:w1:u0.5"
+        assert parts(core).backend.model_id == "hash-64#pair:c0:w1:u0.5"
     release_stores()
 
 

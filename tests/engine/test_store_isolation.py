@@ -14,7 +14,7 @@ import pytest
 
 from memory_vec import ConfigError, MemoryConfig, MemoryCore, RecordRejectedError, release_stores
 from memory_vec._model.errors import InvalidMetadataError
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 EMBEDDER = DeterministicHashEmbedder(dimension=64)
 EMBEDDED = ["chroma", "milvus"]
@@ -44,7 +44,7 @@ def test_validation_refuses_what_the_backend_cannot_store(backend: str, tmp_path
     with pytest.raises(InvalidMetadataError, match="outside the integers"):
         core.add_message("user", "a huge number", metadata={"n": 2**70})
     assert core.working_state().messages == []  # nothing written, the working state included
-    assert core.backend.count() == 0
+    assert parts(core).backend.count() == 0
 
 
 class PoisonEmbedder(DeterministicHashEmbedder):
@@ -68,15 +68,15 @@ def test_a_refused_record_is_dead_lettered_and_blocks_nobody(
     embedder = PoisonEmbedder(dimension=64)
     core = MemoryCore(config, embedder=embedder)
     canary = MemoryCore(config.model_copy(update={"user_id": "canary"}), embedder=embedder)
-    assert canary.store is core.store
+    assert parts(canary).store is parts(core).store
     # Switch the library's checks off, so that only the real engine can refuse
     # the record: Milvus refuses integers beyond int64 in JSON, Chroma a NaN
     # vector. The writer's isolation is what is tested here.
     import memory_vec._model.validate as checks
 
     monkeypatch.setattr(checks, "INT_MAX", 2**80)
-    monkeypatch.setattr(core.store, "validate", lambda records, vectors=None: None)
-    monkeypatch.setattr(core.store.writer, "_validate", None)
+    monkeypatch.setattr(parts(core).store, "validate", lambda records, vectors=None: None)
+    monkeypatch.setattr(parts(core).store.writer, "_validate", None)
     if backend == "milvus":
         bad: dict[str, Any] = {"content": "a huge number", "metadata": {"n": 2**70}}
     else:
@@ -111,7 +111,7 @@ def test_two_collections_under_one_persist_dir_do_not_leak(backend: str, tmp_pat
     assert b.working_state().messages == []
     assert all("tangerine" not in h.text for h in b.recall("secret tangerine", k=5))
     b.build_context("what is the secret?")  # heals B's session: must not copy A's turns
-    assert b.backend.count() == 0
+    assert parts(b).backend.count() == 0
     b.forget()
     assert [m.content for m in a.working_state().messages] == ["the secret of collection A is tangerine"]
     assert a.recall("tangerine", k=1)[0].text == "the secret of collection A is tangerine"
@@ -205,7 +205,7 @@ def test_a_summary_patch_during_a_fold_is_not_lost(make_core: Any) -> None:
             summary_max_tokens=60,
             keep_recent_turns=1,
         ),
-        embedder=other.embedder,
+        embedder=parts(other).embedder,
         backend=backend,
         state_store=state,
         summarizer=PatchMidFold(),

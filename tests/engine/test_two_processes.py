@@ -16,7 +16,7 @@ import pytest
 
 from memory_vec import MemoryConfig, MemoryCore, release_stores
 from memory_vec.backends._milvus_consistency import OTHERS_BOUND_S
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 pytestmark = [pytest.mark.integration, pytest.mark.services]
 
@@ -84,7 +84,7 @@ def test_the_keyword_cache_stays_bounded(make_core: Any) -> None:
     for i in range(6):
         core.add_message("user", f"user {i} keeps a note about topic{i}", user_id=f"user{i}")
         core.recall(f"topic{i}", user_id=f"user{i}")
-    assert core.store.keywords.users == 3
+    assert parts(core).store.keywords.users == 3
     assert core.recall("topic0", user_id="user0")[0].components["bm25"] > 0  # rebuilt when needed
 
 

@@ -28,6 +28,7 @@ from langchain_memory_vec import (
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._model.errors import InvalidInputError
 from memory_vec._rules.summary import SUMMARY_PROMPT
+from memory_vec.testing import parts
 
 from .conftest import SMALL_BUDGET, SUMMARY_MARKER, PromptCapture
 
@@ -89,7 +90,7 @@ def test_hundred_turns_stay_within_budget(core_factory: Any, capture: PromptCapt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConversationChain's own deprecation notice
         chain = ConversationChain(llm=FakeListLLM(responses=[f"Sure. {FILLER}"]), memory=memory)
-    counter = core.counter
+    counter = parts(core).counter
     for i in range(100):
         chain.invoke({"input": f"Message {i}: the budget for item {i} is {i * 10} dollars."}, {"callbacks": [capture]})
         ctx = core.build_context(f"budget for item {i}")

@@ -14,6 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_memory_vec import INTERNAL_TAG, MissingUserIdError, VectorSummaryMiddleware
 from memory_vec import MemoryCore
 from memory_vec._rules.summary import SUMMARY_PROMPT
+from memory_vec.testing import parts
 
 from .conftest import SMALL_BUDGET, SUMMARY_MARKER, ScriptedChatModel
 
@@ -97,8 +98,8 @@ def test_long_thread_stays_within_budget_with_summary(core_factory: Any) -> None
     for call in model.calls[-3:]:
         earlier = [m for m in call[1:] if not isinstance(m, SystemMessage)]
         current = max(i for i, m in enumerate(earlier) if isinstance(m, HumanMessage))
-        earlier_tokens = sum(core.counter.count(m.text) for m in earlier[:current])
-        summary_tokens = core.counter.count(core.working_state(user_id="alice", session_id="long").summary)
+        earlier_tokens = sum(parts(core).counter.count(m.text) for m in earlier[:current])
+        summary_tokens = parts(core).counter.count(core.working_state(user_id="alice", session_id="long").summary)
         assert earlier_tokens + summary_tokens <= SMALL_BUDGET["max_token_limit"]
         assert len(call) < 20  # the thread holds ~70 messages by now
         for i, m in enumerate(call):  # every tool call is followed by its result

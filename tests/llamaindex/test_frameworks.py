@@ -18,6 +18,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.tools import FunctionTool
 
 from llamaindex_memory_vec import VectorSummaryMemory, VectorSummaryMemoryBlock
+from memory_vec.testing import parts
 
 from .conftest import CapturingLLM, texts
 
@@ -195,7 +196,7 @@ def test_memory_block_inside_memory(make_block: Callable[..., VectorSummaryMemor
         memory.put(ChatMessage(role="assistant", content="Sure."))
 
     flushed = block.core.working_state()
-    stored_first = block.core.backend.scan(_session_filter(block))
+    stored_first = parts(block.core).backend.scan(_session_filter(block))
     assert any(r.text == "My budget cap is 5000 euros for the trip." for r in stored_first)  # flushed → core
     assert flushed.next_seq > 1
 

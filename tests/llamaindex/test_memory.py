@@ -13,7 +13,7 @@ from llamaindex_memory_vec import VectorSummaryMemory
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.backends import InMemoryBackend
 from memory_vec.state import InMemoryStateStore
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 from .conftest import CapturingLLM, texts
 
@@ -91,7 +91,7 @@ def test_get_all_is_raw_history_in_order_even_after_folding(memory: VectorSummar
 
 def test_put_messages_uses_one_embedding_call(memory: VectorSummaryMemory, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    embedder = memory.core.embedder
+    embedder = parts(memory.core).embedder
     original = embedder.embed_documents
 
     def counting(batch):  # type: ignore[no-untyped-def]
@@ -268,7 +268,7 @@ def test_from_defaults_with_embed_model_and_chat_history(backend: InMemoryBacken
         backend=backend,
         state_store=InMemoryStateStore(),
     )
-    assert memory.core.embedder.dimension == 16
+    assert parts(memory.core).embedder.dimension == 16
     assert texts(memory.get_all()) == ["user: first", "assistant: second"]
 
 

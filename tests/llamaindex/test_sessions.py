@@ -14,7 +14,7 @@ from memory_vec import MemoryConfig
 from memory_vec._rules.tokens import get_token_counter
 from memory_vec.backends import InMemoryBackend, create_backend
 from memory_vec.state import create_state_store
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 from .conftest import CapturingLLM, texts
 
@@ -94,12 +94,12 @@ def test_restart_resumes_the_session(tmp_path: Path, hash_embedder: Deterministi
     expected_history = before.get()
     expected_all = texts(before.get_all())
     before.core.close()
-    before.core.backend.close()  # releases the embedded store's process lock
-    before.core.state.close()
+    parts(before.core).backend.close()  # releases the embedded store's process lock
+    parts(before.core).state.close()
 
     after = start()
 
-    assert after.core.state is not before.core.state
+    assert parts(after.core).state is not parts(before.core).state
     assert texts(after.get()) == texts(expected_history)
     assert "5000 euro budget" in (after.get()[0].content or "")
     assert texts(after.get_all()) == expected_all

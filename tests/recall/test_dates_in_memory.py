@@ -14,7 +14,7 @@ from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._model.errors import ConfigError
 from memory_vec._pipelines.maintenance import backfill_dates
 from memory_vec.backends import RecordFilter
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 DAY = 86400.0
 
@@ -24,7 +24,7 @@ def ts(y: int, m: int, d: int, hour: int = 12) -> float:
 
 
 def stored(core: MemoryCore) -> dict[str, dict[str, object]]:
-    return {r.text: r.metadata for r in core.backend.scan(RecordFilter(kinds=("message",)))}
+    return {r.text: r.metadata for r in parts(core).backend.scan(RecordFilter(kinds=("message",)))}
 
 
 # --------------------------------------------------------------------------- write time
@@ -235,7 +235,7 @@ def test_backfill_never_writes_over_a_supersede_made_since_its_scan(
     monkeypatch.setattr(memory_vec._rules.dates, "event_span", span_while_a_worker_updates)
     assert backfill_dates(admin, user_id="u1").dated == 1
     monkeypatch.setattr(memory_vec._rules.dates, "event_span", real)
-    row = admin.backend.get([msg.id])[0]
+    row = parts(admin).backend.get([msg.id])[0]
     assert row.valid_to is not None and row.superseded_by  # still superseded
     assert row.metadata["event_date"] == "2023-05-06"  # and dated
     admin.close()

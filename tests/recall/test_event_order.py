@@ -11,6 +11,7 @@ from memory_vec._pipelines.read import interleave
 from memory_vec._rules.event_order import event_order_parts
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.state import InMemoryStateStore
+from memory_vec.testing import parts
 
 
 @pytest.mark.parametrize(
@@ -61,11 +62,11 @@ def test_an_order_question_never_serves_a_fact_next_to_its_message() -> None:
             )
         ]
     )
-    assert memory.backend.count(RecordFilter(kinds=("fact",))) >= 1
+    assert parts(memory).backend.count(RecordFilter(kinds=("fact",))) >= 1
     # Before the fix, one event's list held a fact and the other its message: both were served.
     hits = memory.recall("Which came first, my move to Berlin or my job at the bakery?", k=10)
     served = {h.id for h in hits}
-    sources = {r.id: set(r.source_ids) for r in memory.backend.scan(RecordFilter(kinds=("fact",)))}
+    sources = {r.id: set(r.source_ids) for r in parts(memory).backend.scan(RecordFilter(kinds=("fact",)))}
     assert hits and not any(sources.get(h.id, set()) & served for h in hits)
     assert all(h.source_ids == sorted(sources.get(h.id, ())) for h in hits)
     assert any("Berlin" in h.text for h in hits) and any("bakery" in h.text for h in hits)

@@ -12,6 +12,7 @@ from memory_vec._model.records import MemoryRecord
 from memory_vec._rules.bm25 import BM25Index, IndexedDoc, mentioned_speakers, tokenize
 from memory_vec._rules.ranking import Candidate, RankingPolicy, decay, rank
 from memory_vec.backends import RecordFilter
+from memory_vec.testing import parts
 
 DAY = 86400.0
 
@@ -92,9 +93,9 @@ def test_index_follows_new_messages_and_forgets_cleared_ones(make_core) -> None:
     core = make_core(hybrid=True, bm25_weight=0.7)
     core.add_message("user", "we talked about the weather")
     core.recall("weather", k=3)
-    index = core.store.keywords.for_user("u1")
+    index = parts(core).store.keywords.for_user("u1")
     core.add_message("user", "the locker number is QX55")
-    assert core.store.keywords.for_user("u1") is index  # fed, not rebuilt
+    assert parts(core).store.keywords.for_user("u1") is index  # fed, not rebuilt
     assert any(d == core.recall("QX55", k=1)[0].id for d, _ in index.search("QX55", k=3))
     assert "QX55" in core.recall("QX55", k=1)[0].text
     core.clear()
@@ -106,7 +107,7 @@ def test_index_follows_new_messages_and_forgets_cleared_ones(make_core) -> None:
 def test_index_builds_lazily_from_the_store(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(hybrid=True, bm25_weight=0.7)
     core.add_message("user", "the wifi password is hunter2zz")
-    core.store.keywords.drop()  # as in a new process over the same store
+    parts(core).store.keywords.drop()  # as in a new process over the same store
     hits = core.recall("hunter2zz", k=1)
     assert hits and hits[0].components["bm25"] > 0
 
@@ -219,9 +220,9 @@ def test_scores_in_unit_range_and_threshold_applies_to_final_score() -> None:
 
 def test_default_threshold_scales_with_the_vector_share(make_core) -> None:  # type: ignore[no-untyped-def]
     core = make_core(score_threshold=None, hybrid=True, bm25_weight=0.25)
-    assert core.threshold == pytest.approx(core.embedder.default_threshold * 0.75)
+    assert core.threshold == pytest.approx(parts(core).embedder.default_threshold * 0.75)
     core.config.hybrid = False
-    assert core.threshold == pytest.approx(core.embedder.default_threshold)
+    assert core.threshold == pytest.approx(parts(core).embedder.default_threshold)
     core.config.score_threshold = 0.4
     assert core.threshold == 0.4
 
@@ -314,8 +315,10 @@ def test_contextual_embedding_stores_the_turn_with_its_predecessor(make_core, mo
     # The text method; the default vector method: tests/core/test_stored_vectors.py.
     core = make_core(contextual_embedding=True, contextual_method="text", hybrid=False)
     embedded: list[str] = []
-    original = core.embedder.embed_documents
-    monkeypatch.setattr(core.embedder, "embed_documents", lambda texts: (embedded.extend(texts), original(texts))[1])
+    original = parts(core).embedder.embed_documents
+    monkeypatch.setattr(
+        parts(core).embedder, "embed_documents", lambda texts: (embedded.extend(texts), original(texts))[1]
+    )
     core.add_message("assistant", "How was the pottery workshop?")
     core.add_messages([("user", "Great, I made a bowl."), ("assistant", "Nice!")])
     core.add_message("user", "Other session", session_id="s2")
@@ -325,7 +328,7 @@ def test_contextual_embedding_stores_the_turn_with_its_predecessor(make_core, mo
     assert "Great, I made a bowl.\nNice!" in embedded
     assert "Great, I made a bowl." in embedded and "Nice!" not in embedded
     assert not any(t.endswith("\nOther session") for t in embedded)
-    stored = {r.text: r for r in core.backend.scan(RecordFilter(user_id="u1", kinds=("message",)))}
+    stored = {r.text: r for r in parts(core).backend.scan(RecordFilter(user_id="u1", kinds=("message",)))}
     assert set(stored) == {"How was the pottery workshop?", "Great, I made a bowl.", "Nice!", "Other session"}
     # The reply is found by the question it answers; with the option off it is not lifted.
     lifted = core.recall("pottery workshop", k=2)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from memory_vec import MemoryConfig, MemoryCore
+from memory_vec import MemoryConfig, MemoryCore, Summarizer
 from memory_vec._storage.store import release_stores
 from memory_vec.testing import DeterministicHashEmbedder
 
@@ -73,7 +73,7 @@ def make_config(backend_kind: str, request: pytest.FixtureRequest, tmp_path: Pat
 
 @pytest.fixture
 def core_factory(make_config: ConfigFactory) -> Callable[..., MemoryCore]:
-    def make(**overrides: Any) -> MemoryCore:
-        return MemoryCore(make_config(**overrides), embedder=EMBEDDER)
+    def make(*, summarizer: Summarizer | None = None, **overrides: Any) -> MemoryCore:
+        return MemoryCore(make_config(**overrides), embedder=EMBEDDER, summarizer=summarizer)
 
     return make

@@ -21,6 +21,7 @@ from memory_vec import (
     MemoryVecError,
 )
 from memory_vec.backends import RecordFilter
+from memory_vec.testing import parts
 
 pytestmark = [pytest.mark.integration]
 
@@ -134,7 +135,7 @@ CASES: list[tuple[str, Call, type[MemoryVecError]]] = [
 def snapshot(core: MemoryCore) -> tuple[int, list[tuple[int, str]], str]:
     everything = RecordFilter(include_superseded=True, include_archived=True)
     state = core.working_state()
-    return core.backend.count(everything), [(m.seq, m.content) for m in state.messages], state.summary
+    return parts(core).backend.count(everything), [(m.seq, m.content) for m in state.messages], state.summary
 
 
 @pytest.mark.parametrize("kind", ["memory", "chroma", "milvus-lite"])

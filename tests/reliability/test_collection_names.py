@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory_vec import MemoryCore
+from memory_vec.testing import parts
 
 from .conftest import EMBEDDER, ConfigFactory
 
@@ -25,8 +26,8 @@ def test_collection_name_stores_and_reopens(make_config: ConfigFactory, name: st
         # A server outlives the test: the next test's collection of this name is a new one,
         # not one recorded with this test's working state (a persist_dir under tmp_path).
         reader.close()
-        reader.backend.drop()
-        reader.backend.close()
+        parts(reader).backend.drop()
+        parts(reader).backend.close()
 
 
 @pytest.mark.slow
@@ -49,5 +50,5 @@ def test_names_mapped_alike_stay_apart(make_config: ConfigFactory) -> None:
     finally:
         for core in cores.values():
             core.close()
-            core.backend.drop()
-            core.backend.close()
+            parts(core).backend.drop()
+            parts(core).backend.close()

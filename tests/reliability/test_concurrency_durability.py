@@ -49,8 +49,13 @@ def check_session(core: MemoryCore, expected: int) -> None:
 
 
 def test_eight_threads_one_session(core_factory) -> None:  # type: ignore[no-untyped-def]
-    core = core_factory(fact_extractor="none", max_token_limit=200, summary_max_tokens=150, keep_recent_turns=2)
-    core.summarizer = MarkerSummarizer()
+    core = core_factory(
+        summarizer=MarkerSummarizer(),
+        fact_extractor="none",
+        max_token_limit=200,
+        summary_max_tokens=150,
+        keep_recent_turns=2,
+    )
     errors: list[BaseException] = []
 
     def worker(t: int) -> None:

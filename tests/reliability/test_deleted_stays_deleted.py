@@ -13,6 +13,7 @@ import pytest
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._model.errors import MemoryNotFoundError
 from memory_vec._storage.store import release_stores
+from memory_vec.testing import parts
 
 from .conftest import EMBEDDER, _config_factory
 
@@ -89,7 +90,7 @@ def test_a_fold_running_when_the_user_is_forgotten_leaves_no_summary(
     assert receipt.remaining_after_scan == 0
     state = core.working_state()
     assert (state.summary, state.folded_through, state.messages) == ("", 0, [])
-    assert core.state.sessions("alice") == []
+    assert parts(core).state.sessions("alice") == []
     assert core.build_context("passport").summary == ""
     assert core.export_memories()["sessions"] == {}
     core.close()

@@ -8,6 +8,7 @@ import pytest
 
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._model.errors import BackendUnavailableError
+from memory_vec.testing import parts
 from tests._services import Service, find_binary, missing, start_service
 from tests.fixtures_chroma import _heartbeat_ok
 
@@ -64,7 +65,7 @@ def test_chroma_server_stopped_mid_conversation(tmp_path) -> None:  # type: igno
 
         server = _start_chroma(port=server.port, data_dir=server.data_dir)  # it comes back
         assert not core.build_context("what about the bike?").degraded  # heals the session first
-        assert core.store.backend.get([kept.id])[0].text == "and my bike lock code is 9911"
+        assert parts(core).store.backend.get([kept.id])[0].text == "and my bike lock code is 9911"
         texts = [h.text for h in core.recall("lock code and locker number", k=5)]
         assert "and my bike lock code is 9911" in texts and "my locker number is 42" in texts
         assert not core.build_context("bike lock").degraded

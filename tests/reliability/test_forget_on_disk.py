@@ -20,7 +20,7 @@ import pytest
 
 from memory_vec import MemoryConfig, MemoryCore, release_stores
 from memory_vec.backends.base import RecordFilter
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 EMBEDDER = DeterministicHashEmbedder(dimension=32)
 EVERYTHING = {"include_superseded": True, "include_archived": True}
@@ -94,13 +94,13 @@ def _config(kind: str, root: Path) -> MemoryConfig:
 
 
 def _kept(core: MemoryCore) -> list[tuple[str, str, dict[str, Any]]]:
-    records = core.backend.scan(RecordFilter(user_id="stays", **EVERYTHING))
+    records = parts(core).backend.scan(RecordFilter(user_id="stays", **EVERYTHING))
     return sorted((r.id, r.text, r.metadata) for r in records)
 
 
 def _check_keeper(keeper: MemoryCore, kept: list[tuple[str, str, dict[str, Any]]]) -> None:
     assert _kept(keeper) == kept
-    assert keeper.backend.count(RecordFilter(user_id="stays", **EVERYTHING)) == len(kept)
+    assert parts(keeper).backend.count(RecordFilter(user_id="stays", **EVERYTHING)) == len(kept)
     hits = keeper.recall("the keeper's garden note number 17", k=3)
     assert hits and hits[0].text == "the keeper's garden note number 17 about tomatoes"
 
@@ -116,7 +116,7 @@ def test_forget_leaves_no_trace_in_the_sqlite_working_state(tmp_path: Path) -> N
         fact_extractor="none",
     )
     core = MemoryCore(config, embedder=DeterministicHashEmbedder(dimension=32))
-    keeper = MemoryCore(config.model_copy(update={"user_id": "stays"}), embedder=core.embedder)
+    keeper = MemoryCore(config.model_copy(update={"user_id": "stays"}), embedder=parts(core).embedder)
     try:
         for i in range(30):
             core.add_message("user", f"my secret word is {marker} number {i}")
@@ -144,7 +144,7 @@ def test_forget_leaves_no_trace_in_the_embedded_store(kind: str, tmp_path: Path)
             keeper.add_message("user", f"the keeper's garden note number {i} about tomatoes")
         core.remember(f"the locker code is {marker}", metadata={"note": f"hidden {marker}"})
         core.flush()
-        flush = getattr(core.backend, "flush", None)
+        flush = getattr(parts(core).backend, "flush", None)
         if callable(flush):  # Milvus: seal the rows into data files before the delete
             flush()
         kept = _kept(keeper)
@@ -166,7 +166,7 @@ def test_forget_leaves_no_trace_in_the_embedded_store(kind: str, tmp_path: Path)
     reopened = MemoryCore(config.model_copy(update={"user_id": "stays"}), embedder=EMBEDDER)
     try:
         _check_keeper(reopened, kept)
-        assert reopened.backend.count(RecordFilter(user_id="gone", **EVERYTHING)) == 0
+        assert parts(reopened).backend.count(RecordFilter(user_id="gone", **EVERYTHING)) == 0
         assert traces(tmp_path, marker) == []
     finally:
         release_stores()
@@ -187,7 +187,7 @@ def test_sqlite_backend_says_when_a_reader_kept_the_log(tmp_path: Path) -> None:
         assert receipt.remaining_after_scan == 1  # the write-ahead log could not be truncated
         assert traces(tmp_path, marker)
         reader.close()
-        report = core.backend.purge()  # type: ignore[attr-defined]
+        report = parts(core).backend.purge()  # type: ignore[attr-defined]
         assert report.purged and report.residue == 0
         assert traces(tmp_path, marker) == []
     finally:
@@ -230,7 +230,7 @@ import json, os, sys
 import pymilvus
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec.backends.base import RecordFilter
-from memory_vec.testing import DeterministicHashEmbedder
+from memory_vec.testing import DeterministicHashEmbedder, parts
 
 config = MemoryConfig.model_validate_json(sys.argv[1])
 point = sys.argv[2]
@@ -241,8 +241,8 @@ for i in range(30):
     gone.add_message("user", f"my secret word is {sys.argv[3]} number {i}")
     keeper.add_message("user", f"the keeper's garden note number {i} about tomatoes")
 gone.flush()
-gone.backend.flush()
-rows = keeper.backend.scan(RecordFilter(user_id="stays", include_superseded=True, include_archived=True))
+parts(gone).backend.flush()
+rows = parts(keeper).backend.scan(RecordFilter(user_id="stays", include_superseded=True, include_archived=True))
 print(json.dumps(sorted([r.id, r.text] for r in rows)), flush=True)
 
 renames, insert = pymilvus.MilvusClient.rename_collection, pymilvus.MilvusClient.insert
@@ -294,9 +294,9 @@ def test_milvus_lite_rewrite_survives_a_crash_at_each_step(point: str, tmp_path:
 
     reopened = MemoryCore(config.model_copy(update={"user_id": "stays"}), embedder=EMBEDDER)
     try:
-        stays = reopened.backend.scan(RecordFilter(user_id="stays", **EVERYTHING))
+        stays = parts(reopened).backend.scan(RecordFilter(user_id="stays", **EVERYTHING))
         assert sorted((r.id, r.text) for r in stays) == acknowledged
-        assert reopened.backend.count(RecordFilter(user_id="gone", **EVERYTHING)) == 0
+        assert parts(reopened).backend.count(RecordFilter(user_id="gone", **EVERYTHING)) == 0
         leftovers = [p.name for p in (tmp_path / "milvus.db" / "collections").iterdir()]
         assert leftovers == [config.collection]
         receipt = reopened.forget(user_id="gone")  # the interrupted forget, run again

@@ -16,6 +16,7 @@ import pytest
 from memory_vec import MemoryCore
 from memory_vec._model.errors import StoreLockedError
 from memory_vec._storage.store import release_stores
+from memory_vec.testing import parts
 
 from .test_fork import in_child
 
@@ -44,7 +45,7 @@ def test_a_forked_child_uses_the_parents_core_and_leaves_the_parents_store_alone
             faulthandler.dump_traceback_later(60, exit=True)  # a hang shows where, then fails the test
             if backend_kind == "chroma":
                 with pytest.raises(StoreLockedError, match="before this process forked"):
-                    core.store.backend.count()
+                    parts(core).store.backend.count()
                 with pytest.raises(StoreLockedError, match="before this process forked"):
                     core.add_message("user", "the child wrote this about orchids", session_id="s2")
                 core.flush()  # refused before it was written or entered in the working state
@@ -86,7 +87,7 @@ def test_a_forked_child_cannot_open_the_embedded_store_its_parent_holds(
                 core_factory(user_id="bo", collection="built_in_the_child")
 
         in_child(child)
-        assert core.store.backend.count() == 1
+        assert parts(core).store.backend.count() == 1
     finally:
         core.close()
         release_stores()
@@ -105,7 +106,7 @@ def test_a_forked_child_talks_to_milvus_on_a_connection_of_its_own(
     try:
         core.add_message("user", "the parent wrote this before the fork about tulips")
         core.flush()
-        backend = core.store.backend.inner
+        backend = parts(core).store.backend.inner
         parents = backend._client
 
         def child() -> None:

@@ -17,6 +17,7 @@ from memory_vec import (
     SupersededMemoryError,
 )
 from memory_vec.backends import RecordFilter
+from memory_vec.testing import parts
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def _nested(depth: int) -> dict[str, Any]:
 
 def _untouched(core: MemoryCore) -> None:
     assert core.working_state().messages == []
-    assert core.backend.count() == 0
+    assert parts(core).backend.count() == 0
 
 
 @pytest.mark.parametrize("metadata", [{"n": 2**64}, {"n": -(2**63) - 1}, _nested(400), {"x": [math.nan]}])
@@ -166,7 +167,7 @@ def test_import_refuses_links_to_another_users_records(make_core: Any, link: str
         crafted["source_ids"] = []
     with pytest.raises(InvalidInputError, match="another user"):
         mallory.import_memories({"format": "memory-vec/1", "user_id": "mallory", "records": [crafted], "sessions": {}})
-    assert mallory.backend.count(RecordFilter(user_id="mallory", include_superseded=True)) == 0
+    assert parts(mallory).backend.count(RecordFilter(user_id="mallory", include_superseded=True)) == 0
 
 
 def test_restore_never_revives_another_users_record(make_core: Any) -> None:

@@ -11,6 +11,7 @@ import pytest
 from memory_vec import CrossUserImportError, InvalidInputError
 from memory_vec.backends import InMemoryBackend, RecordFilter
 from memory_vec.state import InMemoryStateStore
+from memory_vec.testing import parts
 
 
 def _everything(user: str) -> RecordFilter:
@@ -31,16 +32,16 @@ def test_an_export_of_another_user_goes_into_the_cores_own_user(make_core: Any) 
     alice.add_message("user", "I live in Lyon.")
     export = alice.export_memories()
     alice.add_message("user", "Alice's later note, after the export.")
-    before = sorted((r.id, r.text, r.valid_to) for r in alice.backend.scan(_everything("alice")))
+    before = sorted((r.id, r.text, r.valid_to) for r in parts(alice).backend.scan(_everything("alice")))
     alice_state = alice.working_state()
 
     assert bob.import_memories(export) == len(export["records"])
 
     # Alice's records, summary and recent turns are as they were.
-    assert sorted((r.id, r.text, r.valid_to) for r in alice.backend.scan(_everything("alice"))) == before
+    assert sorted((r.id, r.text, r.valid_to) for r in parts(alice).backend.scan(_everything("alice"))) == before
     assert alice.working_state() == alice_state
     # Bob holds a copy: his own user id, links kept within the copy, his working state.
-    copied = bob.backend.scan(_everything("bob"))
+    copied = parts(bob).backend.scan(_everything("bob"))
     assert len(copied) == len(export["records"])
     assert {r.user_id for r in copied} == {"bob"}
     ids = {r.id for r in copied}
@@ -60,7 +61,7 @@ def test_importing_the_same_export_twice_replaces_the_copy(make_core: Any) -> No
     export = alice.export_memories()
     bob.import_memories(export)
     bob.import_memories(export)
-    assert bob.backend.count(_everything("bob")) == len(export["records"])
+    assert parts(bob).backend.count(_everything("bob")) == len(export["records"])
 
 
 def test_another_user_is_refused_unless_the_admin_path_is_named(make_core: Any) -> None:
@@ -68,15 +69,15 @@ def test_another_user_is_refused_unless_the_admin_path_is_named(make_core: Any) 
     alice.add_message("user", "I live in Lyon.")
     bob.add_message("user", "Bob's own note.")
     export = bob.export_memories()
-    alice_before = alice.backend.count(_everything("alice"))
+    alice_before = parts(alice).backend.count(_everything("alice"))
     with pytest.raises(CrossUserImportError, match="allow_other_user=True") as info:
         bob.import_memories(export, user_id="alice")
     assert isinstance(info.value, InvalidInputError)
-    assert alice.backend.count(_everything("alice")) == alice_before
+    assert parts(alice).backend.count(_everything("alice")) == alice_before
     assert [m.content for m in alice.working_state().messages] == ["I live in Lyon."]
 
     assert bob.import_memories(export, user_id="carol", allow_other_user=True) == len(export["records"])
-    assert {r.user_id for r in bob.backend.scan(_everything("carol"))} == {"carol"}
+    assert {r.user_id for r in parts(bob).backend.scan(_everything("carol"))} == {"carol"}
     assert bob.working_state(user_id="carol").messages[0].content == "Bob's own note."
     # Naming the core's own user is no admin path.
     assert bob.import_memories(export, user_id="bob") == len(export["records"])
@@ -90,4 +91,4 @@ def test_a_record_of_a_third_user_inside_the_file_is_still_refused(make_core: An
     export["records"][0]["user_id"] = "mallory"
     with pytest.raises(InvalidInputError, match="nothing written"):
         bob.import_memories(export)
-    assert bob.backend.count(_everything("bob")) == 0
+    assert parts(bob).backend.count(_everything("bob")) == 0

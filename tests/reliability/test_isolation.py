@@ -7,6 +7,7 @@ import random
 import pytest
 
 from memory_vec.backends import RecordFilter
+from memory_vec.testing import parts
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -64,7 +65,7 @@ def test_randomized_thousand_users_zero_cross_user_results(core_factory, backend
         ctx = core.build_context("apple river", user_id=user, session_id="fresh")
         assert all(h.user_id == user for h in ctx.relevant)
     assert checks >= len(users) // 4
-    assert core.backend.count(RecordFilter(user_id="user-7")) == len(written["user-7"])
+    assert parts(core).backend.count(RecordFilter(user_id="user-7")) == len(written["user-7"])
 
 
 def test_hostile_ids_are_stored_and_filtered_exactly(core_factory) -> None:  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from memory_vec._model.errors import StateStoreError
 from memory_vec.embeddings.base import normalize_rows
 from memory_vec.state import NewMessage, StateMessage
 from memory_vec.state.redis import RedisStateStore
+from memory_vec.testing import parts
 from memory_vec.testing.state_conformance import StateStoreConformance, dead_letter, new_message
 from tests._services import Service, free_port
 from tests.fixtures_redis import redis_url
@@ -163,8 +164,8 @@ def test_worker_processes_share_vectors_through_redis(redis_server: Service, tmp
         assert (first_pair in embedded) == (run == "corrupt")
         # the pair's vector plus the previous pair's, as one process stores it
         expected = normalize_rows(sum(emb.embed_documents(["And your work?\nI teach maths.", first_pair])))[0]
-        [record] = [r for r in worker_b.backend.scan(RecordFilter(user_id="u1")) if r.text == "I teach maths."]
-        [hit] = worker_b.backend.query(expected, k=1, where=RecordFilter(ids=(record.id,)))
+        [record] = [r for r in parts(worker_b).backend.scan(RecordFilter(user_id="u1")) if r.text == "I teach maths."]
+        [hit] = parts(worker_b).backend.query(expected, k=1, where=RecordFilter(ids=(record.id,)))
         assert hit.similarity == pytest.approx(1.0, abs=1e-5)
         release_stores()
 
