@@ -303,7 +303,6 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         if parts(core).embedder.dimension != DIM:
             raise RuntimeError(f"default embedder has dimension {parts(core).embedder.dimension}, expected {DIM}")
         core.recall("warm up the model", user_id="u00000")
-        result["replica"] = parts(core).store.replica is not None
         rlat, cold, rss_by_users = [], [], {}
         order = qrng.permutation(args.users)  # a new user each time (until every user was asked)
         for j in range(args.recall_queries):
