@@ -18,12 +18,11 @@ fixtures (tests/fixtures_chroma.py, tests/fixtures_milvus.py):
    unit query vectors; p50/p95 ms (after ``--warmup`` untimed queries).
 3. **MemoryCore.recall** (``--recall-queries``, 0 to skip): a MemoryCore on the
    same backend with the real default embedder; for each of that many users
-   (a new one each time), a first recall ("cold": it loads the user's keyword
-   index and, on a persistent backend, the process's copy of the user's
-   memories) then a second with a new query text ("recall": embed query +
+   (a new one each time), a first recall ("cold": it builds the user's keyword
+   index from the engine's rows) then a second with a new query text ("recall": embed query +
    vector query + BM25 + ranking, what every later turn of the user pays);
    the process's RSS after 20, 100, 250, ... users (flat once the caches'
-   bounds are reached: ``keyword_cache_users``, ``replica_docs``).
+   bound is reached: ``keyword_cache_users``).
 4. **add_messages**: ``--ingest-messages`` real messages (user/assistant pairs
    of a synthetic chat) through ``MemoryCore.add_messages`` with the real
    default embedder (contextual vectors, conflict check), one call per pair,
