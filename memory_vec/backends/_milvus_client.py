@@ -20,13 +20,18 @@ from memory_vec.backends._milvus_errors import require_pymilvus
 __all__ = ["abandon", "close", "connect"]
 
 _PING_RETRY_PAUSES = (0.2, 0.5, 1.0, 2.0)
+# pymilvus pings every 10 s, idle or not. A gRPC server's default policy (Milvus Lite's server
+# keeps it) allows a ping without data every 5 minutes and answers more with GOAWAY
+# "too_many_pings": an idle connection (a parent while its forked child works, a quiet worker)
+# was cut after ~30 s and its next call failed. Ping only during calls, at most once a minute.
+_KEEPALIVE = {"grpc.keepalive_time_ms": 60_000, "grpc.keepalive_permit_without_calls": False}
 _abandoned: list[Any] = []  # a parent's clients copied into this child: never closed nor freed here
 
 
 def connect(uri: str, *, timeout: float, token: str | None, db_name: str | None, dedicated: bool) -> Any:
     """A ``MilvusClient`` for ``uri``; ``dedicated``: a connection no other client shares."""
     pymilvus = require_pymilvus()
-    kwargs: dict[str, Any] = {"uri": uri, "timeout": timeout}
+    kwargs: dict[str, Any] = {"uri": uri, "timeout": timeout, "grpc_options": dict(_KEEPALIVE)}
     if token:
         kwargs["token"] = token
     if db_name:
