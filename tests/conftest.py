@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from _pytest.nodeid import NodeId
 
 from memory_vec import MemoryConfig, MemoryCore, release_stores
 from memory_vec.backends import InMemoryBackend
@@ -102,7 +101,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # writes it to Item._nodeid, which pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386):
         # without this the group is silently spread over the workers and each starts a server.
         for item in grouped:
-            if _group_suffix_missing(item) and hasattr(item, "_id"):
+            if _group_suffix_missing(item) and hasattr(item, "_id"):  # pytest >= 9.2 (structured ids)
+                from _pytest.nodeid import NodeId
+
                 item._id = NodeId.parse(f"{item.nodeid}@{MILVUS_SERVER_GROUP}")
     return result
 
