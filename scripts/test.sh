@@ -38,11 +38,13 @@ if [ $# -gt 0 ]; then  # the caller's selection, as given (not exec: the trap ab
   exit
 fi
 # Every test, in two runs that together select each test once: the unit tier (no server, no real
-# model, each test under 1 s) on two workers, then the server and model tiers in one process.
-# Those stay serial: the C++ Milvus server binds fixed ports (etcd 2379, metrics 9091), so two
-# workers cannot each start one, and their time-bound checks are measured on an unshared core.
+# model, each test under 1 s) on two workers, then the server and model tiers on two workers too.
+# Each worker starts its own Chroma, Milvus Lite and Redis servers (free ports, its own data
+# directory, its pids in the pidfile above). The C++ Milvus server binds fixed ports (etcd 2379,
+# metrics 9091), so only one may run: every test that uses it is in one xdist_group
+# (tests/conftest.py), which --dist loadgroup gives to one worker, the only one that starts it.
 unit="not slow and not integration and not services"
 status=0
 "${pytest[@]}" -m "$unit" -n 2 || status=$?
-"${pytest[@]}" -m "not ($unit)" --durations=25 || status=$?  # the 25 slowest: where CI's time goes
+"${pytest[@]}" -m "not ($unit)" -n 2 --dist loadgroup --durations=25 || status=$?  # the 25 slowest: where CI's time goes
 exit "$status"
