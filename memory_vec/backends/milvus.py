@@ -374,8 +374,14 @@ class MilvusBackend(BaseBackend):
             self._lock_handle = LiteLock.acquire(self.uri)
         try:
             with self._translate(f"connect to Milvus at {self.uri}"):
+                # A server's connection is our own: pymilvus otherwise shares one per address in a
+                # process, made with whatever options the first client (the app's own) gave it.
                 self._client = _milvus_client.connect(
-                    self.uri, timeout=self._timeout, token=self._token, db_name=self._db_name, dedicated=inherited
+                    self.uri,
+                    timeout=self._timeout,
+                    token=self._token,
+                    db_name=self._db_name,
+                    dedicated=inherited or self.is_server,
                 )
                 self._client_pid = os.getpid()
         except BaseException:
