@@ -26,20 +26,7 @@ def memory_document(hit: RecalledMemory) -> Document:
     """One recalled memory as a ``Document``: its text, and in ``metadata`` its
     score and fields (the message's own metadata too; the memory's fields win
     over keys of the same name)."""
-    metadata: dict[str, Any] = {
-        **hit.metadata,
-        "id": hit.id,
-        "score": hit.score,
-        "role": hit.role,
-        "kind": hit.kind,
-        "user_id": hit.user_id,
-        "session_id": hit.session_id,
-        "timestamp": hit.timestamp.isoformat(),
-        "seq": hit.seq,
-        "importance": hit.importance,
-        "similarity": hit.similarity,
-        "score_components": dict(hit.components),
-    }
+    metadata: dict[str, Any] = {**hit.fields(), "score": hit.score, "score_components": dict(hit.components)}
     if hit.source_ids:
         metadata["source_ids"] = list(hit.source_ids)
     if hit.neighbors:  # turns around the hit: context for it, not hits themselves

@@ -12,7 +12,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 
 from llamaindex_memory_vec._convert import context_text, last_user_text, note_skipped, to_core
 from llamaindex_memory_vec.memory import build_core
-from llamaindex_memory_vec.retriever import MemoryRetriever
+from llamaindex_memory_vec.retriever import MemoryRetriever, retriever_of
 from memory_vec import MemoryConfig, MemoryCore
 
 __all__ = ["VectorSummaryMemoryBlock"]
@@ -95,10 +95,7 @@ class VectorSummaryMemoryBlock(BaseMemoryBlock[str]):
                 ``filters``, ``scope``, ``session_id``, ``include_shared``, or
                 ``user_id`` to read another of your users).
         """
-        kwargs.setdefault("user_id", self.core.config.user_id)
-        if kwargs.get("scope") == "session":
-            kwargs.setdefault("session_id", self.core.config.session_id)
-        return MemoryRetriever(self.core, **kwargs)
+        return retriever_of(self.core, **kwargs)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         """Summary, flushed recent turns and relevant memories, as text.

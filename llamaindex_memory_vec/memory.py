@@ -20,7 +20,7 @@ from llamaindex_memory_vec._convert import (
     to_core,
 )
 from llamaindex_memory_vec._llm import LlamaIndexPromptLLM
-from llamaindex_memory_vec.retriever import MemoryRetriever
+from llamaindex_memory_vec.retriever import MemoryRetriever, retriever_of
 from memory_vec import MemoryConfig, MemoryContext, MemoryCore
 from memory_vec._rules.storable import check_inputs
 from memory_vec.embeddings import LlamaIndexEmbedder
@@ -180,10 +180,7 @@ class VectorSummaryMemory(BaseMemory):
                 ``filters``, ``scope``, ``session_id``, ``include_shared``, or
                 ``user_id`` to read another of your users).
         """
-        kwargs.setdefault("user_id", self.core.config.user_id)
-        if kwargs.get("scope") == "session":
-            kwargs.setdefault("session_id", self.core.config.session_id)
-        return MemoryRetriever(self.core, **kwargs)
+        return retriever_of(self.core, **kwargs)
 
     @staticmethod
     def _explicit_query(input: str | ChatMessage | None) -> str | None:

@@ -23,18 +23,7 @@ def memory_node(hit: RecalledMemory) -> NodeWithScore:
     and its fields in ``metadata`` (the message's own metadata too; the memory's
     fields win over keys of the same name). Only ``role`` and ``timestamp`` are
     shown to the LLM and the embedder with the text."""
-    metadata: dict[str, Any] = {
-        **hit.metadata,
-        "id": hit.id,
-        "role": hit.role,
-        "kind": hit.kind,
-        "user_id": hit.user_id,
-        "session_id": hit.session_id,
-        "timestamp": hit.timestamp.isoformat(),
-        "seq": hit.seq,
-        "importance": hit.importance,
-        "similarity": hit.similarity,
-    }
+    metadata = hit.fields()
     hidden = [key for key in metadata if key not in _SHOWN_TO_LLM]
     node = TextNode(
         id_=hit.id,
@@ -122,3 +111,13 @@ class MemoryRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         hits = await self.core.arecall(query_bundle.query_str, **self._recall_args())
         return [memory_node(hit) for hit in hits]
+
+
+def retriever_of(core: MemoryCore, **kwargs: Any) -> MemoryRetriever:
+    """The retriever ``as_retriever()`` gives on the memory and the block: the core's
+    user (all of its sessions) unless ``user_id`` names another; ``scope="session"``
+    reads the core's session unless ``session_id`` names another."""
+    kwargs.setdefault("user_id", core.config.user_id)
+    if kwargs.get("scope") == "session":
+        kwargs.setdefault("session_id", core.config.session_id)
+    return MemoryRetriever(core, **kwargs)

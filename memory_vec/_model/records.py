@@ -140,6 +140,22 @@ class RecalledMemory:
     neighbors: list[RecalledMemory] = field(default_factory=list)
     source_ids: list[str] = field(default_factory=list)  # a fact: the message(s) it was extracted from
 
+    def fields(self) -> dict[str, Any]:
+        """The memory's own metadata, then its fields (they win over keys of the same
+        name): what a framework's document or node carries as metadata."""
+        return {
+            **self.metadata,
+            "id": self.id,
+            "role": self.role,
+            "kind": self.kind,
+            "user_id": self.user_id,
+            "session_id": self.session_id,
+            "timestamp": self.timestamp.isoformat(),
+            "seq": self.seq,
+            "importance": self.importance,
+            "similarity": self.similarity,
+        }
+
     @classmethod
     def from_record(cls, record: MemoryRecord, *, score: float, similarity: float = 0.0) -> RecalledMemory:
         return cls(
