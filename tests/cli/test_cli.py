@@ -18,23 +18,6 @@ from memory_vec._cli.main import main
 from memory_vec.testing import parts
 
 
-@pytest.fixture
-def config_file(tmp_path: Path) -> Path:
-    path = tmp_path / "memory.yaml"
-    path.write_text(
-        f"backend: memory\npersist_dir: {tmp_path / 'store'}\nembedding_model: 'hash:64'\n"
-        "user_id: alice\nsession_id: s1\nscore_threshold: 0.0\n",
-        encoding="utf-8",
-    )
-    return path
-
-
-@pytest.fixture
-def core(config_file: Path) -> MemoryCore:
-    """The same store the CLI opens (shared per process and persist_dir)."""
-    return MemoryCore(MemoryConfig.from_yaml(config_file))
-
-
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
     code = main(list(argv))
     out = capsys.readouterr()

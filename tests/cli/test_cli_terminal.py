@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memory_vec import MemoryConfig, MemoryCore
+from memory_vec import MemoryCore
 from memory_vec._cli import main as cli
 from memory_vec._cli.main import main
 from memory_vec.backends import RecordFilter
@@ -28,22 +28,6 @@ class _Terminal(io.StringIO):
 
     def isatty(self) -> bool:
         return True
-
-
-@pytest.fixture
-def config_file(tmp_path: Path) -> Path:
-    path = tmp_path / "memory.yaml"
-    path.write_text(
-        f"backend: memory\npersist_dir: {tmp_path / 'store'}\nembedding_model: 'hash:64'\n"
-        "user_id: alice\nsession_id: s1\nscore_threshold: 0.0\n",
-        encoding="utf-8",
-    )
-    return path
-
-
-@pytest.fixture
-def core(config_file: Path) -> MemoryCore:
-    return MemoryCore(MemoryConfig.from_yaml(config_file))
 
 
 def _stored(core: MemoryCore, user: str = "alice") -> int:
