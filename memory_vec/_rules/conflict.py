@@ -42,6 +42,7 @@ from memory_vec._rules.facts import (
 )
 from memory_vec._rules.owners import detect_owner, owner_of
 from memory_vec._rules.ranking import dedupe_key
+from memory_vec._rules.slots import distinct_ids, slot_update
 from memory_vec._rules.supersede_model import shipped_model
 
 __all__ = [
@@ -75,9 +76,9 @@ class ExistingFact:
     subject: str | None
     similarity: float
     source_ids: tuple[str, ...] = ()
-    #: Only a retraction may replace it: a user message without facts, found for "I don't X
-    #: anymore" (the plain "I smoke" that no rule extracts a fact from).
-    retraction_only: bool = False
+    #: A user message no fact was extracted from ("I smoke", "房租每月2500"): only the explicit
+    #: rules (a retraction, a stated change, the same slot with a new value) may replace it.
+    plain: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,11 +160,18 @@ class ConflictResolver:
     judge_calls: int = field(default=0, init=False)
 
     def decide(
-        self, fact: ExtractedFact, existing: Sequence[ExistingFact], *, subject_only: bool = False
+        self,
+        fact: ExtractedFact,
+        existing: Sequence[ExistingFact],
+        *,
+        subject_only: bool = False,
+        plain: bool = False,
     ) -> ConflictDecision:
         """``subject_only``: supersede only on a matching subject key (used for
         raw messages when no extractor runs, where similar chat lines with
-        different numbers are usually different things, not updates)."""
+        different numbers are usually different things, not updates).
+        ``plain``: ``fact`` is a whole user message no fact was extracted from;
+        like a plain old message, only the explicit rules may supersede."""
         new = _NewFact.of(fact)
         superseded: list[str] = []
         reasons: list[str] = []
@@ -178,7 +186,7 @@ class ConflictResolver:
             if why := why_not_superseding(new.assertion, assess(old.text)):
                 kept_because = kept_because or why
                 continue
-            verdict = self._verdict(new, old, subject_only=subject_only)
+            verdict = self._verdict(new, old, subject_only=subject_only, plain=plain or old.plain)
             if verdict == _CORRECTION:  # the nearest value it can correct, and that one only
                 verdict = "" if any(r == _CORRECTION for r in reasons) else _CORRECTION
             if verdict == _BORDERLINE:
@@ -200,10 +208,16 @@ class ConflictResolver:
             return replace(offline, reason=f"{offline.reason} (judge budget of {self.judge_budget} calls spent)")
         return self._ask_judge(fact, proposed)
 
-    def _verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool) -> str:
+    def _verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool, plain: bool) -> str:
         """The rules' or the learned judge's verdict on a pair that passed the statement gate."""
-        if old.retraction_only and not (new.retracted and retracts(new.retracted, old.text)):
-            return ""  # a plain message only a retraction of it replaces
+        if plain:  # a whole message on either side: the explicit rules only
+            if new.retracted and retracts(new.retracted, old.text):
+                return "rule: a retraction of what it said"
+            if new.change is not None and change_applies(new.change, new.fact.text, old.text, old.subject):
+                return "rule: a stated change of this value"
+            if new.corrects and new.change is None and _correctable(new, old.text, old.subject):
+                return _CORRECTION
+            return slot_update(new.fact.text, old.text)
         if self.detector == "learned":  # behind the same gate: the judge decides the rest
             model = shipped_model()
             return "learned judge" if model.probability(old.text, new.fact.text) >= model.threshold else ""
@@ -213,6 +227,8 @@ class ConflictResolver:
         """Why the rules supersede ``old`` (the rule's name), :data:`_BORDERLINE`, or ""."""
         if new.retracted and retracts(new.retracted, old.text):
             return "rule: a retraction of what it said"  # "I'm not vegetarian anymore" after "I'm vegetarian"
+        if distinct_ids(new.fact.text, old.text):
+            return ""  # "the Q1 report" / "the Q2 report", "flight AA120" / "flight AA455": two things
         old_subject = old.subject or subject_key(old.text)
         old_values = extract_values(old.text)
         # "these are all great suggestions": a pointing word names what the chat points at, not a
@@ -244,6 +260,8 @@ class ConflictResolver:
             return "rule: same subject, new value"
         if same_subject and not new.values and not old_values and _new_value_text(new.fact.text, old.text):
             return "rule: same subject, new value"  # "favorite drink is tea" -> "... is now coffee"
+        if why := slot_update(new.fact.text, old.text):
+            return why  # "My rent's $1,350 a month" after "My rent is $1,200"
         if (
             not subject_only
             and same_frame
