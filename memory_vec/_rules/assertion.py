@@ -162,6 +162,9 @@ _TIME_ANCHOR_EN = re.compile(
     r"|again|on (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d+|another)\b",
     re.IGNORECASE,
 )
+# Any verb in the past tense, or a passive, with a time anchor: "the flight was delayed on May 2",
+# "we celebrated on Friday" (an irregular verb outside _EVENT_EN still needs its entry there).
+_PAST_VERB_EN = re.compile(r"\b(?:i|we|he|she|they|it|was|were)\s+(?:just\s+|finally\s+)?[a-z]{3,}ed\b", re.IGNORECASE)
 _CHANGE_VERB_EN = re.compile(
     r"\b(?:moved|changed|switched|raised|lowered|increased|decreased|bumped|renamed|updated|upgraded|downgraded"
     r"|replaced|reduced|extended|postponed|rescheduled|quit|stopped|joined|left|started|became|sold|cancel(?:l)?ed"
@@ -266,7 +269,7 @@ def _kind(text: str) -> tuple[Kind, str]:
         if m and not _CHANGE_VERB_ZH.search(text) and _TIME_ANCHOR_ZH.search(text):
             return Kind.EVENT, m.group(0)
         return Kind.STATE, ""
-    m = _EVENT_EN.search(text)
+    m = _EVENT_EN.search(text) or (_TIME_ANCHOR_EN.search(text) and _PAST_VERB_EN.search(text))
     if m and not _CHANGE_VERB_EN.search(text):
         return Kind.EVENT, m.group(0)
     return Kind.STATE, ""

@@ -44,6 +44,7 @@ _MONEY = re.compile(
     r"|rmb|yuan|grand)\b|(?:\d[\d,.]*|[零〇一二两三四五六七八九十百千万]+)\s*(?:万|千)?\s*(?:元|块钱|块|美元|欧元|刀)",
     re.IGNORECASE,
 )
+_AMOUNT = re.compile(r"\b\d+(?:\.\d+)?[kK]\b")  # "40k", "8k"
 _CLOCK = re.compile(
     r"\b\d{1,2}(?::\d{2})?\s?(?:[ap]\.?m\.?)(?![a-z])|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b"
     r"|(?:早上|上午|中午|下午|晚上|凌晨|傍晚)?(?:\d{1,2}|[一二两三四五六七八九十]{1,3})(?:点|:)(?:半|一刻|三刻|\d{1,2}分?|[一二三四五六七八九十]{1,3}分?)?",
@@ -90,7 +91,7 @@ _HANDLE = re.compile(r"\b(?=\w*[_\d])(?=\w*[a-zA-Z])\w{3,}\b")  # bluejay77, mik
 _ZH_NAMED = re.compile(r"(?:叫做?|名叫|名字是|改名叫|改叫)([\u4e00-\u9fffA-Za-z]{1,8}?)(?:[了，。,！!]|$)")
 _ZH_TITLE = re.compile(r"([\u4e00-\u9fff])(?:老师|总|姐|哥|经理|医生|大夫|主任|阿姨|叔)")
 _ID = re.compile(
-    r"\b(?:[A-Za-z]{1,3}\d+[A-Za-z]?|\d+[A-Za-z])\b|(?:一|二|三|四)季度|[QqHh][1-4]"
+    r"\b(?:[A-Za-z]{1,3}\d+[A-Za-z]?|\d+(?![kKmMgG]\b)[A-Za-z])\b|(?:一|二|三|四)季度|[QqHh][1-4]"
     # "day 3", "turn 5", "line 18", "episode 2", 第3轮: a number that says which one, not a value
     r"|\b(?:day|turn|line|week|session|episode|chapter|level|lesson|round|step|item|number|no|part|phase|season"
     r"|stage|track|page|row|lane|slot|batch|sprint|version|v|game|match|race|leg|question|task|test|exam|module"
@@ -158,6 +159,7 @@ def _values(text: str) -> tuple[dict[str, set[str]], str]:
     take("email", _EMAIL, lambda m: ("name", m.group(0).lower()))
     take("quoted", _QUOTED, lambda m: ("name", m.group(1).strip().lower()))
     take("money", _MONEY)
+    take("amount", _AMOUNT, lambda m: ("number", _number(m.group(0))))
     take("clock", _CLOCK)
     take("weekday", _WEEKDAY, lambda m: ("weekday", _weekday(m.group(0))))
     take("date", _DATE, lambda m: ("date", _number(m.group(0)) + _month(m.group(0))))
@@ -249,7 +251,8 @@ _ENDS_EN = re.compile(
     re.I,
 )
 _ENDS_ZH = re.compile(
-    r"戒了|戒掉|分手|离职|辞职|辞了|退了|退掉|取消|停了|停掉|卖了|不再|没有.{0,6}了|不.{1,6}了|注销|关了|结束了"
+    r"戒了|戒掉|戒[烟酒]|分手|离职|辞职|辞了|退了|退掉|退订|退学|退出|离婚|取消|停了|停掉|停药|卖了|不再|没有.{0,6}了"
+    r"|不.{1,6}了|注销|关了|关掉|结束了|吃完了|用完了|没续费"
 )
 
 
@@ -313,6 +316,12 @@ def slots(text: str) -> Slots:
     )
 
 
+_DATED_EN = re.compile(
+    r"\b(?:yesterday|today|tonight|last night|this (?:morning|afternoon|evening)|just now|earlier today"
+    r"|\d+ (?:days?|hours?|minutes?) ago)\b",
+    re.IGNORECASE,
+)
+_DATED_ZH = re.compile(r"昨天|今天|今晚|昨晚|今早|刚才|前天|刚刚")
 _CLAUSE = re.compile(r"[,;，；。.!?！？—–]|\s-\s|\bbut\b|但是?|不过")
 
 # ------------------------------------------------------------------ the decision
@@ -336,15 +345,17 @@ def _modifier(words: tuple[str, ...], anchor: str) -> str | None:
     return words[i - 1] if i > 0 else None
 
 
-def _other_modifier(new: Slots, old: Slots, anchors: list[str]) -> bool:
+def _other_modifier(new: Slots, old: Slots, anchors: list[str], *, one_sided: bool = True) -> bool:
     """ "kitchen budget" / "wedding budget", "Netflix password" / "Hulu password", "汽车保险" /
     "电动车保险": the anchor names two things."""
     new_only = set(new.named_words) - set(old.named_words) - {""}
     old_only = set(old.named_words) - set(new.named_words) - {""}
     for anchor in anchors:
         a, b = _modifier(new.named_words, anchor), _modifier(old.named_words, anchor)
+        if a in new_only and b in old_only:
+            return True
         # "the home office budget" / "the budget for the trip to Japan": one names more on each side
-        if (a in new_only and old_only) or (b in old_only and new_only):
+        if one_sided and ((a in new_only and old_only) or (b in old_only and new_only)):
             return True
     return False
 
@@ -365,6 +376,14 @@ def _says_more(new: Slots, old: Slots, anchor: str) -> bool:
     return bool(only_new and only_old)
 
 
+def _same_short_predicate(new: Slots, old: Slots) -> list[str]:
+    """ "我每天喝两升水" / "我一天喝三升水": no shared word of two characters, but the same
+    one-character words and nothing else; they anchor it."""
+    a = frozenset().union(*new.clauses) if new.clauses else frozenset()
+    b = frozenset().union(*old.clauses) if old.clauses else frozenset()
+    return sorted(a) if len(a) >= 2 and a == b and all(len(w) == 1 for w in a) else []
+
+
 def distinct_ids(new_text: str, old_text: str) -> bool:
     """Each names an identifier the other does not ("Q1" / "Q2", "AA120" / "AA455", 一季度 / 二季度)."""
     new, old = slots(new_text).ids, slots(old_text).ids
@@ -376,13 +395,13 @@ def slot_update(new_text: str, old_text: str) -> str:
     new, old = slots(new_text), slots(old_text)
     if new.additive:
         return ""
-    anchors = [w for w in old.words if w in new.words]
+    anchors = [w for w in old.words if w in new.words] or _same_short_predicate(new, old)
     if not anchors:
         return ""
+    if new.ends and not old.ends:  # "I've quit coffee completely" after "I drink coffee every morning"
+        return "" if _other_modifier(new, old, anchors, one_sided=False) else "rule: it ended what it said"
     if _other_modifier(new, old, anchors):
         return ""
-    if new.ends and not old.ends:
-        return "rule: it ended what it said"
     kinds = _differing_kinds(new, old)
     if not kinds:
         return ""
@@ -390,4 +409,6 @@ def slot_update(new_text: str, old_text: str) -> str:
         return f"rule: a new {kinds[0]} for {anchors[0]}"
     if len(kinds) > 1 or _says_more(new, old, anchors[0]):
         return ""  # "the Monday class at 6pm" / "the Wednesday class at 7:30pm": two classes
+    if (_DATED_ZH if is_chinese(new_text) else _DATED_EN).search(new_text):
+        return ""  # "paid $120 for it yesterday": what happened on a day, not a value that holds
     return f"rule: {anchors[0]} restated with a new {kinds[0]}"
