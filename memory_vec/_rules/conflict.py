@@ -42,7 +42,7 @@ from memory_vec._rules.facts import (
 )
 from memory_vec._rules.owners import detect_owner, owner_of
 from memory_vec._rules.ranking import dedupe_key
-from memory_vec._rules.slots import distinct_ids, slot_update
+from memory_vec._rules.slots import distinct_ids, slot_correction, slot_update
 from memory_vec._rules.supersede_model import shipped_model
 
 __all__ = [
@@ -217,6 +217,8 @@ class ConflictResolver:
                 return "rule: a stated change of this value"
             if new.corrects and new.change is None and _correctable(new, old.text, old.subject):
                 return _CORRECTION
+            if slot_correction(new.fact.text, old.text):
+                return _CORRECTION
             return slot_update(new.fact.text, old.text)
         if self.detector == "learned":  # behind the same gate: the judge decides the rest
             model = shipped_model()
@@ -262,6 +264,8 @@ class ConflictResolver:
             return "rule: same subject, new value"  # "favorite drink is tea" -> "... is now coffee"
         if why := slot_update(new.fact.text, old.text):
             return why  # "My rent's $1,350 a month" after "My rent is $1,200"
+        if slot_correction(new.fact.text, old.text):
+            return _CORRECTION  # "Oops, March 21." after "My birthday is March 12."
         if (
             not subject_only
             and same_frame

@@ -36,7 +36,7 @@ from memory_vec._rules.bm25 import _jieba_words
 from memory_vec._rules.change import numbers
 from memory_vec._rules.facts import is_chinese, proper_names
 
-__all__ = ["Slots", "distinct_ids", "slot_update"]
+__all__ = ["Slots", "distinct_ids", "slot_correction", "slot_update"]
 
 # ------------------------------------------------------------------ value kinds
 _MONEY = re.compile(
@@ -412,3 +412,36 @@ def slot_update(new_text: str, old_text: str) -> str:
     if (_DATED_ZH if is_chinese(new_text) else _DATED_EN).search(new_text):
         return ""  # "paid $120 for it yesterday": what happened on a day, not a value that holds
     return f"rule: {anchors[0]} restated with a new {kinds[0]}"
+
+
+# A correction of what was just said: a cue at the start ("Sorry, 7KLM281.", "Wait, it's the 4th",
+# "More like 187") or a slip named anywhere ("typo", "I got that wrong", 打错了, 记混了).
+_CORRECTS_EN = re.compile(
+    r"^\W*(?:(?:oops|whoops|sorry|wait|no|nope|hmm|ugh|argh|eh|oh no|ah|my bad|actually|correction|typo|scratch that"
+    r"|i mean|i meant|let me fix that|more like|closer to|make that|not \S+,)\b)"
+    r"|\b(?:typo|got (?:that|it) wrong|wrong \w+|mixed? (?:them|it|those) up|misspoke|autocorrect|i was (?:rounding"
+    r"|lowballing|wrong|off)|(?:it's|it is|is) actually|\S+ actually,)",
+    re.IGNORECASE,
+)
+_CORRECTS_ZH = re.compile(
+    r"不对|打错|写错|记错|记混|看错|搞错|说错|说多了|说少了|口误|更正|纠正|啊不是|哦不|不好意思|其实是|其实才|其实只"
+    r"|准确说|应该是|看串了|弄混了|抱歉"
+)
+
+
+def slot_correction(new_text: str, old_text: str) -> str:
+    """Why ``new_text`` corrects the value ``old_text`` just gave ("" when it does not): a correction
+    cue and a value of a kind the old statement has, with another value ("Oops, March 21." after
+    "My birthday is March 12."; "是33码" after "儿子穿32码的鞋")."""
+    if not (_CORRECTS_ZH if is_chinese(new_text) else _CORRECTS_EN).search(new_text):
+        return ""
+    new, old = slots(new_text), slots(old_text)
+    if new.additive:
+        return ""
+    if _other_modifier(new, old, [w for w in old.words if w in new.words], one_sided=False):
+        return ""
+    kinds = _differing_kinds(new, old)
+    ids_differ = len(new.ids) == 1 and len(old.ids) == 1 and new.ids != old.ids
+    if kinds or ids_differ:
+        return f"rule: a correction of the {kinds[0] if kinds else 'id'} just said"
+    return ""
