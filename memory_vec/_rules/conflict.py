@@ -211,15 +211,7 @@ class ConflictResolver:
     def _verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool, plain: bool) -> str:
         """The rules' or the learned judge's verdict on a pair that passed the statement gate."""
         if plain:  # a whole message on either side: the explicit rules only
-            if new.retracted and retracts(new.retracted, old.text):
-                return "rule: a retraction of what it said"
-            if new.change is not None and change_applies(new.change, new.fact.text, old.text, old.subject):
-                return "rule: a stated change of this value"
-            if new.corrects and new.change is None and _correctable(new, old.text, old.subject):
-                return _CORRECTION
-            if slot_correction(new.fact.text, old.text):
-                return _CORRECTION
-            return slot_update(new.fact.text, old.text)
+            return _explicit_verdict(new, old.text, old.subject)
         if self.detector == "learned":  # behind the same gate: the judge decides the rest
             model = shipped_model()
             return "learned judge" if model.probability(old.text, new.fact.text) >= model.threshold else ""
@@ -227,10 +219,6 @@ class ConflictResolver:
 
     def _rule_verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool) -> str:
         """Why the rules supersede ``old`` (the rule's name), :data:`_BORDERLINE`, or ""."""
-        if new.retracted and retracts(new.retracted, old.text):
-            return "rule: a retraction of what it said"  # "I'm not vegetarian anymore" after "I'm vegetarian"
-        if distinct_ids(new.fact.text, old.text):
-            return ""  # "the Q1 report" / "the Q2 report", "flight AA120" / "flight AA455": two things
         old_subject = old.subject or subject_key(old.text)
         old_values = extract_values(old.text)
         # "these are all great suggestions": a pointing word names what the chat points at, not a
@@ -238,10 +226,10 @@ class ConflictResolver:
         same_subject = bool(new.subject) and new.subject == old_subject and not _DEICTIC.match(new.subject or "")
         if new.fact.negated and same_subject:
             return "rule: retraction of the subject"
-        if new.change is not None and change_applies(new.change, new.fact.text, old.text, old_subject):
-            return "rule: a stated change of this value"
-        if new.corrects and new.change is None and _correctable(new, old.text, old_subject):
-            return _CORRECTION
+        if why := _explicit_verdict(new, old.text, old_subject):
+            return why
+        if distinct_ids(new.fact.text, old.text):
+            return ""  # "the Q1 report" / "the Q2 report", "flight AA120" / "flight AA455": two things
         old_pref = preference(old.text)
         if new.pref and old_pref and new.pref[0] == old_pref[0] and new.pref[1] != old_pref[1]:
             return "rule: the opposite liking"  # "I love sushi" -> "I don't like sushi (anymore)", and back
@@ -262,10 +250,6 @@ class ConflictResolver:
             return "rule: same subject, new value"
         if same_subject and not new.values and not old_values and _new_value_text(new.fact.text, old.text):
             return "rule: same subject, new value"  # "favorite drink is tea" -> "... is now coffee"
-        if why := slot_update(new.fact.text, old.text):
-            return why  # "My rent's $1,350 a month" after "My rent is $1,200"
-        if slot_correction(new.fact.text, old.text):
-            return _CORRECTION  # "Oops, March 21." after "My birthday is March 12."
         if (
             not subject_only
             and same_frame
@@ -324,6 +308,22 @@ class ConflictResolver:
         if verb == "NOOP":
             return ConflictDecision(ConflictAction.NOOP, duplicate_of=targets[0], reason="judge: known", judged=True)
         return ConflictDecision(ConflictAction.ADD, reason="judge: add", judged=True)
+
+
+def _explicit_verdict(new: _NewFact, old_text: str, old_subject: str | None) -> str:
+    """The rules that read what the new statement says it does to the old one, in order: it ends it
+    ("I'm not vegetarian anymore"), states the change ("raised the budget to 8000"), corrects the
+    value just said ("sorry, I meant 8000", "Oops, March 21."), or sets the same slot anew ("My rent's
+    $1,350 a month"). :data:`_CORRECTION` for a correction (the resolver keeps the nearest only)."""
+    if new.retracted and retracts(new.retracted, old_text):
+        return "rule: a retraction of what it said"
+    if new.change is not None and change_applies(new.change, new.fact.text, old_text, old_subject):
+        return "rule: a stated change of this value"
+    if new.change is None and new.corrects and _correctable(new, old_text, old_subject):
+        return _CORRECTION
+    if why := slot_update(new.fact.text, old_text):
+        return why
+    return _CORRECTION if new.change is None and slot_correction(new.fact.text, old_text) else ""
 
 
 def why_restore(old_text: str, new_text: str) -> str:

@@ -396,8 +396,8 @@ def slot_update(new_text: str, old_text: str) -> str:
     if new.additive:
         return ""
     anchors = [w for w in old.words if w in new.words] or _same_short_predicate(new, old)
-    if not anchors:
-        return ""
+    if not anchors or distinct_ids(new_text, old_text):
+        return ""  # nothing in common, or "the Q1 report" / "the Q2 report": two things
     if new.ends and not old.ends:  # "I've quit coffee completely" after "I drink coffee every morning"
         return "" if _other_modifier(new, old, anchors, one_sided=False) else "rule: it ended what it said"
     if _other_modifier(new, old, anchors):
