@@ -180,3 +180,22 @@ def test_the_0_1_ranking_policy_name_still_imports_with_a_warning() -> None:
     with pytest.raises(AttributeError):
         old_package.NoSuchName  # noqa: B018
 
+
+# ---------------------------------------------------------------- the tools that set knobs by name
+def test_the_benchmarks_set_a_knob_by_its_plain_or_nested_name() -> None:
+    """``recall_cv --grid bm25_weight=0.2,0.3`` and ``--grid ranking.bm25_weight=...`` both work, unwarned."""
+    from benchmarks.settings_by_name import config_kwargs, get_setting, set_settings
+
+    given = {"bm25_weight": 0.2, "ranking.speaker_boost": 0.05, "hybrid": False}
+    assert config_kwargs(given) == {"hybrid": False, "ranking": {"bm25_weight": 0.2, "speaker_boost": 0.05}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = MemoryConfig(**config_kwargs(given))
+        set_settings(config, {"bm25_weight": 0.6, "ranking.candidate_pool": 100, "recall_k": 7})
+        assert get_setting(config, "bm25_weight") == get_setting(config, "ranking.bm25_weight") == 0.6
+        assert (config.ranking.candidate_pool, config.ranking.speaker_boost, config.recall_k) == (100, 0.05, 7)
+        assert config.hybrid is False
+    with pytest.raises(ValueError, match=r"ranking\.bm25_weigth: no such ranking knob"):
+        config_kwargs({"ranking.bm25_weigth": 0.2})
+    with pytest.raises(ConfigError, match="bm25_weight"):
+        set_settings(config, {"bm25_weight": 3})
