@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory_vec._model.errors import BackendError, ConfigError, EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.errors import BackendError, ConfigError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec.backends import _chroma_lock, _chroma_purge
 from memory_vec.backends._chroma_collection import (
@@ -61,7 +61,19 @@ from memory_vec.backends._chroma_errors import Translate, is_not_found
 from memory_vec.backends._chroma_filters import NothingMatches, owner_wheres, where_clause
 from memory_vec.backends._chroma_query import query_where, score_ids
 from memory_vec.backends._chroma_rows import clear_stale_keys, decode, encode, rewritten, rows_with_vectors, zip_page
-from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec.backends.base import (
+    EVERY_RECORD,
+    BackendLimits,
+    BaseBackend,
+    PurgeReport,
+    RecordFilter,
+    ScoredRecord,
+    check_dimension,
+    checked_vectors,
+    not_opened_for_writes,
+    oldest_first,
+    stacked,
+)
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
@@ -200,15 +212,7 @@ class ChromaBackend(BaseBackend):
 
     def reset(self, *, dimension: int, model_id: str) -> None:
         """Delete every record and re-create the collection for another embedder (see ``reembed``)."""
-        with self._lock, self._translated("reset the collection"):
-            self._connect()
-            try:
-                self._client.delete_collection(self.collection_name)
-            except Exception as exc:  # a missing collection is what we want anyway
-                if not is_not_found(exc):
-                    raise
-            self._collection = None
-            self._verified = False
+        self.drop()
         self.open(dimension=dimension, model_id=model_id)
 
     def drop(self) -> None:
@@ -217,7 +221,7 @@ class ChromaBackend(BaseBackend):
             self._connect()
             try:
                 self._client.delete_collection(self.collection_name)
-            except Exception as exc:
+            except Exception as exc:  # a missing collection is what we want anyway
                 if not is_not_found(exc):
                     raise
             self._collection = None
@@ -244,17 +248,12 @@ class ChromaBackend(BaseBackend):
         server (``url``) nothing is done here: the report says what it keeps.
         """
         if self.path is None:
-            return PurgeReport(
-                False,
-                0,
-                (
-                    (
-                        f"chroma server {self.url}: deleted records stay in the server's write-ahead log and "
-                        "free pages (chroma.sqlite3 under its --path) until its vector index checkpoints; to remove "
-                        "them, stop the server and run ChromaBackend(path=DIR, collection=...).purge() on its directory"
-                    ),
-                ),
+            note = (
+                f"chroma server {self.url}: deleted records stay in the server's write-ahead log and "
+                "free pages (chroma.sqlite3 under its --path) until its vector index checkpoints; to remove "
+                "them, stop the server and run ChromaBackend(path=DIR, collection=...).purge() on its directory"
             )
+            return PurgeReport(False, 0, (note,))
         with self._lock, self._translated("purge deleted records"):
             self._connect()
             collection = self._collection or self._client.get_collection(self.collection_name, embedding_function=None)
@@ -273,19 +272,13 @@ class ChromaBackend(BaseBackend):
         self._write(records, vectors, new=True)
 
     def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, new: bool) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or len(records) != len(vectors):
-            raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
+        vectors = checked_vectors(records, vectors)
         if not records:
             return
         if len({r.id for r in records}) != len(records):
             raise InvalidInputError("upsert got the same record id twice in one batch")
         collection = self._writable()
-        if vectors.shape[1] != self._dimension:
-            raise EmbeddingModelMismatchError(
-                f"vector dimension {vectors.shape[1]} does not match the collection's {self._dimension} "
-                f"(model {self._model_id!r})"
-            )
+        check_dimension(vectors.shape[1], self._dimension, self._model_id)
         encoded = [encode(r) for r in records]  # encoding errors surface before anything is written
         with self._lock, self._translated("write records"):
             for start in range(0, len(records), self._max_batch):
@@ -367,7 +360,7 @@ class ChromaBackend(BaseBackend):
         if not ids:
             return []
         collection = self._readable()
-        where = where or RecordFilter(include_superseded=True, include_archived=True)
+        where = where or EVERY_RECORD
         wanted = list(dict.fromkeys(ids))
         found: dict[str, MemoryRecord] = {}
         with self._translated("get records"):
@@ -388,8 +381,7 @@ class ChromaBackend(BaseBackend):
                 decode(row_id, doc, meta)
                 for row_id, doc, meta in self._rows(collection, where, None, include=["metadatas", "documents"])
             ]
-        out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
-        return out if limit is None else out[:limit]
+        return oldest_first(out, limit)
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """Every record matching ``where`` with its stored vector, rows aligned."""
@@ -419,8 +411,7 @@ class ChromaBackend(BaseBackend):
                     for row_id, vector in zip(page["ids"], page["embeddings"]):
                         records.append(found[row_id])  # a row deleted in between is left out
                         rows.append(np.asarray(vector, dtype=np.float32))
-        dimension = self._dimension if self._dimension is not None else 0
-        return records, (np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32))
+        return records, stacked(rows, self._dimension)
 
     def count(self, where: RecordFilter | None = None) -> int:
         collection = self._readable()
@@ -490,10 +481,7 @@ class ChromaBackend(BaseBackend):
     def _writable(self) -> Any:
         collection = self._readable()
         if not self._verified:
-            raise EmbeddingModelMismatchError(
-                f"Chroma collection {self.collection_name!r} was not opened with a matching embedder; "
-                "call reembed() or open it with the model it was built with"
-            )
+            raise not_opened_for_writes("Chroma", self.collection_name)
         return collection
 
     def _connect(self) -> None:

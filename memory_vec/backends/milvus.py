@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,7 +57,18 @@ from memory_vec.backends._milvus_rows import chunks, request_batches, to_row
 from memory_vec.backends._milvus_scan import RowReader
 from memory_vec.backends._milvus_schema import SCHEMA_VERSION
 from memory_vec.backends._milvus_search import search
-from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec.backends.base import (
+    EVERY_RECORD,
+    BackendLimits,
+    BaseBackend,
+    PurgeReport,
+    RecordFilter,
+    ScoredRecord,
+    check_dimension,
+    checked_vectors,
+    oldest_first,
+    stacked,
+)
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
@@ -66,8 +77,6 @@ if TYPE_CHECKING:
 _PROP_STATE = "memvec.working_state"
 
 __all__ = ["SCHEMA_VERSION", "MilvusBackend"]
-
-_EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 
 
 class MilvusBackend(BaseBackend):
@@ -313,18 +322,12 @@ class MilvusBackend(BaseBackend):
         For a server, nothing is done here: the report says what it keeps.
         """
         if self.is_server:
-            return PurgeReport(
-                False,
-                0,
-                (
-                    (
-                        f"milvus server {self.uri}: deleted rows stay in the server's files (a Milvus server: until "
-                        "compaction and garbage collection, and in its message queue until retention ends; a "
-                        "milvus-lite "
-                        "server: until its stopped data directory is purged; see the README)"
-                    ),
-                ),
+            note = (
+                f"milvus server {self.uri}: deleted rows stay in the server's files (a Milvus server: until "
+                "compaction and garbage collection, and in its message queue until retention ends; a "
+                "milvus-lite server: until its stopped data directory is purged; see the README)"
             )
+            return PurgeReport(False, 0, (note,))
         with self._mutex, self._gate.exclusive():
             if not self._dirty:
                 return PurgeReport(True, 0, ("milvus-lite: nothing deleted since the last purge",))
@@ -412,16 +415,11 @@ class MilvusBackend(BaseBackend):
         self._upsert(records, vectors, new=True)
 
     def _upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, new: bool) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or len(records) != len(vectors):
-            raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
+        vectors = checked_vectors(records, vectors)
         with self._mutex:
             client = self._ready()
-            if len(records) and vectors.shape[1] != self._dimension:
-                raise EmbeddingModelMismatchError(
-                    f"vector dimension {vectors.shape[1]} does not match the collection's {self._dimension} "
-                    f"({self._model_id!r})"
-                )
+            if len(records):
+                check_dimension(vectors.shape[1], self._dimension, self._model_id)
             if not np.all(np.isfinite(vectors)):
                 raise InvalidInputError("upsert got a vector with NaN or infinite values")
             # The last occurrence of an id wins, as in a sequence of upserts.
@@ -489,7 +487,7 @@ class MilvusBackend(BaseBackend):
             if ids is None and where is None:
                 raise InvalidInputError("delete() needs ids, where, or both (refusing to delete everything)")
             # Resolve the exact rows first: engines differ in what delete() reports.
-            doomed = [r.id for r in self._rows(client, where or _EVERYTHING, ids)]
+            doomed = [r.id for r in self._rows(client, where or EVERY_RECORD, ids)]
             self._dirty = self._dirty or bool(doomed)
             for chunk in chunks(doomed, self._batch):
                 with self._translate(f"delete {len(chunk)} records"):
@@ -521,7 +519,7 @@ class MilvusBackend(BaseBackend):
             return []
         self._before_read(client)  # never wait for the mutex inside the gate: purge holds both
         with self._gate.reading():
-            by_id = {r.id: r for r in self._rows(client, where or _EVERYTHING, ids)}
+            by_id = {r.id: r for r in self._rows(client, where or EVERY_RECORD, ids)}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
@@ -530,8 +528,7 @@ class MilvusBackend(BaseBackend):
         self._before_read(client)
         with self._gate.reading():
             out = self._rows(client, where, None)
-        out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
-        return out if limit is None else out[:limit]
+        return oldest_first(out, limit)
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """The records of :meth:`scan` with their stored vectors (as written), rows aligned: float32
@@ -541,15 +538,12 @@ class MilvusBackend(BaseBackend):
         self._before_read(client)
         with self._gate.reading():
             merged = list(self._reader(client).with_vectors(where))
-        if not merged:
-            return [], np.empty((0, dimension), dtype=np.float32)
-        vectors = np.stack([vector for _, vector in merged]).astype(np.float32, copy=False)
-        return [record for record, _ in merged], vectors
+        return [record for record, _ in merged], stacked([vector for _, vector in merged], dimension)
 
     def count(self, where: RecordFilter | None = None) -> int:
         with self._mutex:
             client = self._ready()
-        where = where or _EVERYTHING
+        where = where or EVERY_RECORD
         self._before_read(client)
         if any(not isinstance(v, str) for v in where.metadata.values()):
             with self._gate.reading():
@@ -565,11 +559,8 @@ class MilvusBackend(BaseBackend):
             )
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def _iter_rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
-        return self._reader(client).records(where, ids)
-
     def _rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> list[MemoryRecord]:
-        return list(self._iter_rows(client, where, ids))
+        return list(self._reader(client).records(where, ids))
 
     def _reader(self, client: Any) -> RowReader:
         return RowReader(

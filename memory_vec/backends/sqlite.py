@@ -46,12 +46,22 @@ from memory_vec._model.errors import (
     BackendTimeoutError,
     ConfigError,
     EmbeddingModelMismatchError,
-    InvalidInputError,
     SchemaMismatchError,
 )
 from memory_vec._model.records import MemoryRecord
 from memory_vec.backends._sqlite_rows import decode, encode, stack_vectors, unit
-from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec.backends.base import (
+    EVERY_RECORD,
+    BackendLimits,
+    BaseBackend,
+    PurgeReport,
+    RecordFilter,
+    ScoredRecord,
+    check_dimension,
+    checked_vectors,
+    not_opened_for_writes,
+    oldest_first,
+)
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
@@ -60,7 +70,6 @@ __all__ = ["FILE_NAME", "SCHEMA_VERSION", "SQLiteBackend"]
 
 FILE_NAME = "vectors.sqlite3"
 SCHEMA_VERSION = 1  # PRAGMA user_version of a file this module made
-_EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's bound-parameter limit
 
 _SCHEMA = (
@@ -239,11 +248,9 @@ class SQLiteBackend(BaseBackend):
 
     # --- writes ----------------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
         if not len(records) and not len(vectors):
             return
-        if vectors.ndim != 2 or len(records) != len(vectors):
-            raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
+        vectors = checked_vectors(records, vectors)
         with self._lock:
             self._check_writable(vectors.shape[1])
             rows = [
@@ -302,7 +309,7 @@ class SQLiteBackend(BaseBackend):
                 start, batch = 0, max(4 * k, 32)
                 while start < len(order) and len(hits) < k:
                     chosen = order[start : start + batch]
-                    found = {r.id: r for r in self._by_id(conn, [ids[i] for i in chosen])}
+                    found = {r.id: r for r in self._records(conn, None, [ids[i] for i in chosen])}
                     for i in chosen:
                         record = found.get(ids[i])
                         if record is not None and where.matches(record):
@@ -315,7 +322,7 @@ class SQLiteBackend(BaseBackend):
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         if not ids:
             return []
-        where = where or _EVERYTHING
+        where = where or EVERY_RECORD
         with self._lock, self._read("get records") as conn:
             found = {r.id: r for r in self._records(conn, where, ids)}
         return [found[i] for i in dict.fromkeys(ids) if i in found]
@@ -323,8 +330,7 @@ class SQLiteBackend(BaseBackend):
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         with self._lock, self._read("scan records") as conn:
             out = list(self._records(conn, where, None))
-        out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
-        return out if limit is None else out[:limit]
+        return oldest_first(out, limit)
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """Every record matching ``where`` with its stored vector (length 1), rows aligned:
@@ -372,9 +378,6 @@ class SQLiteBackend(BaseBackend):
             record = decode(payload)
             if where is None or where.matches(record):
                 yield record
-
-    def _by_id(self, conn: sqlite3.Connection, ids: Sequence[str]) -> Iterator[MemoryRecord]:
-        return self._records(conn, None, ids)
 
     def _connect(self) -> None:
         if self._conn is not None:
@@ -450,15 +453,9 @@ class SQLiteBackend(BaseBackend):
     def _check_writable(self, dimension: int | None) -> None:
         self._opened()
         if not self._verified:
-            raise EmbeddingModelMismatchError(
-                f"SQLite collection {self.collection_name!r} was not opened with a matching embedder; "
-                "call reembed() or open it with the model it was built with"
-            )
-        if dimension is not None and dimension != self._dimension:
-            raise EmbeddingModelMismatchError(
-                f"vector dimension {dimension} does not match the collection's {self._dimension} "
-                f"(model {self._model_id!r})"
-            )
+            raise not_opened_for_writes("SQLite", self.collection_name)
+        if dimension is not None:
+            check_dimension(dimension, self._dimension, self._model_id)
 
 
 def _marks(chunk: Sequence[str]) -> str:
