@@ -108,9 +108,6 @@ class ChromaBackend(BaseBackend):
     ``url="https://host:port"`` for a server. ``backend_options`` may hold
     ``headers``, ``tenant``, ``database`` and ``hnsw`` (e.g.
     ``{"max_neighbors": 32, "ef_construction": 200, "ef_search": 100}``).
-
-    Async use: ``await backend.aquery(...)`` etc. run the sync call in a
-    worker thread (inherited from :class:`BaseBackend`).
     """
 
     name = "chroma"

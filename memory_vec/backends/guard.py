@@ -58,9 +58,6 @@ class GuardedBackend(BaseBackend):
         >>> guarded.count()
         0
 
-    Async use: the inherited ``aquery``/``aupsert``/... run the guarded sync
-    call in a worker thread, so the event loop never blocks.
-
     Args:
         inner: the backend doing the work.
         timeout: seconds one attempt may take.

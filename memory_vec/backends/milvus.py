@@ -1,38 +1,21 @@
 """Milvus backend: Milvus Lite by a local path, or a Milvus server by URI.
 
-Tenancy: the collection has a partition key ``owner`` (the user id, or one
-shared value for agent/global records), so a user-scoped query touches the
-user's partition plus the shared one instead of the whole collection.
-Milvus 2.3 servers misroute ``upsert`` on partition-key collections (rows
-land in the wrong partition and filtered reads miss them; measured with
-2.3.5), so on servers older than 2.4 the key is off and user scope is a
-plain scalar filter. ``backend_options={"partition_key": bool}`` overrides.
+Tenancy: a partition key ``owner`` (the user id, or one shared value for
+agent/global records), so a user-scoped query touches the user's partition
+plus the shared one. Milvus 2.3 servers misroute ``upsert`` on partition-key
+collections (measured with 2.3.5), so before 2.4 the key is off and user
+scope is a scalar filter; ``backend_options={"partition_key": bool}`` overrides.
 
-Filters are built by :mod:`._milvus_expr` (escaped literals; see there why
-not ``filter_params``; pymilvus' own ``get(ids=)``/``delete(ids=)`` paste
-ids into single quotes unescaped, so they are never used here) and every
-returned row is re-checked with ``RecordFilter.matches``.
+Filters are built by :mod:`._milvus_expr` (escaped literals; pymilvus'
+``get(ids=)``/``delete(ids=)`` paste ids unescaped, so they are never used)
+and every returned row is re-checked with ``RecordFilter.matches``.
 
-Consistency: reads use ``"Session"`` (the engine's read-your-writes: a read
-waits until the server has applied this client's last write), on a server
-and on Milvus Lite. Everything acknowledged before ``open`` is visible (one
-``"Strong"`` read); other clients' later writes within the server's
-staleness bound; see :mod:`._milvus_consistency`.
-
-Filtered search completeness: when a filtered approximate search comes back
-short, :meth:`MilvusBackend.query` scores the matching rows exactly (see
-:mod:`._milvus_search`).
-
-Forget: Milvus Lite keeps deleted rows in its data files; :meth:`MilvusBackend.purge`
-rewrites the collection without them (see :mod:`._milvus_rewrite`, also for
-what a crash does). A server keeps them until its compaction and garbage
-collection: the report says so.
-
-Private modules: :mod:`._milvus_schema` (fields, create, verify, load),
-:mod:`._milvus_rows` (record <-> row), :mod:`._milvus_expr` (filters),
-:mod:`._milvus_scan` (paged reads), :mod:`._milvus_search` (search, exact fallback),
-:mod:`._milvus_consistency`, :mod:`._milvus_rewrite` (purge),
-:mod:`._milvus_lock` (the Lite path's lock), :mod:`._milvus_errors`.
+Reads are ``"Session"`` (a read waits until the engine applied this client's
+last write); ``open`` makes what was acknowledged before it visible with one
+``"Strong"`` read (:mod:`._milvus_consistency`). A filtered search that comes
+back short is completed exactly (:mod:`._milvus_search`). Forget: Milvus Lite
+keeps deleted rows in its files until :meth:`MilvusBackend.purge` rewrites the
+collection (:mod:`._milvus_rewrite`); a server keeps them until its compaction.
 """
 
 from __future__ import annotations
@@ -86,9 +69,6 @@ class MilvusBackend(BaseBackend):
         >>> backend = MilvusBackend("./.memory_vec/milvus.db")          # doctest: +SKIP
         >>> backend.open(dimension=384, model_id="multilingual-e5-small")  # doctest: +SKIP
         >>> server = MilvusBackend("http://127.0.0.1:19530", token="root:Milvus")  # doctest: +SKIP
-
-    Async use: ``await backend.aquery(vector, k=5, where=...)`` runs the
-    sync call in a worker thread (from :class:`BaseBackend`).
 
     A Milvus Lite path is single-process: a second process opening it gets
     :class:`~memory_vec._model.errors.StoreLockedError`. Use a server (or Milvus

@@ -121,9 +121,6 @@ class SQLiteBackend(BaseBackend):
     From config (what ``MemoryCore`` does): ``MemoryConfig(backend="sqlite",
     persist_dir="./mem")`` stores in ``./mem/vectors.sqlite3``; it takes no
     ``backend_options``.
-
-    Async use: ``await backend.aquery(...)`` etc. run the sync call in a
-    worker thread (inherited from :class:`BaseBackend`).
     """
 
     name = "sqlite"
