@@ -1,17 +1,12 @@
-"""``Store``: everything stateful about one collection, under one owner.
-
-A store is one (backend kind, location, collection). It owns the backend
-client, the working-state store (keyed by the same collection), the
-writer with its validation hook and dead-letter list, and the keyword index.
-Drop the store, drop its state: nothing about it lives in module globals
-keyed by object identity.
+"""``Store``: everything stateful about one collection, under one owner: the
+backend client, the working-state store, the writer with its validation hook
+and dead-letter list, and the keyword index. Nothing about it lives in module
+globals keyed by object identity.
 
 ``open_store(config)`` gives every core of a process the same store for the
-same config location (so per-request cores reuse one client and one writer);
-its cache key is the whole set of settings that identify the store. A core
-asking for different writer settings than the store's gets a ``ConfigError``
-rather than silently another writer. A backend or state store instance passed
-in by the caller gets a store of its own (not cached): the caller owns it.
+same identifying settings; a core asking for other writer settings gets a
+``ConfigError``. A backend or state store passed in by the caller gets a
+store of its own (not cached): the caller owns it.
 """
 
 from __future__ import annotations

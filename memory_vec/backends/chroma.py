@@ -1,36 +1,20 @@
 """Chroma backend: an embedded ``PersistentClient`` or a Chroma server.
 
-Layout: one collection per ``MemoryConfig.collection`` holding every user.
-Each record is one Chroma row: the text as the document, the fields a filter
-narrows on (user, session, kind, role, time, ...) as scalar metadata keys,
-and everything else, the caller's metadata included, as one JSON string (see
-:mod:`._chroma_rows`). Filters are translated to Chroma ``where`` dicts,
-never built from strings; the caller's metadata is matched on the rows.
+One collection per ``MemoryConfig.collection`` holds every user; user scope
+is a ``where`` on ``user_id``, which Chroma resolves before it searches the
+allowed vectors only. A row is the text as document, the fields a filter
+narrows on as metadata keys, the rest as one JSON string (:mod:`._chroma_rows`).
+Filters become ``where`` dicts, never strings; the caller's metadata is
+matched on the rows.
 
-Multi-tenancy: user scope is a ``where`` filter on ``user_id`` in the one
-collection. Chroma resolves the metadata filter first and then searches the
-vectors of the allowed ids only, so recall does not compare against other
-users' vectors; the filter evaluation itself still grows with the store
-(measured in the backend work's report: filtered top-5 p50 at 10k and 100k
-rows over 1k users).
+An embedded store is one process's: the first to open ``persist_dir/chroma``
+holds a file lock until ``close()``, and another gets
+:class:`StoreLockedError` instead of a diverging store (a server serves many).
+Vectors are always passed in: no embedding function, nothing downloads.
 
-Embedded stores are single-process: the first process that opens
-``persist_dir/chroma`` holds an exclusive ``fcntl`` lock on a lock file in it
-until ``close()``; any other process gets :class:`StoreLockedError` instead
-of a silently diverging or corrupted store. Use a Chroma server
-(``url="http://host:port"``) for several processes.
-
-Chroma never embeds anything here: vectors are always passed in, and the
-collection is created without an embedding function: nothing downloads.
-
-Forget: Chroma keeps deleted records' text in its write-ahead log and in
-freed pages of ``chroma.sqlite3``; :meth:`ChromaBackend.purge` removes it
-from an embedded store (see :mod:`._chroma_purge`). A server's files are out
-of reach: stop the server and purge its directory the same way.
-
-Private modules: :mod:`._chroma_rows` (record <-> row), :mod:`._chroma_filters` (``where`` dicts),
-:mod:`._chroma_query` (vector queries), :mod:`._chroma_collection` (client, schema check),
-:mod:`._chroma_purge` (deleted records out of the files), :mod:`._chroma_lock`, :mod:`._chroma_errors`.
+Forget: Chroma keeps deleted text in its write-ahead log and free pages;
+:meth:`ChromaBackend.purge` removes it from an embedded store
+(:mod:`._chroma_purge`); a server's directory only with the server stopped.
 """
 
 from __future__ import annotations

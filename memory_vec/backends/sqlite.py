@@ -1,33 +1,20 @@
 """SQLite backend: a persistent store in one file, standard library and numpy only.
 
-Meant for demos, notebooks and small single-machine apps: nothing to install
-beyond the core, nothing to run, and the ``memory-vec`` CLI can inspect the
-store afterwards. Search is exact (every row the owner may see is scored), so
-a query costs in proportion to the rows of its user: a top-5 query of a user
-with 1k memories takes ~3 ms, with 10k ~35 ms, with 50k ~250 ms (p50,
-384-d vectors, on a shared 2-core VM). Past about ten thousand memories per
-user, use Chroma or Milvus.
+For demos, notebooks and small single-machine apps. Search is exact (every
+row the owner may see is scored): a top-5 query of a user with 1k memories
+takes ~3 ms, 10k ~35 ms, 50k ~250 ms (p50, 384-d, shared 2-core VM); past
+about ten thousand memories per user, use Chroma or Milvus.
 
-Layout: ``<persist_dir>/vectors.sqlite3`` holds every collection. A row is
+``<persist_dir>/vectors.sqlite3`` holds every collection: a row is
 (collection, id, user_id, session_id, visibility, the record as JSON, the
-unit vector as float32 bytes; see :mod:`._sqlite_rows`); the primary key is
-(collection, id) and every statement names its collection, so two
-collections in one file never see each other's rows. Table ``collections`` records each collection's embedding
-model and dimension.
+unit vector as float32 bytes), keyed by (collection, id), and every statement
+names its collection. SQL selects the owner's rows with bound parameters,
+numpy scores them, and :meth:`RecordFilter.matches` decides the rest.
 
-Queries: SQL selects the rows of the owner (user, session, shared
-visibility) with bound parameters, numpy scores them (cosine: vectors are
-stored at length 1), and :meth:`RecordFilter.matches` decides the rest on the
-decoded records, best score first, until ``k`` are found.
-
-Forget: deletes overwrite the freed space (``secure_delete``) and
-:meth:`SQLiteBackend.purge` checkpoints and truncates the write-ahead log,
-which holds the old page versions.
-
-Concurrency: WAL journal and one ``BEGIN IMMEDIATE`` transaction per write,
-so threads (one connection behind a lock per instance) and processes on one
-machine may write to one file; a write waits up to ``timeout`` seconds for
-another's lock. Not for network file systems (WAL needs shared memory).
+Deletes overwrite what they free (``secure_delete``); :meth:`SQLiteBackend.purge`
+truncates the write-ahead log, which holds the old pages. WAL and one
+``BEGIN IMMEDIATE`` per write let threads and processes of one machine share
+the file (not on network file systems: WAL needs shared memory).
 """
 
 from __future__ import annotations
