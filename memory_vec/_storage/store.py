@@ -30,6 +30,12 @@ from memory_vec._storage.writer import RecordChecks, RecordWriter, WriterSetting
 from memory_vec.backends import create_backend
 from memory_vec.backends.base import Backend, BackendLimits, BaseBackend, PurgeReport, as_base_backend
 from memory_vec.state import SQLiteStateStore, StateStore, create_state_store, resolve_state_kind
+from memory_vec.state._legacy import (
+    claim_legacy_sessions,
+    clear_pending_of_earlier_engine,
+    legacy_state_path,
+    pending_of_earlier_engine,
+)
 from memory_vec.state.base import DeadLetter
 from memory_vec.state.redis import RedisStateStore
 
@@ -159,9 +165,6 @@ class Store:
         acknowledged turns its background writer had not stored when its process died
         (see :func:`memory_vec.state._legacy.pending_of_earlier_engine`). The caller heals
         them, then calls :meth:`clear_pending_of_earlier_engine`."""
-        from memory_vec.state._legacy import pending_of_earlier_engine
-        from memory_vec.state.sqlite import SQLiteStateStore
-
         with self._open_lock:
             if self._earlier_engine_pending is not None or not isinstance(self.state, SQLiteStateStore):
                 return []
@@ -169,9 +172,6 @@ class Store:
             return list(self._earlier_engine_pending)
 
     def clear_pending_of_earlier_engine(self) -> None:
-        from memory_vec.state._legacy import clear_pending_of_earlier_engine
-        from memory_vec.state.sqlite import SQLiteStateStore
-
         if isinstance(self.state, SQLiteStateStore):
             clear_pending_of_earlier_engine(self.state.path)
 
@@ -205,8 +205,6 @@ class Store:
         )
 
     def _claim_legacy_state(self, path: str) -> None:
-        from memory_vec.state._legacy import claim_legacy_sessions
-
         def owns(ids: Sequence[str]) -> set[str]:
             return {r.id for r in self.backend.get(list(ids))}
 
@@ -310,23 +308,18 @@ _stores_lock = threading.Lock()
 
 def build_store(config: MemoryConfig, *, backend: Backend | None = None, state: StateStore | None = None) -> Store:
     """A new store for ``config`` (not cached); given parts are used as they are."""
-    if (backend is None and config.url is None and config.backend != "memory") or (
-        state is None and resolve_state_kind(config) == "sqlite"
-    ):
+    sqlite_state = state is None and resolve_state_kind(config) == "sqlite"
+    if sqlite_state or (backend is None and config.url is None and config.backend != "memory"):
         _check_persist_dir(config.persist_dir)
-    legacy = None
-    if state is None and resolve_state_kind(config) == "sqlite":
-        legacy = os.path.join(config.persist_dir, "state.sqlite3")
-    settings = writer_settings(config)
     state = state if state is not None else create_state_store(config)
     return Store(
         backend if backend is not None else create_backend(config),
         state,
         collection=config.collection,
-        settings=settings,
+        settings=writer_settings(config),
         keyword_cache_users=config.keyword_cache_users,
         keyword_cache_docs=config.keyword_cache_docs,
-        legacy_state_path=legacy,
+        legacy_state_path=legacy_state_path(config.persist_dir) if sqlite_state else None,
         # Redis working state: worker processes see each other's vectors too
         shared_vectors=state if isinstance(state, RedisStateStore) else None,
     )
