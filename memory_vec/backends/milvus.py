@@ -20,10 +20,11 @@ collection (:mod:`._milvus_rewrite`); a server keeps them until its compaction.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -477,12 +478,19 @@ class MilvusBackend(BaseBackend):
             return len(doomed)
 
     # --- reads ------------------------------------------------------------------------
-    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
-        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Any]:
+        """The client for a read: a bulk write flushed first, then inside the purge gate
+        (never waiting for the mutex inside the gate: purge holds both)."""
         with self._mutex:
             client = self._ready()
         self._before_read(client)
-        with self._gate.reading():  # never wait for the mutex inside the gate: purge holds both
+        with self._gate.reading():
+            yield client
+
+    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._reading() as client:
             return search(
                 self._reader(client),
                 q,
@@ -493,50 +501,35 @@ class MilvusBackend(BaseBackend):
             )
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
-        with self._mutex:
-            client = self._ready()
-        if not ids:
-            return []
-        self._before_read(client)  # never wait for the mutex inside the gate: purge holds both
-        with self._gate.reading():
-            by_id = {r.id: r for r in self._rows(client, where or EVERY_RECORD, ids)}
+        with self._reading() as client:
+            by_id = {r.id: r for r in self._rows(client, where or EVERY_RECORD, ids)} if ids else {}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
-        with self._mutex:
-            client = self._ready()
-        self._before_read(client)
-        with self._gate.reading():
+        with self._reading() as client:
             out = self._rows(client, where, None)
         return oldest_first(out, limit)
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """The records of :meth:`scan` with their stored vectors (as written), rows aligned: float32
         of shape ``(len(records), dimension)``; order unspecified. Paged."""
-        with self._mutex:
-            client, dimension = self._ready(), self._dimension or 0
-        self._before_read(client)
-        with self._gate.reading():
-            merged = list(self._reader(client).with_vectors(where))
+        with self._reading() as client:
+            merged, dimension = list(self._reader(client).with_vectors(where)), self._dimension
         return [record for record, _ in merged], stacked([vector for _, vector in merged], dimension)
 
     def count(self, where: RecordFilter | None = None) -> int:
-        with self._mutex:
-            client = self._ready()
         where = where or EVERY_RECORD
-        self._before_read(client)
-        if any(not isinstance(v, str) for v in where.metadata.values()):
-            with self._gate.reading():
+        with self._reading() as client:
+            if any(not isinstance(v, str) for v in where.metadata.values()):
                 return len(self._rows(client, where, None))  # needs the client-side check
-        expr = filter_expression(where, partition_key=self._pk_enabled)
-        with self._gate.reading(), self._translate("count"):
-            rows = client.query(
-                self.collection,
-                filter=expr,
-                output_fields=["count(*)"],
-                consistency_level=self._consistency,
-                timeout=self._timeout,
-            )
+            with self._translate("count"):
+                rows = client.query(
+                    self.collection,
+                    filter=filter_expression(where, partition_key=self._pk_enabled),
+                    output_fields=["count(*)"],
+                    consistency_level=self._consistency,
+                    timeout=self._timeout,
+                )
         return int(rows[0]["count(*)"]) if rows else 0
 
     def _rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> list[MemoryRecord]:
