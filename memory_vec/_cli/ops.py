@@ -42,8 +42,6 @@ EXIT_NOT_FOUND = 1  # not found / nothing matched
 EXIT_BAD_INPUT = 2  # bad input or config
 EXIT_UNAVAILABLE = 3  # backend unavailable
 
-_EVERYTHING: dict[str, bool] = {"include_superseded": True, "include_archived": True}
-
 
 def exit_code(exc: BaseException) -> int:
     """The CLI exit code of one of our errors."""

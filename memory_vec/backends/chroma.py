@@ -342,18 +342,12 @@ class ChromaBackend(BaseBackend):
             return []
         collection = self._readable()
         where = where or EVERY_RECORD
-        wanted = list(dict.fromkeys(ids))
-        found: dict[str, MemoryRecord] = {}
         with self._translated("get records"):
-            for start in range(0, len(wanted), self._max_batch):
-                # By id only, filtered here: Chroma's metadata filter costs
-                # hundreds of ms at 10k rows even when the ids are known.
-                page = collection.get(ids=wanted[start : start + self._max_batch], include=["metadatas", "documents"])
-                for row_id, doc, meta in zip_page(page):
-                    record = decode(row_id, doc, meta)
-                    if where.matches(record):
-                        found[row_id] = record
-        return [found[i] for i in wanted if i in found]
+            # By id only, filtered here: Chroma's metadata filter costs
+            # hundreds of ms at 10k rows even when the ids are known.
+            rows = self._rows(collection, None, ids, include=["metadatas", "documents"])
+            found = {r.id: r for r in (decode(*row) for row in rows) if where.matches(r)}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         collection = self._readable()
