@@ -58,6 +58,24 @@ def _release_shared() -> Iterator[None]:
         remove_service_data()
 
 
+# The public conformance suites (memory_vec.testing) cannot carry this project's markers; their
+# tests that start other Python processes take seconds each, so they go to the slow tier here.
+_CONFORMANCE_TESTS_IN_PROCESSES = frozenset(
+    {
+        "test_concurrent_writers_from_processes",
+        "test_persists_in_a_new_process",
+        "test_processes_append_concurrently",
+        "test_processes_swap_versions_atomically",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if getattr(item, "originalname", None) in _CONFORMANCE_TESTS_IN_PROCESSES:
+            item.add_marker(pytest.mark.slow)
+
+
 # Session-scoped server fixtures, one module per engine (each starts its
 # server lazily, on first use, and stops it at the end of the session; the C++
 # Milvus server is one per run, shared by pytest-xdist's workers).
