@@ -91,6 +91,7 @@ def test_a_yaml_syntax_error_is_a_config_error(tmp_path: Path) -> None:
     assert isinstance(err.value.__cause__, yaml.YAMLError)
 
 
+@pytest.mark.slow  # imports sentence-transformers (torch): seconds, in the model tier where it is loaded anyway
 def test_an_unknown_embedding_model_is_a_config_error_naming_the_setting() -> None:
     pytest.importorskip("sentence_transformers")
     from memory_vec.embeddings import get_embedder
