@@ -74,6 +74,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.backends import start_server  # noqa: E402
 from benchmarks.overhead import live_turns, pct, sessions_of  # noqa: E402
+from benchmarks.settings_by_name import config_kwargs, set_settings  # noqa: E402
 from memory_vec import MemoryConfig, MemoryCore, release_stores  # noqa: E402
 from memory_vec._core import RECALL_KINDS  # noqa: E402
 from memory_vec._model.records import MemoryRecord  # noqa: E402
@@ -208,7 +209,7 @@ def make_core(
             "collection": f"turns_{size}",
             "backend_timeout": 120.0,
             **SERVER_STATE.get(backend, {}),
-            **CONFIG_SET,
+            **config_kwargs(CONFIG_SET),
         }
     )
     return Store(backend, size, MemoryCore(config, embedder=embedder), persist, user)  # type: ignore[arg-type]
@@ -267,7 +268,7 @@ def run_turn(store: Store, embedder: DictEmbedder, turn: tuple[str, str, str, st
     elapsed = time.perf_counter() - t0 - embedder.model_s
     read = core.last_trace
     config = core.config
-    fetch = max(config.candidate_pool, config.recall_k * config.candidate_multiplier)
+    fetch = max(config.ranking.candidate_pool, config.recall_k * config.ranking.candidate_multiplier)
     where = RecordFilter(
         user_id=store.user, agent_id=config.agent_id, include_shared=config.include_shared, kinds=RECALL_KINDS
     )
@@ -486,8 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             f"--variant {label}: {', '.join(shared)} is a setting of the store, which "
                             "the twin shares; measure it as a backend of its own run instead"
                         )
-                    for name, value in opts.get("config", {}).items():  # library settings of this twin only
-                        setattr(twin.core.config, name, value)
+                    set_settings(twin.core.config, opts.get("config", {}))  # library settings of this twin only
                     stores.append(twin)
         embedder.live = args.model
         load = os.getloadavg()

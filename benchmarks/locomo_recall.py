@@ -47,6 +47,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 
+from benchmarks.settings_by_name import config_kwargs, get_setting, set_settings
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._core import MessageInput
 from memory_vec._rules.bm25 import tokenize
@@ -184,7 +185,7 @@ def run_embedder(
     embedder: Embedder = E5PassageEmbedder() if name == "e5-passage" else get_embedder(EMBEDDERS[name])
     backend = InMemoryBackend()
     core = MemoryCore(
-        MemoryConfig(user_id="bench", session_id="bench", **(settings or {})),
+        MemoryConfig(user_id="bench", session_id="bench", **config_kwargs(settings or {})),
         embedder=embedder,
         backend=backend,
         state_store=InMemoryStateStore(),
@@ -199,9 +200,9 @@ def run_embedder(
     core.flush()
     if limit:
         questions = questions[:limit]
-    defaults = MemoryConfig(**(settings or {}))
+    defaults = MemoryConfig(**config_kwargs(settings or {}))
     base = {
-        f: getattr(defaults, f)
+        f: get_setting(defaults, f)
         for f in (
             "hybrid",
             "bm25_weight",
@@ -257,8 +258,7 @@ def run_embedder(
         latency["bm25-rank_bm25"].append(time.perf_counter() - t0)
         results["bm25-rank_bm25"].append((cat, [dias[i] for i in order if scores[i] > 0], evidence))
         for cname, overrides in cfgs.items():
-            for field, value in overrides.items():
-                setattr(core.config, field, value)
+            set_settings(core.config, overrides)
             t0 = time.perf_counter()
             hits = core.recall(q, k=50, user_id=user)
             latency[cname].append(time.perf_counter() - t0)
@@ -267,8 +267,7 @@ def run_embedder(
             if cname == "ours (default)" and qi % 5 == 0:
                 small = core.recall(q, k=5, user_id=user)
                 prefix_same += int([h.id for h in small] == [h.id for h in hits[:5]])
-        for field, value in base.items():
-            setattr(core.config, field, value)
+        set_settings(core.config, base)
 
     table = {}
     for cname, rows in results.items():

@@ -32,6 +32,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.backend_turns import USER, DictEmbedder, fill, fill_data, make_core, release_stores, sessions_of
+from benchmarks.settings_by_name import set_settings
 from memory_vec._rules.event_order import event_order_parts
 from memory_vec._rules.temporal import parse_relation
 
@@ -93,10 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             fill(off, records, vectors)
             on = make_core(backend, args.size, {}, embedder, f"{USER}-1", off.persist)
             if args.kind == "order":
-                off.core.config.split_order_questions = False  # on by default since this was written
-                on.core.config.split_order_questions = True
+                set_settings(off.core.config, {"split_order_questions": False})  # on by default since this was written
+                set_settings(on.core.config, {"split_order_questions": True})
             else:
-                off.core.config.date_window_boost = 0.0
+                set_settings(off.core.config, {"date_window_boost": 0.0})
             stores += [off, on]
             for store in (off, on):  # warm: primes the vectors cache and the keyword index
                 for q in questions[:3]:

@@ -193,7 +193,7 @@ def measure(
     core = MemoryCore(config, embedder=counting, llm=llm)  # type: ignore[arg-type]
     fill_s = fill(core, size, pool, pool_vectors, user)
     assert parts(core).backend.count(RecordFilter(user_id=user)) == size
-    fetch = max(config.candidate_pool, config.recall_k * config.candidate_multiplier)
+    fetch = max(config.ranking.candidate_pool, config.recall_k * config.ranking.candidate_multiplier)
     where = RecordFilter(
         user_id=user, agent_id=config.agent_id, include_shared=config.include_shared, kinds=RECALL_KINDS
     )

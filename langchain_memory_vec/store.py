@@ -58,7 +58,7 @@ from memory_vec._model.records import MemoryRecord
 from memory_vec._rules.bm25 import BM25Index, IndexedDoc
 from memory_vec._rules.conflict import ConflictAction, ConflictResolver, ExistingFact, ExtractedFact
 from memory_vec._rules.facts import subject_key
-from memory_vec._rules.ranking import Candidate, RankingPolicy, rank
+from memory_vec._rules.ranking import Candidate, ScorePolicy, rank
 from memory_vec.backends import Backend, RecordFilter, create_backend
 from memory_vec.backends.base import BackendLimits
 from memory_vec.embeddings import Embedder, get_embedder
@@ -103,7 +103,7 @@ class VectorSummaryStore(BaseStore):
 
     Args:
         config: memory-vec settings: backend, embedding model, ranking
-            weights (``hybrid``, ``bm25_weight``, ``recency_weight``, ...) and
+            weights (``hybrid``, ``ranking.bm25_weight``, ``recency_weight``, ...) and
             ``score_threshold`` (default 0: a search returns ``limit`` items).
             Give the store a collection of its own.
         backend: a ready backend instead of one built from ``config`` (then
@@ -172,11 +172,11 @@ class VectorSummaryStore(BaseStore):
         self.backend.open(dimension=self.embedder.dimension, model_id=self.embedder.model_id)
         self.limits: BackendLimits = getattr(self.backend, "limits", None) or BackendLimits()
         c = self.config
-        self.policy = RankingPolicy(
+        self.policy = ScorePolicy(
             half_life_days=c.decay_half_life_days,
             recency_weight=c.recency_weight,
             importance_weight=c.importance_weight,
-            bm25_weight=c.bm25_weight if c.hybrid else 0.0,
+            bm25_weight=c.ranking.bm25_weight if c.hybrid else 0.0,
             threshold=c.score_threshold or 0.0,
             collapse_duplicates=False,  # equal texts under two keys are two items
         )

@@ -45,7 +45,7 @@ from memory_vec._model.errors import (
 
 if TYPE_CHECKING:
     from memory_vec._core import MemoryCore, MessageInput
-    from memory_vec._model.config import MemoryConfig
+    from memory_vec._model.config import MemoryConfig, RankingPolicy
     from memory_vec._model.records import (
         ChatMessage,
         DeleteResult,
@@ -68,6 +68,7 @@ _LAZY = {
     "MemoryCore": "memory_vec._core",
     "MessageInput": "memory_vec._core",
     "MemoryConfig": "memory_vec._model.config",
+    "RankingPolicy": "memory_vec._model.config",
     "ChatMessage": "memory_vec._model.records",
     "DeleteResult": "memory_vec._model.records",
     "ForgetReceipt": "memory_vec._model.records",
@@ -137,6 +138,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryVecError",
     "MessageInput",
+    "RankingPolicy",
     "RecalledMemory",
     "RecordRejectedError",
     "SchemaMismatchError",

@@ -91,6 +91,8 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             # Was a package: its submodules still import through it, so it stays a package.
             module.__path__ = []
             module.__dict__.update({name: getattr(target, name) for name in target.__all__})
+            if hasattr(target, "__getattr__"):  # names it still serves under their 0.1 spelling
+                module.__dict__["__getattr__"] = target.__getattr__
             return
         # The import system returns what sys.modules holds under the old name after this.
         sys.modules[module.__name__] = target

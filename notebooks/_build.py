@@ -96,8 +96,8 @@ TUNING = [
              "results = {\n"
              "    'vector only (no BM25, no threshold)': evaluate(hybrid=False, score_threshold=0.0, neighbor_window=0),\n"
              "    'default (hybrid BM25 + cosine)': evaluate(),\n"
-             "    'hybrid, bm25_weight=0.3': evaluate(bm25_weight=0.3),\n"
-             "    'hybrid, bm25_weight=0.7': evaluate(bm25_weight=0.7),\n"
+             "    'hybrid, bm25_weight=0.3': evaluate(ranking={'bm25_weight': 0.3}),\n"
+             "    'hybrid, bm25_weight=0.7': evaluate(ranking={'bm25_weight': 0.7}),\n"
              "    'default + decay 30 days': evaluate(decay_half_life_days=30, recency_weight=0.2),\n"
              "}\n"
              "for name, r in results.items():\n    print(f'{name:40s}', '  '.join(f'@{k}={v:.3f}' for k, v in r.items()))"),

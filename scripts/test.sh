@@ -38,13 +38,14 @@ if [ $# -gt 0 ]; then  # the caller's selection, as given (not exec: the trap ab
   exit
 fi
 # Every test, in two runs that together select each test once: the unit tier (no server, no real
-# model, each test under 1 s) on two workers, then the server and model tiers on two workers too.
-# Each worker starts its own Chroma, Milvus Lite and Redis servers (free ports, its own data
-# directory, its pids in the pidfile above). The C++ Milvus server binds fixed ports (etcd 2379,
-# metrics 9091), so only one may run: every test that uses it is in one xdist_group
-# (tests/conftest.py), which --dist loadgroup gives to one worker, the only one that starts it.
+# model, each test under 1 s) on two workers, then the server and model tiers on four: their tests
+# wait on servers, sleeps and other processes for about half their time, so four workers keep two
+# cores busy. Each worker starts its own Chroma, Milvus Lite and Redis servers (free ports, its own
+# data directory, its pids in the pidfile above). The C++ Milvus server binds fixed ports (etcd
+# 2379, metrics 9091), so one serves every worker: the first to need it starts it, the session
+# stops it at the end (tests/fixtures_milvus.py). worksteal: their durations vary from 0 to ~90 s.
 unit="not slow and not integration and not services"
 status=0
 "${pytest[@]}" -m "$unit" -n 2 || status=$?
-"${pytest[@]}" -m "not ($unit)" -n 2 --dist loadgroup --durations=25 || status=$?  # the 25 slowest: where CI's time goes
+"${pytest[@]}" -m "not ($unit)" -n 4 --dist worksteal --durations=25 || status=$?  # the 25 slowest: where CI's time goes
 exit "$status"

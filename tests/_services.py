@@ -104,6 +104,34 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def _running_members(pgid: int) -> list[int]:
+    """The members of a process group that have not exited (zombies, waiting for a parent
+    to reap them, have)."""
+    running = []
+    for pid in group_members(pgid):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] != "Z":
+                running.append(pid)
+    return running
+
+
+def stop_group(pgid: int, timeout: float = 10.0) -> None:
+    """Stop a server's process group that another process started (no Popen to wait on):
+    SIGTERM, then SIGKILL to whatever is left after ``timeout``; then its LEFTOVERS."""
+    members = group_members(pgid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + timeout
+        while _running_members(pgid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not _running_members(pgid):
+            break
+    remove_leftovers(members)
+
+
 def remove_leftovers(pids: Sequence[int]) -> None:
     """Delete what stopped servers left outside their data directory (LEFTOVERS); an emptied
     /tmp/milvus goes too."""

@@ -58,72 +58,25 @@ def _release_shared() -> Iterator[None]:
         remove_service_data()
 
 
-# The C++ Milvus server binds fixed ports (its etcd's 2379, metrics from 9091): one per machine.
-# Under pytest-xdist (scripts/test.sh runs the server tier with `-n 2 --dist loadgroup`) every test
-# that may use it goes in one xdist_group, so only the worker that runs that group starts it.
-MILVUS_SERVER_GROUP = "milvus-server"
-# How tests name that server: the fixture, or a parameter value that makes a test (or its
-# fixtures) request it through request.getfixturevalue (backend kinds, fixture names).
-_MILVUS_SERVER_NAMES = frozenset({"milvus_server", "milvus-server"})
+# The public conformance suites (memory_vec.testing) cannot carry this project's markers; their
+# tests that start other Python processes take seconds each, so they go to the slow tier here.
+_CONFORMANCE_TESTS_IN_PROCESSES = frozenset(
+    {
+        "test_concurrent_writers_from_processes",
+        "test_persists_in_a_new_process",
+        "test_processes_append_concurrently",
+        "test_processes_swap_versions_atomically",
+    }
+)
 
 
-def uses_milvus_server(item: pytest.Item) -> bool:
-    """Whether a collected test may use the C++ Milvus server, judged before it runs."""
-    if "milvus_server" in getattr(item, "fixturenames", ()):
-        return True
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and any(
-        isinstance(value, str) and value in _MILVUS_SERVER_NAMES for value in callspec.params.values()
-    ):
-        return True
-    cls = getattr(item, "cls", None)  # the conformance suites name theirs in a class attribute
-    return getattr(cls, "service_fixture", None) == "milvus_server"
-
-
-def _in_loadgroup_worker(config: pytest.Config) -> bool:
-    return bool(getattr(config.option, "loadgroup", False))  # set by xdist in a --dist loadgroup worker
-
-
-def _group_suffix_missing(item: pytest.Item) -> bool:
-    return not item.nodeid.endswith(f"@{MILVUS_SERVER_GROUP}")
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
-    grouped = []
-    if config.pluginmanager.hasplugin("xdist"):  # the marker is xdist's (and --strict-markers)
-        grouped = [item for item in items if uses_milvus_server(item)]
-        for item in grouped:  # before xdist's own hook reads the groups into the node ids
-            item.add_marker(pytest.mark.xdist_group(MILVUS_SERVER_GROUP))
-    result = yield
-    if _in_loadgroup_worker(config):
-        # The scheduler groups tests by an "@<group>" suffix of their node ids. pytest-xdist 3.8
-        # writes it to Item._nodeid, which pytest 9.2 no longer reads (pytest-dev/pytest-xdist#1386):
-        # without this the group is silently spread over the workers and each starts a server.
-        for item in grouped:
-            if _group_suffix_missing(item) and hasattr(item, "_id"):  # pytest >= 9.2 (structured ids)
-                from _pytest.nodeid import NodeId
-
-                item._id = NodeId.parse(f"{item.nodeid}@{MILVUS_SERVER_GROUP}")
-    return result
-
-
-@pytest.fixture(autouse=True)
-def _milvus_server_only_in_its_group(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test that used the C++ Milvus server outside its group fails here (a worker outside
-    the group would try to start a second server): uses_milvus_server must learn how it asks
-    for the server, or the node id lost its group suffix (see pytest_collection_modifyitems)."""
-    yield
-    if "milvus_server" not in request.fixturenames or not request.config.pluginmanager.hasplugin("xdist"):
-        return
-    marked = any(MILVUS_SERVER_GROUP in mark.args for mark in request.node.iter_markers("xdist_group"))
-    if not marked or (_in_loadgroup_worker(request.config) and _group_suffix_missing(request.node)):
-        pytest.fail(
-            f"{request.node.nodeid} used the milvus_server fixture but is not in xdist_group"
-            f" {MILVUS_SERVER_GROUP!r} (see tests/conftest.py: uses_milvus_server)"
-        )
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if getattr(item, "originalname", None) in _CONFORMANCE_TESTS_IN_PROCESSES:
+            item.add_marker(pytest.mark.slow)
 
 
 # Session-scoped server fixtures, one module per engine (each starts its
-# server lazily, on first use, and stops it at the end of the session).
+# server lazily, on first use, and stops it at the end of the session; the C++
+# Milvus server is one per run, shared by pytest-xdist's workers).
 pytest_plugins = ["tests.fixtures_chroma", "tests.fixtures_milvus", "tests.fixtures_redis"]

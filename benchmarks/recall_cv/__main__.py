@@ -5,7 +5,8 @@ Usage (from the repository root)::
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1 \\
         python -m benchmarks.recall_cv --data ../shared/data --out benchmarks/out/recall_cv/baseline
 
-    # a change, compared with the saved baseline (paired bootstrap):
+    # a change, compared with the saved baseline (paired bootstrap); a ranking
+    # knob is named plainly or in full (ranking.bm25_weight):
     python -m benchmarks.recall_cv --set bm25_weight=0.4 --out benchmarks/out/recall_cv/w04 \\
         --compare-to benchmarks/out/recall_cv/baseline
 
@@ -94,14 +95,16 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="FIELD=JSON",
-        help="MemoryConfig override for the whole run (write-time settings too), repeatable",
+        help="MemoryConfig override for the whole run (write-time settings too), repeatable; a ranking knob "
+        "as bm25_weight or ranking.bm25_weight",
     )
     parser.add_argument(
         "--grid",
         action="append",
         default=[],
         metavar="FIELD=V1,V2",
-        help="replace the re-tuned grid (repeatable; default: evaluate.DEFAULT_GRID)",
+        help="replace the re-tuned grid (repeatable; default: evaluate.DEFAULT_GRID); a ranking knob as "
+        "bm25_weight=0.2,0.3 or ranking.bm25_weight=0.2,0.3",
     )
     parser.add_argument(
         "--suites",

@@ -64,7 +64,8 @@ def _figures(scores: np.ndarray, masks: dict[str, np.ndarray]) -> dict[str, Any]
 
 
 def _with_ci(fig: dict[str, Any], ci: dict[str, np.ndarray]) -> dict[str, Any]:
-    fig["ci"] = ci["pooled"].tolist()
+    if "pooled" in ci:  # none with --bootstrap 0
+        fig["ci"] = ci["pooled"].tolist()
     for name, row in fig["per_category"].items():
         if name in ci:
             row["ci"] = ci[name].tolist()
@@ -219,7 +220,8 @@ def evaluate(
     cv_fig = _figures(cv.per_question, masks)
     cv_fig["mean_over_folds"] = cv.mean_over_folds.tolist()
     ci = bootstrap_cv(runs["locomo"].grid, groups, masks=masks, n=bootstrap, seed=seed)
-    cv_fig["ci_mean_over_folds"] = ci["mean_over_folds"].tolist()
+    if "mean_over_folds" in ci:  # none with --bootstrap 0
+        cv_fig["ci_mean_over_folds"] = ci["mean_over_folds"].tolist()
     loc["cv"] = _with_ci(cv_fig, ci)
     loc["folds"] = {
         g: {

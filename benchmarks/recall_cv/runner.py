@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.settings_by_name import config_kwargs, get_setting, set_settings
 from memory_vec import MemoryConfig, MemoryCore
 from memory_vec._core import MessageInput
 from memory_vec.backends import InMemoryBackend, RecordFilter
@@ -130,7 +131,7 @@ class Store:
         self.embedder = embedder
         self.backend = InMemoryBackend()
         self.core = MemoryCore(
-            MemoryConfig(user_id="bench", session_id="bench", **settings),
+            MemoryConfig(user_id="bench", session_id="bench", **config_kwargs(settings)),
             embedder=embedder,
             backend=self.backend,
             state_store=InMemoryStateStore(),
@@ -161,10 +162,8 @@ class Store:
         return [str(h.metadata.get("turn_id", "")) for h in self.core.recall(question, k=k, user_id=user)]
 
     def configure(self, settings: dict[str, Any]) -> None:
-        cfg = self.core.config
-        for name, value in settings.items():
-            if getattr(cfg, name) != value:
-                setattr(cfg, name, value)
+        """Set recall settings by name (a ranking knob as ``bm25_weight`` or ``ranking.bm25_weight``)."""
+        set_settings(self.core.config, settings)
 
     # ------------------------------------------------------------------ baselines
     def bm25(self, question: str, user: str, k: int = 50) -> list[str]:
@@ -199,7 +198,7 @@ class Store:
     ) -> SuiteRun:
         """Ask every question once per configuration (``configs[0]`` is the one
         whose top-50 lists are kept), and once per baseline."""
-        base = {name: getattr(self.core.config, name) for c in configs for name in c}
+        base = {name: get_setting(self.core.config, name) for c in configs for name in c}
         grid = np.zeros((len(configs), len(questions), len(KS)), dtype=np.float32)
         run = SuiteRun(list(questions), [dict(c) for c in configs], grid)
         times: list[float] = []

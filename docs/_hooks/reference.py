@@ -1,7 +1,8 @@
 """MkDocs hook: the settings and CLI reference pages are generated from the code.
 
 A page holding ``<!-- generated: settings -->`` gets one line per ``MemoryConfig``
-field (the first sentence of its description; the guides have the details), and
+field and per knob of its ``ranking`` policy (``ranking.bm25_weight``; the first
+sentence of its description; the guides have the details), and
 ``<!-- generated: cli -->`` the help of every ``memory-vec`` command, so neither
 can drift from what the code accepts.
 """
@@ -31,13 +32,25 @@ def _first_sentence(text: str) -> str:
     return match.group(1)
 
 
-def settings_table() -> str:
-    from memory_vec import MemoryConfig
+def _settings() -> dict[str, tuple[Any, str]]:
+    """Every setting by the name it is written with (a ranking knob as ``ranking.<knob>``):
+    its field and its environment variable."""
+    from memory_vec import MemoryConfig, RankingPolicy
     from memory_vec._model.config import _JSON_FIELDS, ENV_PREFIX
 
-    rows = ["| setting | default | environment variable | what it does |", "|---|---|---|---|"]
+    out: dict[str, tuple[Any, str]] = {}
     for name, field in MemoryConfig.model_fields.items():
-        env = f"`{ENV_PREFIX}{name.upper()}`" + (" (JSON)" if name in _JSON_FIELDS else "")
+        if name == "ranking":  # the policy's knobs, each in its own row
+            for knob, knob_field in RankingPolicy.model_fields.items():
+                out[f"ranking.{knob}"] = (knob_field, f"`{ENV_PREFIX}RANKING__{knob.upper()}`")
+            continue
+        out[name] = (field, f"`{ENV_PREFIX}{name.upper()}`" + (" (JSON)" if name in _JSON_FIELDS else ""))
+    return out
+
+
+def settings_table() -> str:
+    rows = ["| setting | default | environment variable | what it does |", "|---|---|---|---|"]
+    for name, (field, env) in _settings().items():
         described = _first_sentence(field.description or "")
         rows.append(f"| `{name}` | `{field.get_default(call_default_factory=True)!r}` | {env} | {_cell(described)} |")
     return "\n".join(rows)
@@ -62,22 +75,21 @@ def cli_reference() -> str:
 
 
 def settings_details(names: list[str]) -> str:
-    """The whole description of each named setting, for the guide that explains them."""
-    from memory_vec import MemoryConfig
-
-    fields = MemoryConfig.model_fields
-    unknown = [name for name in names if name not in fields]
+    """The whole description of each named setting (``ranking.<knob>`` for a ranking knob),
+    for the guide that explains them."""
+    settings = _settings()
+    unknown = [name for name in names if name not in settings]
     if unknown:
         raise ValueError(f"settings-details names unknown settings: {unknown}")
     return "\n".join(
-        f"- **`{name}`** (`{fields[name].get_default(call_default_factory=True)!r}`): "
-        f"{' '.join((fields[name].description or '').split())}"
+        f"- **`{name}`** (`{settings[name][0].get_default(call_default_factory=True)!r}`): "
+        f"{' '.join((settings[name][0].description or '').split())}"
         for name in names
     )
 
 
 _GENERATED = {"settings": settings_table, "cli": cli_reference}
-_DETAILS = re.compile(r"<!-- generated: settings-details ([\w ,]+) -->")
+_DETAILS = re.compile(r"<!-- generated: settings-details ([\w ,.]+) -->")
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:

@@ -24,13 +24,13 @@ from memory_vec._cli.ops import (
     EXIT_BAD_INPUT,
     EXIT_NOT_FOUND,
     EXIT_OK,
-    NotAvailableError,
     compact_store,
     exit_code,
     record_dict,
     store_stats,
 )
 from memory_vec._cli.progress import TerminalProgress, ask, on_terminal, stdin_is_terminal
+from memory_vec._model.errors import ConfigError, InvalidInputError, MemoryNotFoundError, MemoryVecError
 from memory_vec._model.queries import RecordFilter
 from memory_vec._model.records import to_datetime
 
@@ -47,7 +47,6 @@ _notes_shown: set[str] = set()
 # ---------------------------------------------------------------- store setup
 def _config(args: argparse.Namespace) -> MemoryConfig:
     from memory_vec._model.config import MemoryConfig
-    from memory_vec._model.errors import ConfigError
 
     if args.config:
         try:
@@ -196,9 +195,6 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from memory_vec._model.errors import InvalidInputError
-    from memory_vec.backends import RecordFilter
-
     if args.limit < 1:
         raise InvalidInputError(f"--limit must be at least 1, got {args.limit}")
     cfg = _config(args)
@@ -249,8 +245,6 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from memory_vec._model.errors import MemoryNotFoundError
-
     cfg = _config(args)
     core = _core(cfg)
     found = core._parts.backend.get([args.id])
@@ -275,10 +269,6 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _forget(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
-    from memory_vec._model.errors import InvalidInputError
-
     if args.user is None:
         raise InvalidInputError("forget needs --user USER (and optionally --session SESSION)")
     what = f"user {args.user!r}" + (f", session {args.session!r}" if args.session else " (every session)")
@@ -292,14 +282,12 @@ def _forget(args: argparse.Namespace) -> int:
             print("memory-vec: forget: not confirmed; nothing deleted", file=sys.stderr)
             return EXIT_NOT_FOUND
     receipt = core.forget(user_id=args.user, session_id=args.session)
-    data = asdict(receipt)
+    data = dataclasses.asdict(receipt)
     _emit(args, data, "\n".join(f"{k}: {val}" for k, val in data.items()))
     return EXIT_OK if receipt.records_deleted or receipt.sessions_cleared else EXIT_NOT_FOUND
 
 
 def _export(args: argparse.Namespace) -> int:
-    from memory_vec._model.errors import InvalidInputError
-
     if args.user is None:
         raise InvalidInputError("export needs --user USER")
     data = _core(_config(args)).export_memories(user_id=args.user)
@@ -327,8 +315,6 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from memory_vec._model.errors import InvalidInputError
-
     try:
         with open(args.file, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -351,15 +337,10 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _reembed(args: argparse.Namespace) -> int:
-    from memory_vec._model.errors import EmbeddingError, MemoryVecError
+    from memory_vec._model.errors import EmbeddingError
+    from memory_vec._pipelines.maintenance import reembed
     from memory_vec.embeddings import get_embedder
 
-    try:
-        from memory_vec._pipelines.maintenance import reembed
-    except ImportError as exc:
-        raise NotAvailableError(
-            "reembed is not available in this installation (no memory_vec._pipelines.maintenance)"
-        ) from exc
     cfg = _config(args)
     try:
         embedder = get_embedder(args.model, device=cfg.embedding_device, batch_size=cfg.embedding_batch_size)
@@ -549,9 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # the CLI reports our named errors without a traceback
-        from memory_vec._model.errors import MemoryVecError
-
-        if not isinstance(exc, (MemoryVecError, NotAvailableError)):
+        if not isinstance(exc, MemoryVecError):
             raise
         code = exit_code(exc)
         print(f"memory-vec: {type(exc).__name__}: {exc}", file=sys.stderr)

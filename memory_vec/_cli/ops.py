@@ -15,7 +15,6 @@ from memory_vec._model.errors import (
     BackendError,
     DependencyMissingError,
     MemoryNotFoundError,
-    MemoryVecError,
     SchemaMismatchError,
     StateStoreError,
     StoreLockedError,
@@ -32,7 +31,6 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_OK",
     "EXIT_UNAVAILABLE",
-    "NotAvailableError",
     "compact_store",
     "exit_code",
     "record_dict",
@@ -43,12 +41,6 @@ EXIT_OK = 0
 EXIT_NOT_FOUND = 1  # not found / nothing matched
 EXIT_BAD_INPUT = 2  # bad input or config
 EXIT_UNAVAILABLE = 3  # backend unavailable
-
-_EVERYTHING: dict[str, bool] = {"include_superseded": True, "include_archived": True}
-
-
-class NotAvailableError(MemoryVecError):
-    """A CLI command needs a feature this installation does not have."""
 
 
 def exit_code(exc: BaseException) -> int:

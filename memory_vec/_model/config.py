@@ -5,11 +5,17 @@ Build it from code (``MemoryConfig(user_id="u1")``), from a dict
 from ``MEMORY_VEC_*`` environment variables (``MemoryConfig.from_env``; the
 variable is the field name upper-cased, e.g. ``MEMORY_VEC_BACKEND=chroma``;
 the mapping settings ``MEMORY_VEC_BACKEND_OPTIONS`` and ``MEMORY_VEC_TTL_DAYS_BY_KIND``
-take JSON). The prefix belongs to settings: an unknown ``MEMORY_VEC_*`` variable
-is refused (a misspelt setting would otherwise be ignored), and the repository's
-own scripts and tests name theirs ``MEMVEC_*``. Invalid values raise
-:class:`~memory_vec._model.errors.ConfigError` naming the field, the value received
-and what is allowed; a value is never silently rewritten.
+take JSON; a knob of the ranking policy is ``MEMORY_VEC_RANKING__<KNOB>``, e.g.
+``MEMORY_VEC_RANKING__BM25_WEIGHT=0.5``). The prefix belongs to settings: an
+unknown ``MEMORY_VEC_*`` variable is refused (a misspelt setting would otherwise
+be ignored), and the repository's own scripts and tests name theirs ``MEMVEC_*``.
+Invalid values raise :class:`~memory_vec._model.errors.ConfigError` naming the
+field, the value received and what is allowed; a value is never silently rewritten.
+
+The ranking knobs tuned on the development sets are one nested, frozen
+:class:`RankingPolicy` (``MemoryConfig(ranking={"bm25_weight": 0.5})``); until
+0.3 their 0.1 flat spellings (``bm25_weight=0.5``, ``MEMORY_VEC_BM25_WEIGHT``)
+still work, with a DeprecationWarning naming the new one.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import math
 import os
 import warnings
 import zoneinfo
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -29,7 +36,7 @@ from memory_vec._model.errors import ConfigError, InvalidIdError
 from memory_vec._model.records import KINDS
 from memory_vec._model.validate import check_id
 
-__all__ = ["BACKEND_NAMES", "DEFAULT_EMBEDDING_MODEL", "ENV_PREFIX", "MemoryConfig"]
+__all__ = ["BACKEND_NAMES", "DEFAULT_EMBEDDING_MODEL", "ENV_PREFIX", "RANKING_KNOBS", "MemoryConfig", "RankingPolicy"]
 
 ENV_PREFIX = "MEMORY_VEC_"
 BACKEND_NAMES = ("memory", "chroma", "milvus", "sqlite")
@@ -42,6 +49,125 @@ _JSON_FIELDS = ("backend_options", "ttl_days_by_kind")
 
 #: Settings of 0.1's background writer and in-process copies: accepted with a warning, unused.
 _IGNORED_SINCE_0_2 = frozenset({"background_writes", "flush_interval", "replica_docs"})
+
+
+class RankingPolicy(BaseModel):
+    """How recall ranks its candidates: the knobs measured and tuned on the
+    development sets (LoCoMo dev, MemoryBank; ``benchmarks/RESULTS.md``).
+
+    The defaults are the measured choice; change them when your own recall
+    measurements say so (``python -m benchmarks.recall_cv --grid
+    bm25_weight=0.2,0.3`` re-tunes them by cross-validation). Frozen: change a
+    knob with :meth:`with_overrides` or through :class:`MemoryConfig`.
+
+    Example:
+        >>> config = MemoryConfig(ranking={"bm25_weight": 0.5})
+        >>> config.ranking.bm25_weight
+        0.5
+        >>> config.ranking.with_overrides(speaker_boost=0.05).speaker_boost
+        0.05
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bm25_weight: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Weight of the normalized BM25 score in the fusion (cosine gets 1 - it); 0.3 measured best "
+        "with the default embedder and contextual_embedding on LoCoMo dev (0.5 without contextual_embedding, "
+        "0.7 with all-MiniLM-L6-v2 without it; benchmarks/RESULTS.md).",
+    )
+    bm25_context_weight: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Share of the previous turn's BM25 score (same session) added to a turn's keyword score, "
+        "so a reply is found by the words of the message it answers; computed at query time, nothing extra "
+        "is stored or embedded. 0 turns it off; 0.5-1.0 measured best on LoCoMo dev (benchmarks/RESULTS.md).",
+    )
+    candidate_pool: int = Field(
+        200,
+        ge=1,
+        le=10000,
+        description="Candidates fetched from each retriever (vector, BM25) before ranking, at least. Because it "
+        "does not grow with k, the top k' of a recall with any k <= candidate_pool / candidate_multiplier "
+        "equals a recall with k'.",
+    )
+    candidate_multiplier: int = Field(
+        4,
+        ge=1,
+        le=50,
+        description="Candidates fetched per k from each retriever (vector, BM25) when k * it exceeds candidate_pool.",
+    )
+    speaker_boost: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Added to the relevance of memories whose metadata 'speaker' the query names "
+        "(whole-word match against the speakers seen in the user's memories); 0 turns it off.",
+    )
+    date_window_boost: float = Field(
+        0.03,
+        ge=0,
+        le=1,
+        description="Added to the relevance of memories about the days a query asks for: the day/week "
+        "before or after an event it names ('the day after Priya's interview', '搬家之后的那个周末'), or "
+        "dates it names itself ('last week', '5月7日'); those days' memories are also fetched as candidates. "
+        "Costs one more filtered vector query, only when a query names time. 0 turns it off. 0.03 lifted "
+        "MemoryBank relative-date recall@10 by 7-10 points (benchmarks/RESULTS.md 'Dates').",
+    )
+    split_order_questions: bool = Field(
+        True,
+        description="A question about the order of two events ('did X happen before or after Y?', "
+        "'搬家和换工作哪个先?') also recalls each event on its own, and the lists are interleaved, so both "
+        "events' memories reach the top k. Costs one more recall (an embedding and a query) per event, only for "
+        "such questions. Frozen event-order recall@10 0.742 -> 0.844 (benchmarks/RESULTS.md 'Order questions').",
+    )
+    keyword_feedback: int = Field(
+        10,
+        ge=0,
+        le=50,
+        description="Pseudo-relevance feedback: the words that this many top hits share (and few other memories "
+        "use) are added to the keyword query at keyword_feedback_weight, and recall ranks again with the "
+        "widened keyword candidates; nothing is embedded (one more BM25 search, one cosine lookup of the new "
+        "candidates). 0 turns it off. Needs hybrid. LoCoMo dev recall@10 +1.4 in-sample, +2.5 cross-validated "
+        "(benchmarks/RESULTS.md, 'Keyword feedback').",
+    )
+    keyword_feedback_weight: float = Field(
+        0.2,
+        gt=0,
+        le=1,
+        description="Weight of the feedback words against the query's own (1.0), in the BM25 score and its "
+        "normalization.",
+    )
+    keyword_feedback_min_docs: int = Field(
+        2,
+        ge=1,
+        le=50,
+        description="A feedback word must occur in at least this many of the top hits, so one hit cannot steer.",
+    )
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, RankingPolicy)) from exc
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, RankingPolicy)) from exc
+
+    def with_overrides(self, **changes: Any) -> RankingPolicy:
+        """A validated copy with some knobs changed (the others as they were set)."""
+        return RankingPolicy(**{**self.model_dump(exclude_unset=True), **changes})
+
+
+#: The knobs that were flat ``MemoryConfig`` settings until 0.2 (now ``MemoryConfig.ranking``):
+#: the flat spellings work until 0.3, with a DeprecationWarning naming the new one.
+RANKING_KNOBS = tuple(RankingPolicy.model_fields)
 
 
 class MemoryConfig(BaseModel):
@@ -149,13 +275,11 @@ class MemoryConfig(BaseModel):
     recency_weight: float = Field(0.0, ge=0, le=1, description="Weight of recency in the final score.")
     importance_weight: float = Field(0.0, ge=0, le=1, description="Weight of importance in the final score.")
     hybrid: bool = Field(True, description="Fuse BM25 keyword ranking with the vector ranking.")
-    bm25_weight: float = Field(
-        0.3,
-        ge=0,
-        le=1,
-        description="Weight of the normalized BM25 score in the fusion (cosine gets 1 - it); 0.3 measured best "
-        "with the default embedder and contextual_embedding on LoCoMo dev (0.5 without contextual_embedding, "
-        "0.7 with all-MiniLM-L6-v2 without it; benchmarks/RESULTS.md).",
+    ranking: RankingPolicy = Field(
+        default_factory=RankingPolicy,
+        description="The ranking knobs tuned on the development sets (RankingPolicy: BM25 weights, candidates, "
+        "boosts, keyword feedback), e.g. ranking={'bm25_weight': 0.5}; their flat spellings (bm25_weight=...) "
+        "work until 0.3 with a DeprecationWarning.",
     )
     contextual_embedding: bool = Field(
         True,
@@ -211,76 +335,7 @@ class MemoryConfig(BaseModel):
         "recall@10 0.605 -> 0.658 at 1.0 and 0.5 (benchmarks/RESULTS.md, 'Bursts'); 0.5 keeps a message's own "
         "words ahead of its neighbour's. Recorded with the model id, like contextual_method.",
     )
-    bm25_context_weight: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="Share of the previous turn's BM25 score (same session) added to a turn's keyword score, "
-        "so a reply is found by the words of the message it answers; computed at query time, nothing extra "
-        "is stored or embedded. 0 turns it off; 0.5-1.0 measured best on LoCoMo dev (benchmarks/RESULTS.md).",
-    )
-    candidate_multiplier: int = Field(
-        4,
-        ge=1,
-        le=50,
-        description="Candidates fetched per k from each retriever (vector, BM25) when k * it exceeds candidate_pool.",
-    )
-    candidate_pool: int = Field(
-        200,
-        ge=1,
-        le=10000,
-        description="Candidates fetched from each retriever (vector, BM25) before ranking, at least. Because it "
-        "does not grow with k, the top k' of a recall with any k <= candidate_pool / candidate_multiplier "
-        "equals a recall with k'.",
-    )
     neighbor_window: int = Field(1, ge=0, le=10, description="Turns before/after a hit attached as context.")
-    speaker_boost: float = Field(
-        0.0,
-        ge=0,
-        le=1,
-        description="Added to the relevance of memories whose metadata 'speaker' the query names "
-        "(whole-word match against the speakers seen in the user's memories); 0 turns it off.",
-    )
-    date_window_boost: float = Field(
-        0.03,
-        ge=0,
-        le=1,
-        description="Added to the relevance of memories about the days a query asks for: the day/week "
-        "before or after an event it names ('the day after Priya's interview', '搬家之后的那个周末'), or "
-        "dates it names itself ('last week', '5月7日'); those days' memories are also fetched as candidates. "
-        "Costs one more filtered vector query, only when a query names time. 0 turns it off. 0.03 lifted "
-        "MemoryBank relative-date recall@10 by 7-10 points (benchmarks/RESULTS.md 'Dates').",
-    )
-    split_order_questions: bool = Field(
-        True,
-        description="A question about the order of two events ('did X happen before or after Y?', "
-        "'搬家和换工作哪个先?') also recalls each event on its own, and the lists are interleaved, so both "
-        "events' memories reach the top k. Costs one more recall (an embedding and a query) per event, only for "
-        "such questions. Frozen event-order recall@10 0.742 -> 0.844 (benchmarks/RESULTS.md 'Order questions').",
-    )
-    keyword_feedback: int = Field(
-        10,
-        ge=0,
-        le=50,
-        description="Pseudo-relevance feedback: the words that this many top hits share (and few other memories "
-        "use) are added to the keyword query at keyword_feedback_weight, and recall ranks again with the "
-        "widened keyword candidates; nothing is embedded (one more BM25 search, one cosine lookup of the new "
-        "candidates). 0 turns it off. Needs hybrid. LoCoMo dev recall@10 +1.4 in-sample, +2.5 cross-validated "
-        "(benchmarks/RESULTS.md, 'Keyword feedback').",
-    )
-    keyword_feedback_weight: float = Field(
-        0.2,
-        gt=0,
-        le=1,
-        description="Weight of the feedback words against the query's own (1.0), in the BM25 score and its "
-        "normalization.",
-    )
-    keyword_feedback_min_docs: int = Field(
-        2,
-        ge=1,
-        le=50,
-        description="A feedback word must occur in at least this many of the top hits, so one hit cannot steer.",
-    )
     resolve_dates: bool = Field(
         True,
         description="Store the date a message refers to ('yesterday', 'last week', '上周五', '5月7日'), "
@@ -450,17 +505,34 @@ class MemoryConfig(BaseModel):
             )
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _move_flat_knobs(cls, data: Any) -> Any:
+        # 0.1's flat ranking knobs (bm25_weight=...) go into `ranking`, with a warning, until 0.3.
+        return _fold_flat_knobs(data, stacklevel=6) if isinstance(data, dict) else data
+
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise ConfigError(_describe(exc)) from exc
+            raise ConfigError(_describe(exc, MemoryConfig)) from exc
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name in RANKING_KNOBS:
+            _warn_moved([name], f"assign config.ranking = config.ranking.with_overrides({name}=...)", stacklevel=3)
+            name, value = "ranking", self.ranking.with_overrides(**{name: value})
         try:
             super().__setattr__(name, value)
         except ValidationError as exc:
-            raise ConfigError(_describe(exc)) from exc
+            raise ConfigError(_describe(exc, MemoryConfig)) from exc
+
+    if not TYPE_CHECKING:  # hidden from mypy, so our own code cannot use the flat names
+
+        def __getattr__(self, name: str) -> Any:
+            if name in RANKING_KNOBS:
+                _warn_moved([name], f"read config.ranking.{name}", stacklevel=3)
+                return getattr(self.ranking, name)
+            return super().__getattr__(name)
 
     # --- constructors --------------------------------------------------------------
     @classmethod
@@ -491,35 +563,40 @@ class MemoryConfig(BaseModel):
                 names no setting (with the nearest one, if any).
         """
         env = os.environ if environ is None else environ
-        known = {ENV_PREFIX + name.upper() for name in cls.model_fields}
+        current = _env_names()
+        known = current | {ENV_PREFIX + knob.upper() for knob in RANKING_KNOBS}  # 0.1's, until 0.3
         unknown = sorted(key for key in env if key.startswith(ENV_PREFIX) and key not in known)
         if unknown:
-            hints = "; ".join(f"{key}{_did_you_mean(key, known)}" for key in unknown)
+            hints = "; ".join(f"{key}{_did_you_mean(key, current)}" for key in unknown)
             raise ConfigError(
                 f"unknown {ENV_PREFIX}* environment variable(s), no such setting: {hints}. The prefix is for "
-                "MemoryConfig's settings (the field name upper-cased); unset or rename the variable."
+                "MemoryConfig's settings (the field name upper-cased; a ranking knob as "
+                f"{ENV_PREFIX}RANKING__<KNOB>); unset or rename the variable."
             )
         data: dict[str, Any] = {}
-        for name in cls.model_fields:
+        for name, field in cls.model_fields.items():
             raw = env.get(ENV_PREFIX + name.upper())
-            if raw is None:
+            if raw is None or name == "ranking":
                 continue
             if name in _JSON_FIELDS:
                 try:
                     data[name] = json.loads(raw)
                 except json.JSONDecodeError as exc:
                     raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be JSON, got {raw!r}: {exc}") from exc
-            elif raw == "" and cls.model_fields[name].default is None:
+            elif raw == "" and field.default is None:
                 data[name] = None
             else:
                 data[name] = raw  # pydantic converts "true", "12", "0.5"
-        data.update(overrides)
-        return cls(**data)
+        ranking = _ranking_from_env(env)
+        if ranking:
+            data["ranking"] = ranking
+        return cls(**_merged(data, overrides, stacklevel=4))
 
     def with_overrides(self, **changes: Any) -> MemoryConfig:
         """A validated copy with some fields changed (fields left at their
-        defaults stay unset, see :attr:`chose_vector_policy`)."""
-        return MemoryConfig(**{**self.model_dump(include=set(self.model_fields_set)), **changes})
+        defaults stay unset, see :attr:`chose_vector_policy`); ``ranking={...}``
+        changes those knobs and keeps the others."""
+        return MemoryConfig(**_merged(self.model_dump(exclude_unset=True), changes, stacklevel=4))
 
     @property
     def chose_vector_policy(self) -> bool:
@@ -543,21 +620,111 @@ class MemoryConfig(BaseModel):
         return self.url is None
 
 
-def _describe(exc: ValidationError) -> str:
+def _describe(exc: ValidationError, model: type[BaseModel]) -> str:
+    return "Invalid memory-vec configuration:\n  " + "\n  ".join(_error_lines(exc, model, model.__name__))
+
+
+def _error_lines(exc: ValidationError, model: type[BaseModel], where: str) -> list[str]:
     lines = []
     for err in exc.errors():
-        field = ".".join(str(p) for p in err.get("loc", ())) or "config"
+        loc = tuple(str(p) for p in err.get("loc", ()))
+        field = ".".join(loc) or "config"
         received = err.get("input")
+        nested = err.get("ctx", {}).get("error")
+        if isinstance(nested, ConfigError) and isinstance(nested.__cause__, ValidationError):
+            # The ranking policy's own errors (it validates itself), named from the config down.
+            lines += _error_lines(nested.__cause__, RankingPolicy, f"{where}.{field}")
+            continue
         msg = err.get("msg", "invalid").removeprefix("Value error, ")
         if err.get("type") == "extra_forbidden":
-            allowed = ", ".join(sorted(MemoryConfig.model_fields))
-            near = _did_you_mean(field, MemoryConfig.model_fields, quote=True)
-            msg = f"unknown setting{near}; known settings are: {allowed}"
+            msg = _unknown_setting(loc[-1], model)
         if isinstance(received, dict) and field == "config":
-            lines.append(f"MemoryConfig: {msg}")
+            lines.append(f"{where}: {msg}")
         else:
-            lines.append(f"MemoryConfig.{field}: got {received!r}: {msg}")
-    return "Invalid memory-vec configuration:\n  " + "\n  ".join(lines)
+            lines.append(f"{where}.{field}: got {received!r}: {msg}")
+    return lines
+
+
+def _unknown_setting(name: str, model: type[BaseModel]) -> str:
+    """Why ``name`` is refused, with the nearest setting (a ranking knob by its new spelling)."""
+    choices = {n: n for n in model.model_fields}
+    if model is MemoryConfig:
+        choices.update({knob: f"ranking.{knob}" for knob in RANKING_KNOBS})
+    near = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.75)
+    hint = f"; did you mean {choices[near[0]]!r}?" if near else ""
+    return f"unknown setting{hint}; known settings are: {', '.join(sorted(model.model_fields))}"
+
+
+def _warn_moved(names: list[str], how: str, *, stacklevel: int) -> None:
+    warnings.warn(
+        f"MemoryConfig.{', '.join(names)} moved to MemoryConfig.ranking in memory-vec 0.2 ({how}); "
+        "the flat spelling goes in 0.3",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def _knobs_of(ranking: Any) -> dict[str, Any]:
+    """The knobs a ``ranking`` value sets: a mapping or a :class:`RankingPolicy` (None: none)."""
+    if ranking is None:
+        return {}
+    if isinstance(ranking, RankingPolicy):
+        return ranking.model_dump(exclude_unset=True)
+    if isinstance(ranking, Mapping):
+        return dict(ranking)
+    raise ValueError(f"ranking must be a mapping of knobs or a RankingPolicy, got {type(ranking).__name__}")
+
+
+def _fold_flat_knobs(data: dict[str, Any], *, stacklevel: int) -> dict[str, Any]:
+    """``data`` with the flat ranking knobs moved into its ``ranking`` (warning once)."""
+    flat = [name for name in RANKING_KNOBS if name in data]
+    if not flat:
+        return data
+    nested = _knobs_of(data.get("ranking"))
+    twice = [name for name in flat if name in nested]
+    if twice:
+        raise ValueError(f"{', '.join(twice)} given both flat and in ranking; keep ranking={{...}} only")
+    example = ", ".join(f"{name!r}: {data[name]!r}" for name in flat)
+    _warn_moved(flat, f"write ranking={{{example}}}", stacklevel=stacklevel)
+    moved = {name: data[name] for name in flat}
+    return {**{k: v for k, v in data.items() if k not in moved}, "ranking": {**nested, **moved}}
+
+
+def _merged(base: dict[str, Any], changes: dict[str, Any], *, stacklevel: int) -> dict[str, Any]:
+    """``base`` with ``changes``; a ``ranking`` mapping in ``changes`` changes only the knobs it names."""
+    try:
+        changes = _fold_flat_knobs(changes, stacklevel=stacklevel + 1)
+    except ValueError as exc:
+        raise ConfigError(f"Invalid memory-vec configuration:\n  MemoryConfig: {exc}") from exc
+    ranking = changes.get("ranking")
+    if isinstance(ranking, Mapping) and isinstance(base.get("ranking"), Mapping):
+        changes = {**changes, "ranking": {**base["ranking"], **ranking}}
+    return {**base, **changes}
+
+
+def _env_names() -> set[str]:
+    """The ``MEMORY_VEC_*`` variable of every setting (a ranking knob's nested under ``RANKING__``)."""
+    flat = {ENV_PREFIX + name.upper() for name in MemoryConfig.model_fields if name != "ranking"}
+    return flat | {f"{ENV_PREFIX}RANKING__{knob.upper()}" for knob in RANKING_KNOBS}
+
+
+def _ranking_from_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The ranking knobs set by ``MEMORY_VEC_RANKING__<KNOB>`` (or, until 0.3, ``MEMORY_VEC_<KNOB>``)."""
+    knobs: dict[str, str] = {}
+    for knob in RANKING_KNOBS:
+        new, old = f"{ENV_PREFIX}RANKING__{knob.upper()}", ENV_PREFIX + knob.upper()
+        if old in env:
+            if new in env:
+                raise ConfigError(f"both {old} and {new} are set; keep {new} only")
+            warnings.warn(
+                f"MemoryConfig.{knob}: the variable {old} is {new} since memory-vec 0.2; the old name goes in 0.3",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            knobs[knob] = env[old]
+        elif new in env:
+            knobs[knob] = env[new]
+    return knobs
 
 
 def _did_you_mean(name: str, choices: Any, *, quote: bool = False) -> str:

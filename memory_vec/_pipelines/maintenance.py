@@ -27,7 +27,7 @@ from memory_vec._model.errors import BackendError, EmbeddingModelMismatchError, 
 from memory_vec._model.records import MemoryRecord
 from memory_vec._pipelines.embed_text import EmbedTextPolicy
 from memory_vec._pipelines.reembed_journal import ReembedJournal
-from memory_vec.backends.base import RecordFilter
+from memory_vec.backends.base import EVERY_RECORD, RecordFilter
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from memory_vec.embeddings.base import Embedder
 
 __all__ = ["BackfillResult", "ReembedResult", "backfill_dates", "reembed"]
-
-_EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 
 
 class LiveCore(Protocol):
@@ -137,11 +135,11 @@ def reembed(
     if resumed is not None:  # a rewrite that failed part-way: finish it, the collection may be half empty
         records, vectors = resumed
         known = {r.id for r in records}
-        written_since = [r for r in backend.scan(_EVERYTHING) if r.id not in known]  # writers were not stopped
+        written_since = [r for r in backend.scan(EVERY_RECORD) if r.id not in known]  # writers were not stopped
         if written_since:
             records, vectors = [*records, *written_since], np.concatenate([vectors, embedded(written_since)])
     else:
-        records = backend.scan(_EVERYTHING)
+        records = backend.scan(EVERY_RECORD)
         vectors = embedded(records)
         journal.save(space, records, vectors)
     backend.reset(dimension=dimension, model_id=space)

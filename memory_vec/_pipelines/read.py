@@ -31,7 +31,7 @@ from memory_vec._rules.context import assemble_context
 from memory_vec._rules.dates import DateSpan, record_span, resolve_dates
 from memory_vec._rules.event_order import event_order_parts
 from memory_vec._rules.facts import is_chinese
-from memory_vec._rules.ranking import Candidate, RankingPolicy, dedupe_key, rank
+from memory_vec._rules.ranking import Candidate, ScorePolicy, dedupe_key, rank
 from memory_vec._rules.temporal import parse_relation, residual_question
 from memory_vec._storage.keywords import INDEXED_KINDS
 from memory_vec.backends.base import RecordFilter, ScoredRecord
@@ -104,16 +104,16 @@ class ReadPath:
         cfg = self.e.config
         if cfg.score_threshold is not None:
             return cfg.score_threshold
-        vector_share = 1.0 - cfg.bm25_weight if cfg.hybrid else 1.0
+        vector_share = 1.0 - cfg.ranking.bm25_weight if cfg.hybrid else 1.0
         return float(self.e.embedder.default_threshold) * vector_share
 
-    def ranking_policy(self) -> RankingPolicy:
+    def ranking_policy(self) -> ScorePolicy:
         c = self.e.config
-        return RankingPolicy(
+        return ScorePolicy(
             half_life_days=c.decay_half_life_days,
             recency_weight=c.recency_weight if c.decay_half_life_days else 0.0,
             importance_weight=c.importance_weight,
-            bm25_weight=c.bm25_weight if c.hybrid else 0.0,
+            bm25_weight=c.ranking.bm25_weight if c.hybrid else 0.0,
             threshold=self.threshold,
         )
 
@@ -167,7 +167,7 @@ class ReadPath:
         return hits, trace
 
     def _recall(self, query: str, k: int, where: RecordFilter, trace: TurnTrace) -> list[RecalledMemory]:
-        parts = event_order_parts(query) if self.e.config.split_order_questions else ()
+        parts = event_order_parts(query) if self.e.config.ranking.split_order_questions else ()
         if not parts:
             return self._recall_one(query, k, where, trace)
         # An order question needs both events' turns: recall each event on
@@ -190,21 +190,21 @@ class ReadPath:
         with _timed(trace, "embed"):
             vector = e.embed_query(query, where.user_id)
         # A pool that does not grow with k keeps rankings prefix-consistent.
-        fetch = max(cfg.candidate_pool, k * cfg.candidate_multiplier)
+        fetch = max(cfg.ranking.candidate_pool, k * cfg.ranking.candidate_multiplier)
         with _timed(trace, "vector_query"):
             found = {hit.record.id: hit for hit in e.writer.query(vector, k=fetch, where=where)}
         index: BM25Index | None = None
-        if (cfg.hybrid or cfg.neighbor_window or cfg.speaker_boost) and where.user_id is not None:
+        if (cfg.hybrid or cfg.neighbor_window or cfg.ranking.speaker_boost) and where.user_id is not None:
             with _timed(trace, "text_index"):
                 index = e.store.keywords.for_user(where.user_id)
         keyword: dict[str, float] = {}
         if cfg.hybrid and index is not None:
             with _timed(trace, "bm25"):
-                keyword = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight))
+                keyword = dict(index.search(query, k=fetch, context_weight=cfg.ranking.bm25_context_weight))
                 self._add_cosines(keyword, found, vector, where)
         boosts = self._boosts(query, vector, where, found, index, fetch, trace)
         pool = _Pool(found, where, boosts, hybrid=cfg.hybrid, policy=self.ranking_policy())
-        feedback = cfg.keyword_feedback if keyword and index is not None else 0
+        feedback = cfg.ranking.keyword_feedback if keyword and index is not None else 0
         with _timed(trace, "rank"):
             hits = pool.ranked(keyword, max(k, feedback))
         if feedback and index is not None:
@@ -231,9 +231,9 @@ class ReadPath:
     ) -> Callable[[MemoryRecord], float]:
         """A candidate's boost: a speaker the query names, a day it asks about
         (whose memories join ``found``)."""
-        cfg = self.e.config
+        knobs = self.e.config.ranking
         days, anchor_id = None, None
-        if cfg.date_window_boost:
+        if knobs.date_window_boost:
             with _timed(trace, "dates"):
                 try:
                     days, anchor_id, asked = self._asked_days(query, vector, where, found, index, fetch)
@@ -245,14 +245,14 @@ class ReadPath:
                     + (f" (anchor {anchor_id})" if anchor_id else "")
                     + (f"; their memories also scored by {asked!r}" if asked else "")
                 )
-        named = mentioned_speakers(query, index.speakers) if index is not None and cfg.speaker_boost else set()
+        named = mentioned_speakers(query, index.speakers) if index is not None and knobs.speaker_boost else set()
 
         def boost(record: MemoryRecord) -> float:
             speaker = (
-                cfg.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named else 0.0
+                knobs.speaker_boost if named and str(record.metadata.get("speaker", "")).casefold() in named else 0.0
             )
             on_day = days is not None and (record.id == anchor_id or self._about(record).overlaps(days))
-            return speaker + (cfg.date_window_boost if on_day else 0.0)
+            return speaker + (knobs.date_window_boost if on_day else 0.0)
 
         return boost
 
@@ -270,16 +270,16 @@ class ReadPath:
     ) -> dict[str, float]:
         """Pseudo-relevance feedback: the words the top hits share find the
         memories that use them without the question's words."""
-        cfg = self.e.config
+        knobs = self.e.config.ranking
         extra = index.feedback_terms(
-            [h.id for h in top], n=FEEDBACK_TERMS, exclude=query, min_docs=cfg.keyword_feedback_min_docs
+            [h.id for h in top], n=FEEDBACK_TERMS, exclude=query, min_docs=knobs.keyword_feedback_min_docs
         )
         if not extra:
             return keyword
-        weights = {term: w * cfg.keyword_feedback_weight for term, w in extra.items()}
-        widened = dict(index.search(query, k=fetch, context_weight=cfg.bm25_context_weight, extra_terms=weights))
+        weights = {term: w * knobs.keyword_feedback_weight for term, w in extra.items()}
+        widened = dict(index.search(query, k=fetch, context_weight=knobs.bm25_context_weight, extra_terms=weights))
         self._add_cosines(widened, found, vector, where)
-        trace.event(f"keyword feedback: {len(extra)} words from the top {cfg.keyword_feedback} hits")
+        trace.event(f"keyword feedback: {len(extra)} words from the top {knobs.keyword_feedback} hits")
         return widened
 
     def _add_cosines(
@@ -457,7 +457,7 @@ class _Pool:
         boost: Callable[[MemoryRecord], float],
         *,
         hybrid: bool,
-        policy: RankingPolicy,
+        policy: ScorePolicy,
     ) -> None:
         self.found, self.where, self.boost, self.hybrid, self.policy = found, where, boost, hybrid, policy
         self.candidates: dict[str, Candidate] = {}

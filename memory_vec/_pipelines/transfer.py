@@ -165,29 +165,27 @@ class Transfer:
         )
 
     def clear(self, scope: Scope) -> int:
-        e = self.e
-        where = RecordFilter(
-            user_id=scope.user_id, session_id=scope.session_id, include_superseded=True, include_archived=True
-        )
-        deleted = e.writer.delete(scope.user_id, where=where)
-        forget_in_journal(e.config, scope.user_id, scope.session_id)  # a reembed to finish must not restore them
-        e.state.clear(scope.user_id, scope.session_id)
-        # A refused record of the session must not come back by a retry of the dead letters.
-        letters = [d.record_id for d in e.store.dead_letters(scope.user_id) if d.session_id == scope.session_id]
-        e.store.drop_dead_letters(letters)
-        return deleted
+        return self._remove(scope.user_id, scope.session_id)[0]
 
-    def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
+    def _remove(self, user_id: str, session_id: str | None) -> tuple[int, list[str], int]:
+        """Delete the stored records, working state and dead letters of a user (or of one
+        session of it): (records deleted, the sessions cleared, how many of them existed)."""
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
         deleted = e.writer.delete(user_id, where=where)
         forget_in_journal(e.config, user_id, session_id)  # a reembed to finish must not restore them
         sessions = [session_id] if session_id is not None else e.state.sessions(user_id)
         cleared = sum(e.state.clear(user_id, s) for s in sessions)
+        # A refused record must not come back by a retry of the dead letters.
         letters = [
             d.record_id for d in e.store.dead_letters(user_id) if session_id is None or d.session_id == session_id
         ]
         e.store.drop_dead_letters(letters)
+        return deleted, sessions, cleared
+
+    def forget(self, user_id: str, session_id: str | None) -> ForgetReceipt:
+        e = self.e
+        deleted, sessions, cleared = self._remove(user_id, session_id)
         if session_id is None:
             e.state.forget_user(user_id)  # no row or key of the state names the user any more
         notes: list[str] = []
@@ -199,7 +197,9 @@ class Transfer:
         # The backend's check of its files counts too: deleted records still found there remain.
         report = e.store.purge()
         remaining = report.residue
-        remaining += e.backend.count(where)
+        remaining += e.backend.count(
+            RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
+        )
         remaining += sum(1 for s in sessions if e.state.load(user_id, s).messages)
         return ForgetReceipt(
             user_id,

@@ -18,12 +18,14 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from memory_vec._model.records import MemoryRecord, RecalledMemory
 
-__all__ = ["Candidate", "RankingPolicy", "decay", "dedupe_key", "rank", "similarity_to_score"]
+__all__ = ["Candidate", "ScorePolicy", "decay", "dedupe_key", "rank", "similarity_to_score"]
 
 _SECONDS_PER_DAY = 86400.0
 
@@ -56,7 +58,10 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class RankingPolicy:
+class ScorePolicy:
+    """What :func:`rank` scores by, resolved from a config for one read path
+    (the public knobs are :class:`memory_vec.RankingPolicy`, in the config)."""
+
     half_life_days: float | None = None
     recency_weight: float = 0.0
     importance_weight: float = 0.0
@@ -81,7 +86,7 @@ def dedupe_key(text: str) -> str:
     return re.sub(r"[\W_]+", "", text)
 
 
-def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, k: int) -> list[RecalledMemory]:
+def rank(candidates: Sequence[Candidate], *, policy: ScorePolicy, now: float, k: int) -> list[RecalledMemory]:
     """Score, threshold, collapse near-identical texts, and keep the top k."""
     scored: list[tuple[float, float, int, dict[str, float]]] = []
     for position, c in enumerate(candidates):
@@ -135,3 +140,17 @@ def rank(candidates: Sequence[Candidate], *, policy: RankingPolicy, now: float, 
         if len(out) >= k:
             break
     return out
+
+
+def __getattr__(name: str) -> Any:
+    # 0.1 exported this class as memory_vec.recall.RankingPolicy; that name is now the public
+    # config model (memory_vec.RankingPolicy), so the old one works under it until 0.3.
+    if name == "RankingPolicy":
+        warnings.warn(
+            "memory_vec.recall.RankingPolicy is memory_vec._rules.ranking.ScorePolicy since memory-vec 0.2 "
+            "(memory_vec.RankingPolicy is now the config's ranking knobs); the old name goes in 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return ScorePolicy
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,23 +1,15 @@
 """The keyword (BM25) leg of recall: a per-user index rebuilt from the engine's rows,
-trusted only while the user's keyword version in the working state is unchanged.
+trusted only while the user's keyword version in the working state is unchanged
+(docs/architecture.md, "One keyword mechanism").
 
-One :class:`KeywordIndex` per :class:`~memory_vec._storage.store.Store` keeps a
-:class:`~memory_vec._rules.bm25.BM25Index` per user, built from a scan of the
-user's rows in the engine. The working state (shared by every process that
-writes the store: one host's SQLite file, or Redis) holds one token per user,
-its *keyword version*. Every write, update or delete of a user's rows is
-followed by a fresh random token (:meth:`KeywordIndex.changed`); a reader reads
-the token before it scans, and uses its copy only while the token is the one
-it read. A token is never reused, so a copy is either current or rebuilt; a
-user without one (nothing written since a ``forget``, or since 0.1) is never
-taken as current.
-Swapping in a new token returns the one it replaced: when that is this copy's,
-nobody else changed the user's rows in between, and the process applies its
-own rows to its copy instead of rebuilding it.
+The writer swaps in a fresh random token after every change of a user's rows
+(:meth:`KeywordIndex.changed`); a reader reads the token before it scans. A
+token is never reused, so a copy is either current or rebuilt. When the token
+a swap replaced is this copy's, nobody else changed the user's rows in
+between, and the process patches its copy instead of rebuilding it.
 
-Memory is bounded: an LRU over users, capped by users and by indexed
-memories in total. Dropping a user's index loses nothing; it is rebuilt from
-the engine on next use.
+Memory is bounded (an LRU capped by users and by indexed memories in total);
+a dropped index is rebuilt from the engine on next use.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""``Store``: everything stateful about one collection, under one owner.
-
-A store is one (backend kind, location, collection). It owns the backend
-client, the working-state store (keyed by the same collection), the
-writer with its validation hook and dead-letter list, and the keyword index.
-Drop the store, drop its state: nothing about it lives in module globals
-keyed by object identity.
+"""``Store``: everything stateful about one collection, under one owner: the
+backend client, the working-state store, the writer with its validation hook
+and dead-letter list, and the keyword index. Nothing about it lives in module
+globals keyed by object identity.
 
 ``open_store(config)`` gives every core of a process the same store for the
-same config location (so per-request cores reuse one client and one writer);
-its cache key is the whole set of settings that identify the store. A core
-asking for different writer settings than the store's gets a ``ConfigError``
-rather than silently another writer. A backend or state store instance passed
-in by the caller gets a store of its own (not cached): the caller owns it.
+same identifying settings; a core asking for other writer settings gets a
+``ConfigError``. A backend or state store passed in by the caller gets a
+store of its own (not cached): the caller owns it.
 """
 
 from __future__ import annotations
@@ -35,6 +30,12 @@ from memory_vec._storage.writer import RecordChecks, RecordWriter, WriterSetting
 from memory_vec.backends import create_backend
 from memory_vec.backends.base import Backend, BackendLimits, BaseBackend, PurgeReport, as_base_backend
 from memory_vec.state import SQLiteStateStore, StateStore, create_state_store, resolve_state_kind
+from memory_vec.state._legacy import (
+    claim_legacy_sessions,
+    clear_pending_of_earlier_engine,
+    legacy_state_path,
+    pending_of_earlier_engine,
+)
 from memory_vec.state.base import DeadLetter
 from memory_vec.state.redis import RedisStateStore
 
@@ -164,9 +165,6 @@ class Store:
         acknowledged turns its background writer had not stored when its process died
         (see :func:`memory_vec.state._legacy.pending_of_earlier_engine`). The caller heals
         them, then calls :meth:`clear_pending_of_earlier_engine`."""
-        from memory_vec.state._legacy import pending_of_earlier_engine
-        from memory_vec.state.sqlite import SQLiteStateStore
-
         with self._open_lock:
             if self._earlier_engine_pending is not None or not isinstance(self.state, SQLiteStateStore):
                 return []
@@ -174,9 +172,6 @@ class Store:
             return list(self._earlier_engine_pending)
 
     def clear_pending_of_earlier_engine(self) -> None:
-        from memory_vec.state._legacy import clear_pending_of_earlier_engine
-        from memory_vec.state.sqlite import SQLiteStateStore
-
         if isinstance(self.state, SQLiteStateStore):
             clear_pending_of_earlier_engine(self.state.path)
 
@@ -210,8 +205,6 @@ class Store:
         )
 
     def _claim_legacy_state(self, path: str) -> None:
-        from memory_vec.state._legacy import claim_legacy_sessions
-
         def owns(ids: Sequence[str]) -> set[str]:
             return {r.id for r in self.backend.get(list(ids))}
 
@@ -315,23 +308,18 @@ _stores_lock = threading.Lock()
 
 def build_store(config: MemoryConfig, *, backend: Backend | None = None, state: StateStore | None = None) -> Store:
     """A new store for ``config`` (not cached); given parts are used as they are."""
-    if (backend is None and config.url is None and config.backend != "memory") or (
-        state is None and resolve_state_kind(config) == "sqlite"
-    ):
+    sqlite_state = state is None and resolve_state_kind(config) == "sqlite"
+    if sqlite_state or (backend is None and config.url is None and config.backend != "memory"):
         _check_persist_dir(config.persist_dir)
-    legacy = None
-    if state is None and resolve_state_kind(config) == "sqlite":
-        legacy = os.path.join(config.persist_dir, "state.sqlite3")
-    settings = writer_settings(config)
     state = state if state is not None else create_state_store(config)
     return Store(
         backend if backend is not None else create_backend(config),
         state,
         collection=config.collection,
-        settings=settings,
+        settings=writer_settings(config),
         keyword_cache_users=config.keyword_cache_users,
         keyword_cache_docs=config.keyword_cache_docs,
-        legacy_state_path=legacy,
+        legacy_state_path=legacy_state_path(config.persist_dir) if sqlite_state else None,
         # Redis working state: worker processes see each other's vectors too
         shared_vectors=state if isinstance(state, RedisStateStore) else None,
     )

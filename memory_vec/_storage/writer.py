@@ -1,20 +1,16 @@
 """Record writes: validated first, stored inside the caller's call, and one
-bad record never blocks anyone else's.
+bad record never blocks anyone else's (docs/architecture.md, "Writes and
+reads go to the engine").
 
-``write`` and ``update`` reach the backend before they return, so a
-returned write is durable and every reader (this process or another) reads
-it from the engine, with the engine's own guarantees (Chroma reads its
-writes; a Milvus server reads its client's at ``"Session"``). There is no
+``write`` and ``update`` reach the backend before they return. There is no
 queue: an outage (:class:`~memory_vec._model.errors.BackendUnavailableError`)
-is raised to the caller. A turn is in the working state before its write
-(the write-ahead log), so ``add_messages`` keeps it there and ``heal``
-stores it later; any other write was not acknowledged.
+is raised to the caller; a turn is in the working state before its write, so
+``add_messages`` keeps it there and ``heal`` stores it later.
 
-Failure isolation: every record passes the store's validation hook first.
-When the backend still refuses a batch (not an outage: an error about the
-data), the batch is retried record by record; a record that fails alone
-goes to the dead-letter list in the state store, the others are stored, and
-the caller gets :class:`~memory_vec._model.errors.RecordRejectedError`.
+A batch the backend refuses for its data (not an outage) is retried record by
+record; a record that fails alone goes to the dead-letter list in the state
+store, the others are stored, and the caller gets
+:class:`~memory_vec._model.errors.RecordRejectedError`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """How a :class:`~memory_vec._model.records.MemoryRecord` is laid out as a Chroma row.
 
-The text is the document. Only the fields a ``where`` narrows on are
-metadata keys of their own (user, session, kind, role, visibility, agent,
-time, order, validity and archive flags); everything else (the caller's
-metadata, sources, importance, pins, ...) is one JSON string,
-``record_json``. Chroma reads every metadata key of a row as a row of its
-own, so a get of 200 records cost 23.8 ms with the ~30 keys of the first
-layout and 11.0 ms with a dozen (benchmarks/chroma_keys.py;
-benchmarks/RESULTS.md, "Chroma rows with fewer keys"). Nullable narrowing
-fields are a value plus ``<name>_is_null`` (Chroma has no null).
-
-Rows of the first layout (every field a key, the caller's metadata as
-``metadata_json`` plus ``m.``-flattened scalars) are still read; a write
-turns a row into the current layout and drops its old keys.
+The text is the document. Only the fields a ``where`` narrows on are metadata
+keys of their own; everything else, the caller's metadata included, is one
+JSON string, ``record_json`` (Chroma reads every key of a row as a row of its
+own: docs/architecture.md, "A Chroma row keeps only the keys a filter narrows
+on"). Nullable narrowing fields are a value plus ``<name>_is_null`` (Chroma
+has no null). Rows of the first layout (every field a key) are still read; a
+write turns a row into the current layout and drops its old keys.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
-"""When a read sees which writes: the Milvus backend's consistency handling.
+"""When a read sees which writes: the Milvus backend's consistency handling
+(docs/architecture.md, "Milvus reads are Session reads").
 
-Reads use ``"Session"`` by default, on a server as on Milvus Lite: a read
-waits until the server has applied this client's last write (pymilvus keeps
-its timestamp per collection), so a process reads its own writes, the
-engine's guarantee rather than ours. ``MilvusBackend.open`` makes one
-``"Strong"`` read (:func:`read_barrier`), so whatever was acknowledged
-before a process opened the store is visible to it. Another client's
-writes after that become visible once the server applies them: within
-:data:`OTHERS_BOUND_S` (the stated bound, tested against the 2.3 server in
-``tests/engine/test_hosts.py``), and at once after this client's next write.
-
-A 2.3 server does not return a delete's timestamp, so there a delete ends
-with one ``"Strong"`` read (:func:`barrier_after_delete`; an upsert's later
-timestamp covers the deletes before it).
-
-``"Strong"`` on every read waits for the server's time tick each time
-(~400 ms per read on a 2.3.5 server, measured); ``backend_options=
-{"consistency_level": "Strong"}`` asks for it anyway (no staleness at all).
+Reads are ``"Session"`` by default: a read waits until the server applied
+this client's last write. ``MilvusBackend.open`` makes one ``"Strong"`` read
+(:func:`read_barrier`), so what was acknowledged before the process opened
+the store is visible; another client's later writes within
+:data:`OTHERS_BOUND_S` (tested in ``tests/engine/test_hosts.py``). A 2.3
+server returns no delete timestamp, so there a delete ends with one
+``"Strong"`` read (:func:`barrier_after_delete`). ``"Strong"`` on every read
+costs ~400 ms a read on 2.3.5 (the server's time tick).
 """
 
 from __future__ import annotations

@@ -42,11 +42,9 @@ from memory_vec.backends import _milvus_schema
 from memory_vec.backends._milvus_errors import Translate
 from memory_vec.backends._milvus_rows import request_batches
 from memory_vec.backends._milvus_scan import RowReader
-from memory_vec.backends.base import RecordFilter
+from memory_vec.backends.base import EVERY_RECORD
 
 __all__ = ["ReadGate", "RewriteResult", "recover", "rewrite", "side_names"]
-
-_EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 
 
 class ReadGate:
@@ -178,7 +176,7 @@ def _copy(
     reader = RowReader(client, source, "Strong", timeout, batch, False, translate)
     copied = 0
     page: list[dict[str, Any]] = []
-    for _record, row in reader.matching(_EVERYTHING, None, _milvus_schema.OUTPUT, with_vectors=True):
+    for _record, row in reader.matching(EVERY_RECORD, None, _milvus_schema.OUTPUT, with_vectors=True):
         page.append(row)
         if len(page) >= batch:
             copied += _insert(client, target, page, batch, timeout, translate)

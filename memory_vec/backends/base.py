@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar, runtime_checkabl
 
 import numpy as np
 
-from memory_vec._model.errors import BackendError
+from memory_vec._model.errors import BackendError, EmbeddingModelMismatchError, InvalidInputError
 from memory_vec._model.queries import BackendLimits, MetadataValue, PurgeReport, RecordFilter, ScoredRecord
 from memory_vec._model.records import MemoryRecord
 
@@ -37,6 +37,42 @@ __all__ = [
 
 T = TypeVar("T")
 P = ParamSpec("P")
+
+#: Every record: superseded and archived ones too (a read by id, a whole-store scan).
+EVERY_RECORD = RecordFilter(include_superseded=True, include_archived=True)
+
+
+def checked_vectors(records: Sequence[MemoryRecord], vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as float32 rows, one per record, or :class:`InvalidInputError`."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or len(records) != len(vectors):
+        raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
+    return vectors
+
+
+def check_dimension(got: int, expected: int | None, model_id: str | None) -> None:
+    if got != expected:
+        raise EmbeddingModelMismatchError(
+            f"vector dimension {got} does not match the collection's {expected} (model {model_id!r})"
+        )
+
+
+def not_opened_for_writes(kind: str, collection: str) -> EmbeddingModelMismatchError:
+    return EmbeddingModelMismatchError(
+        f"{kind} collection {collection!r} was not opened with a matching embedder; "
+        "call reembed() or open it with the model it was built with"
+    )
+
+
+def oldest_first(records: list[MemoryRecord], limit: int | None) -> list[MemoryRecord]:
+    """What ``scan`` returns: ``records`` oldest first, at most ``limit``."""
+    records.sort(key=lambda r: (r.timestamp, r.seq, r.id))
+    return records if limit is None else records[:limit]
+
+
+def stacked(rows: Sequence[np.ndarray], dimension: int | None) -> np.ndarray:
+    """``rows`` as one float32 matrix; shape ``(0, dimension)`` when there are none."""
+    return np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, dimension or 0), np.float32)
 
 
 @runtime_checkable

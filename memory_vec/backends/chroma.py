@@ -1,36 +1,20 @@
 """Chroma backend: an embedded ``PersistentClient`` or a Chroma server.
 
-Layout: one collection per ``MemoryConfig.collection`` holding every user.
-Each record is one Chroma row: the text as the document, the fields a filter
-narrows on (user, session, kind, role, time, ...) as scalar metadata keys,
-and everything else, the caller's metadata included, as one JSON string (see
-:mod:`._chroma_rows`). Filters are translated to Chroma ``where`` dicts,
-never built from strings; the caller's metadata is matched on the rows.
+One collection per ``MemoryConfig.collection`` holds every user; user scope
+is a ``where`` on ``user_id``, which Chroma resolves before it searches the
+allowed vectors only. A row is the text as document, the fields a filter
+narrows on as metadata keys, the rest as one JSON string (:mod:`._chroma_rows`).
+Filters become ``where`` dicts, never strings; the caller's metadata is
+matched on the rows.
 
-Multi-tenancy: user scope is a ``where`` filter on ``user_id`` in the one
-collection. Chroma resolves the metadata filter first and then searches the
-vectors of the allowed ids only, so recall does not compare against other
-users' vectors; the filter evaluation itself still grows with the store
-(measured in the backend work's report: filtered top-5 p50 at 10k and 100k
-rows over 1k users).
+An embedded store is one process's: the first to open ``persist_dir/chroma``
+holds a file lock until ``close()``, and another gets
+:class:`StoreLockedError` instead of a diverging store (a server serves many).
+Vectors are always passed in: no embedding function, nothing downloads.
 
-Embedded stores are single-process: the first process that opens
-``persist_dir/chroma`` holds an exclusive ``fcntl`` lock on a lock file in it
-until ``close()``; any other process gets :class:`StoreLockedError` instead
-of a silently diverging or corrupted store. Use a Chroma server
-(``url="http://host:port"``) for several processes.
-
-Chroma never embeds anything here: vectors are always passed in, and the
-collection is created without an embedding function: nothing downloads.
-
-Forget: Chroma keeps deleted records' text in its write-ahead log and in
-freed pages of ``chroma.sqlite3``; :meth:`ChromaBackend.purge` removes it
-from an embedded store (see :mod:`._chroma_purge`). A server's files are out
-of reach: stop the server and purge its directory the same way.
-
-Private modules: :mod:`._chroma_rows` (record <-> row), :mod:`._chroma_filters` (``where`` dicts),
-:mod:`._chroma_query` (vector queries), :mod:`._chroma_collection` (client, schema check),
-:mod:`._chroma_purge` (deleted records out of the files), :mod:`._chroma_lock`, :mod:`._chroma_errors`.
+Forget: Chroma keeps deleted text in its write-ahead log and free pages;
+:meth:`ChromaBackend.purge` removes it from an embedded store
+(:mod:`._chroma_purge`); a server's directory only with the server stopped.
 """
 
 from __future__ import annotations
@@ -45,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory_vec._model.errors import BackendError, ConfigError, EmbeddingModelMismatchError, InvalidInputError
+from memory_vec._model.errors import BackendError, ConfigError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec.backends import _chroma_lock, _chroma_purge
 from memory_vec.backends._chroma_collection import (
@@ -61,7 +45,19 @@ from memory_vec.backends._chroma_errors import Translate, is_not_found
 from memory_vec.backends._chroma_filters import NothingMatches, owner_wheres, where_clause
 from memory_vec.backends._chroma_query import query_where, score_ids
 from memory_vec.backends._chroma_rows import clear_stale_keys, decode, encode, rewritten, rows_with_vectors, zip_page
-from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec.backends.base import (
+    EVERY_RECORD,
+    BackendLimits,
+    BaseBackend,
+    PurgeReport,
+    RecordFilter,
+    ScoredRecord,
+    check_dimension,
+    checked_vectors,
+    not_opened_for_writes,
+    oldest_first,
+    stacked,
+)
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
@@ -96,9 +92,6 @@ class ChromaBackend(BaseBackend):
     ``url="https://host:port"`` for a server. ``backend_options`` may hold
     ``headers``, ``tenant``, ``database`` and ``hnsw`` (e.g.
     ``{"max_neighbors": 32, "ef_construction": 200, "ef_search": 100}``).
-
-    Async use: ``await backend.aquery(...)`` etc. run the sync call in a
-    worker thread (inherited from :class:`BaseBackend`).
     """
 
     name = "chroma"
@@ -200,15 +193,7 @@ class ChromaBackend(BaseBackend):
 
     def reset(self, *, dimension: int, model_id: str) -> None:
         """Delete every record and re-create the collection for another embedder (see ``reembed``)."""
-        with self._lock, self._translated("reset the collection"):
-            self._connect()
-            try:
-                self._client.delete_collection(self.collection_name)
-            except Exception as exc:  # a missing collection is what we want anyway
-                if not is_not_found(exc):
-                    raise
-            self._collection = None
-            self._verified = False
+        self.drop()
         self.open(dimension=dimension, model_id=model_id)
 
     def drop(self) -> None:
@@ -217,7 +202,7 @@ class ChromaBackend(BaseBackend):
             self._connect()
             try:
                 self._client.delete_collection(self.collection_name)
-            except Exception as exc:
+            except Exception as exc:  # a missing collection is what we want anyway
                 if not is_not_found(exc):
                     raise
             self._collection = None
@@ -244,17 +229,12 @@ class ChromaBackend(BaseBackend):
         server (``url``) nothing is done here: the report says what it keeps.
         """
         if self.path is None:
-            return PurgeReport(
-                False,
-                0,
-                (
-                    (
-                        f"chroma server {self.url}: deleted records stay in the server's write-ahead log and "
-                        "free pages (chroma.sqlite3 under its --path) until its vector index checkpoints; to remove "
-                        "them, stop the server and run ChromaBackend(path=DIR, collection=...).purge() on its directory"
-                    ),
-                ),
+            note = (
+                f"chroma server {self.url}: deleted records stay in the server's write-ahead log and "
+                "free pages (chroma.sqlite3 under its --path) until its vector index checkpoints; to remove "
+                "them, stop the server and run ChromaBackend(path=DIR, collection=...).purge() on its directory"
             )
+            return PurgeReport(False, 0, (note,))
         with self._lock, self._translated("purge deleted records"):
             self._connect()
             collection = self._collection or self._client.get_collection(self.collection_name, embedding_function=None)
@@ -273,19 +253,13 @@ class ChromaBackend(BaseBackend):
         self._write(records, vectors, new=True)
 
     def _write(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, new: bool) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or len(records) != len(vectors):
-            raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
+        vectors = checked_vectors(records, vectors)
         if not records:
             return
         if len({r.id for r in records}) != len(records):
             raise InvalidInputError("upsert got the same record id twice in one batch")
         collection = self._writable()
-        if vectors.shape[1] != self._dimension:
-            raise EmbeddingModelMismatchError(
-                f"vector dimension {vectors.shape[1]} does not match the collection's {self._dimension} "
-                f"(model {self._model_id!r})"
-            )
+        check_dimension(vectors.shape[1], self._dimension, self._model_id)
         encoded = [encode(r) for r in records]  # encoding errors surface before anything is written
         with self._lock, self._translated("write records"):
             for start in range(0, len(records), self._max_batch):
@@ -367,19 +341,13 @@ class ChromaBackend(BaseBackend):
         if not ids:
             return []
         collection = self._readable()
-        where = where or RecordFilter(include_superseded=True, include_archived=True)
-        wanted = list(dict.fromkeys(ids))
-        found: dict[str, MemoryRecord] = {}
+        where = where or EVERY_RECORD
         with self._translated("get records"):
-            for start in range(0, len(wanted), self._max_batch):
-                # By id only, filtered here: Chroma's metadata filter costs
-                # hundreds of ms at 10k rows even when the ids are known.
-                page = collection.get(ids=wanted[start : start + self._max_batch], include=["metadatas", "documents"])
-                for row_id, doc, meta in zip_page(page):
-                    record = decode(row_id, doc, meta)
-                    if where.matches(record):
-                        found[row_id] = record
-        return [found[i] for i in wanted if i in found]
+            # By id only, filtered here: Chroma's metadata filter costs
+            # hundreds of ms at 10k rows even when the ids are known.
+            rows = self._rows(collection, None, ids, include=["metadatas", "documents"])
+            found = {r.id: r for r in (decode(*row) for row in rows) if where.matches(r)}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         collection = self._readable()
@@ -388,8 +356,7 @@ class ChromaBackend(BaseBackend):
                 decode(row_id, doc, meta)
                 for row_id, doc, meta in self._rows(collection, where, None, include=["metadatas", "documents"])
             ]
-        out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
-        return out if limit is None else out[:limit]
+        return oldest_first(out, limit)
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """Every record matching ``where`` with its stored vector, rows aligned."""
@@ -419,8 +386,7 @@ class ChromaBackend(BaseBackend):
                     for row_id, vector in zip(page["ids"], page["embeddings"]):
                         records.append(found[row_id])  # a row deleted in between is left out
                         rows.append(np.asarray(vector, dtype=np.float32))
-        dimension = self._dimension if self._dimension is not None else 0
-        return records, (np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32))
+        return records, stacked(rows, self._dimension)
 
     def count(self, where: RecordFilter | None = None) -> int:
         collection = self._readable()
@@ -490,10 +456,7 @@ class ChromaBackend(BaseBackend):
     def _writable(self) -> Any:
         collection = self._readable()
         if not self._verified:
-            raise EmbeddingModelMismatchError(
-                f"Chroma collection {self.collection_name!r} was not opened with a matching embedder; "
-                "call reembed() or open it with the model it was built with"
-            )
+            raise not_opened_for_writes("Chroma", self.collection_name)
         return collection
 
     def _connect(self) -> None:

@@ -1,20 +1,14 @@
 """Timeouts and retries around any backend.
 
-``GuardedBackend`` runs every call of the wrapped backend in a small thread
-pool and waits at most ``timeout`` seconds: a hung server becomes a
-:class:`~memory_vec._model.errors.BackendTimeoutError` the core can degrade on,
-instead of a stuck chat turn. Calls that fail with
-:class:`~memory_vec._model.errors.BackendUnavailableError` (a lost connection) are
-retried with exponential backoff; every other error is raised at once
-(retrying a bad filter or a model mismatch cannot help).
+``GuardedBackend`` runs every call in a small thread pool and waits at most
+``timeout`` seconds: a hung server becomes a
+:class:`~memory_vec._model.errors.BackendTimeoutError` the core degrades on,
+not a stuck turn. :class:`~memory_vec._model.errors.BackendUnavailableError`
+is retried with exponential backoff; any other error is raised at once.
 
-A timed-out call keeps running in its worker thread until the driver gives
-up; the pool is bounded, so a dead server cannot pile up threads without
-limit (further calls then time out while waiting for a free worker).
-
-A process forked after calls were made (``gunicorn --preload``) gets pools
-of its own: the parent's idle workers do not exist in the child, and a call
-handed to one would wait out the whole timeout.
+A timed-out call runs on in its worker until the driver gives up; the pool is
+bounded, so a dead server cannot pile up threads. A forked child gets pools of
+its own (the parent's workers do not exist in it).
 """
 
 from __future__ import annotations
@@ -57,9 +51,6 @@ class GuardedBackend(BaseBackend):
         >>> guarded.open(dimension=3, model_id="demo")
         >>> guarded.count()
         0
-
-    Async use: the inherited ``aquery``/``aupsert``/... run the guarded sync
-    call in a worker thread, so the event loop never blocks.
 
     Args:
         inner: the backend doing the work.

@@ -15,7 +15,17 @@ import numpy as np
 
 from memory_vec._model.errors import EmbeddingModelMismatchError, InvalidInputError
 from memory_vec._model.records import MemoryRecord
-from memory_vec.backends.base import BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec.backends.base import (
+    EVERY_RECORD,
+    BaseBackend,
+    PurgeReport,
+    RecordFilter,
+    ScoredRecord,
+    check_dimension,
+    checked_vectors,
+    oldest_first,
+    stacked,
+)
 
 __all__ = ["InMemoryBackend"]
 
@@ -28,6 +38,11 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
         return vectors
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def _copy(record: MemoryRecord) -> MemoryRecord:
+    """A copy the caller may change without changing the stored record."""
+    return record.copy(metadata=dict(record.metadata))
 
 
 class Partition:
@@ -137,24 +152,21 @@ class InMemoryBackend(BaseBackend):
 
     # --- writes --------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
-        vectors = unit_rows(np.asarray(vectors, dtype=np.float32))
-        if len(records) != len(vectors):
-            raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
+        if not len(records) and not len(vectors):
+            return
+        vectors = unit_rows(checked_vectors(records, vectors))
         with self._lock:
             if self._dimension is None:
                 raise InvalidInputError("open() the backend before writing")
-            if len(records) and vectors.shape[1] != self._dimension:
-                raise EmbeddingModelMismatchError(
-                    f"vector dimension {vectors.shape[1]} does not match the store's {self._dimension}"
-                )
+            check_dimension(vectors.shape[1], self._dimension, self._model_id)
             for record, vector in zip(records, vectors):
-                self._put(record.copy(metadata=dict(record.metadata)), vector)
+                self._put(_copy(record), vector)
 
     def update(self, records: Sequence[MemoryRecord]) -> None:
         with self._lock:
             for record in records:
                 if record.id in self._owner:
-                    self._put(record.copy(metadata=dict(record.metadata)), None)
+                    self._put(_copy(record), None)
 
     def _put(self, record: MemoryRecord, vector: np.ndarray | None) -> None:
         key = _SHARED if record.visibility != "private" else record.user_id
@@ -200,66 +212,54 @@ class InMemoryBackend(BaseBackend):
                         break
                     record = part.records[i]
                     if where.matches(record):
-                        hits.append(ScoredRecord(record.copy(metadata=dict(record.metadata)), float(sims[i])))
+                        hits.append(ScoredRecord(_copy(record), float(sims[i])))
                         taken += 1
                         if taken >= k:
                             break
             hits.sort(key=lambda h: -h.similarity)
             return hits[:k]
 
+    def _places(self, ids: Sequence[str]) -> list[tuple[Partition, int]]:
+        """(partition, row) of each stored id among ``ids``, once each, in order."""
+        return [
+            (self._parts[key], self._parts[key].row[i])
+            for i in dict.fromkeys(ids)
+            if (key := self._owner.get(i)) is not None
+        ]
+
     def _score_ids(self, q: np.ndarray, where: RecordFilter) -> list[ScoredRecord]:
-        hits = []
-        for record_id in dict.fromkeys(where.ids or ()):
-            key = self._owner.get(record_id)
-            if key is None:
-                continue
-            part = self._parts[key]
-            row = part.row[record_id]
-            record = part.records[row]
-            if where.matches(record):
-                hits.append(ScoredRecord(record.copy(metadata=dict(record.metadata)), float(part.vectors[row] @ q)))
+        hits = [
+            ScoredRecord(_copy(part.records[row]), float(part.vectors[row] @ q))
+            for part, row in self._places(where.ids or ())
+            if where.matches(part.records[row])
+        ]
         hits.sort(key=lambda h: -h.similarity)
         return hits
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         with self._lock:
-            where = where or RecordFilter(include_superseded=True, include_archived=True)
-            out = []
-            for record_id in ids:
-                key = self._owner.get(record_id)
-                if key is None:
-                    continue
-                part = self._parts[key]
-                record = part.records[part.row[record_id]]
-                if where.matches(record):
-                    out.append(record.copy(metadata=dict(record.metadata)))
-            return out
+            return [_copy(r) for r in self._iter(where or EVERY_RECORD, ids)]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         with self._lock:
-            out = [r.copy(metadata=dict(r.metadata)) for r in self._iter(where, None)]
-        out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
-        return out if limit is None else out[:limit]
+            out = [_copy(r) for r in self._iter(where, None)]
+        return oldest_first(out, limit)
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """Every record matching ``where`` with its (unit) vector, rows aligned."""
         with self._lock:
             records, rows = [], []
             if where.ids is not None:
-                places = [
-                    (self._parts[key], self._parts[key].row[i])
-                    for i in dict.fromkeys(where.ids)
-                    if (key := self._owner.get(i)) is not None
-                ]
+                places = self._places(where.ids)
             else:
                 places = [(part, i) for part in self._partitions_for(where) for i in range(len(part))]
             for part, i in places:
                 record = part.records[i]
                 if where.matches(record):
-                    records.append(record.copy(metadata=dict(record.metadata)))
+                    records.append(_copy(record))
                     rows.append(part.vectors[i].copy())
-            dimension = self._dimension or 0
-        return records, (np.stack(rows) if rows else np.zeros((0, dimension), dtype=np.float32))
+            dimension = self._dimension
+        return records, stacked(rows, dimension)
 
     def count(self, where: RecordFilter | None = None) -> int:
         with self._lock:
@@ -277,15 +277,10 @@ class InMemoryBackend(BaseBackend):
 
     def _iter(self, where: RecordFilter | None, ids: Sequence[str] | None):  # type: ignore[no-untyped-def]
         if ids is not None:
-            for record_id in list(dict.fromkeys(ids)):
-                key = self._owner.get(record_id)
-                if key is None:
-                    continue
-                part = self._parts[key]
-                record = part.records[part.row[record_id]]
-                if where is None or where.matches(record):
-                    yield record
+            for part, row in self._places(ids):
+                if where is None or where.matches(part.records[row]):
+                    yield part.records[row]
             return
-        where = where or RecordFilter(include_superseded=True, include_archived=True)
+        where = where or EVERY_RECORD
         for part in self._partitions_for(where):
             yield from [r for r in part.records if where.matches(r)]

@@ -1,42 +1,26 @@
 """Milvus backend: Milvus Lite by a local path, or a Milvus server by URI.
 
-Tenancy: the collection has a partition key ``owner`` (the user id, or one
-shared value for agent/global records), so a user-scoped query touches the
-user's partition plus the shared one instead of the whole collection.
-Milvus 2.3 servers misroute ``upsert`` on partition-key collections (rows
-land in the wrong partition and filtered reads miss them; measured with
-2.3.5), so on servers older than 2.4 the key is off and user scope is a
-plain scalar filter. ``backend_options={"partition_key": bool}`` overrides.
+Tenancy: a partition key ``owner`` (the user id, or one shared value for
+agent/global records), so a user-scoped query touches the user's partition
+plus the shared one. Milvus 2.3 servers misroute ``upsert`` on partition-key
+collections (measured with 2.3.5), so before 2.4 the key is off and user
+scope is a scalar filter; ``backend_options={"partition_key": bool}`` overrides.
 
-Filters are built by :mod:`._milvus_expr` (escaped literals; see there why
-not ``filter_params``; pymilvus' own ``get(ids=)``/``delete(ids=)`` paste
-ids into single quotes unescaped, so they are never used here) and every
-returned row is re-checked with ``RecordFilter.matches``.
+Filters are built by :mod:`._milvus_expr` (escaped literals; pymilvus'
+``get(ids=)``/``delete(ids=)`` paste ids unescaped, so they are never used)
+and every returned row is re-checked with ``RecordFilter.matches``.
 
-Consistency: reads use ``"Session"`` (the engine's read-your-writes: a read
-waits until the server has applied this client's last write), on a server
-and on Milvus Lite. Everything acknowledged before ``open`` is visible (one
-``"Strong"`` read); other clients' later writes within the server's
-staleness bound; see :mod:`._milvus_consistency`.
-
-Filtered search completeness: when a filtered approximate search comes back
-short, :meth:`MilvusBackend.query` scores the matching rows exactly (see
-:mod:`._milvus_search`).
-
-Forget: Milvus Lite keeps deleted rows in its data files; :meth:`MilvusBackend.purge`
-rewrites the collection without them (see :mod:`._milvus_rewrite`, also for
-what a crash does). A server keeps them until its compaction and garbage
-collection: the report says so.
-
-Private modules: :mod:`._milvus_schema` (fields, create, verify, load),
-:mod:`._milvus_rows` (record <-> row), :mod:`._milvus_expr` (filters),
-:mod:`._milvus_scan` (paged reads), :mod:`._milvus_search` (search, exact fallback),
-:mod:`._milvus_consistency`, :mod:`._milvus_rewrite` (purge),
-:mod:`._milvus_lock` (the Lite path's lock), :mod:`._milvus_errors`.
+Reads are ``"Session"`` (a read waits until the engine applied this client's
+last write); ``open`` makes what was acknowledged before it visible with one
+``"Strong"`` read (:mod:`._milvus_consistency`). A filtered search that comes
+back short is completed exactly (:mod:`._milvus_search`). Forget: Milvus Lite
+keeps deleted rows in its files until :meth:`MilvusBackend.purge` rewrites the
+collection (:mod:`._milvus_rewrite`); a server keeps them until its compaction.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import warnings
@@ -57,7 +41,18 @@ from memory_vec.backends._milvus_rows import chunks, request_batches, to_row
 from memory_vec.backends._milvus_scan import RowReader
 from memory_vec.backends._milvus_schema import SCHEMA_VERSION
 from memory_vec.backends._milvus_search import search
-from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec.backends.base import (
+    EVERY_RECORD,
+    BackendLimits,
+    BaseBackend,
+    PurgeReport,
+    RecordFilter,
+    ScoredRecord,
+    check_dimension,
+    checked_vectors,
+    oldest_first,
+    stacked,
+)
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
@@ -67,8 +62,6 @@ _PROP_STATE = "memvec.working_state"
 
 __all__ = ["SCHEMA_VERSION", "MilvusBackend"]
 
-_EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
-
 
 class MilvusBackend(BaseBackend):
     """Vectors and records in a Milvus collection (Lite or server).
@@ -77,9 +70,6 @@ class MilvusBackend(BaseBackend):
         >>> backend = MilvusBackend("./.memory_vec/milvus.db")          # doctest: +SKIP
         >>> backend.open(dimension=384, model_id="multilingual-e5-small")  # doctest: +SKIP
         >>> server = MilvusBackend("http://127.0.0.1:19530", token="root:Milvus")  # doctest: +SKIP
-
-    Async use: ``await backend.aquery(vector, k=5, where=...)`` runs the
-    sync call in a worker thread (from :class:`BaseBackend`).
 
     A Milvus Lite path is single-process: a second process opening it gets
     :class:`~memory_vec._model.errors.StoreLockedError`. Use a server (or Milvus
@@ -313,18 +303,12 @@ class MilvusBackend(BaseBackend):
         For a server, nothing is done here: the report says what it keeps.
         """
         if self.is_server:
-            return PurgeReport(
-                False,
-                0,
-                (
-                    (
-                        f"milvus server {self.uri}: deleted rows stay in the server's files (a Milvus server: until "
-                        "compaction and garbage collection, and in its message queue until retention ends; a "
-                        "milvus-lite "
-                        "server: until its stopped data directory is purged; see the README)"
-                    ),
-                ),
+            note = (
+                f"milvus server {self.uri}: deleted rows stay in the server's files (a Milvus server: until "
+                "compaction and garbage collection, and in its message queue until retention ends; a "
+                "milvus-lite server: until its stopped data directory is purged; see the README)"
             )
+            return PurgeReport(False, 0, (note,))
         with self._mutex, self._gate.exclusive():
             if not self._dirty:
                 return PurgeReport(True, 0, ("milvus-lite: nothing deleted since the last purge",))
@@ -412,16 +396,11 @@ class MilvusBackend(BaseBackend):
         self._upsert(records, vectors, new=True)
 
     def _upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray, *, new: bool) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if vectors.ndim != 2 or len(records) != len(vectors):
-            raise InvalidInputError(f"upsert got {len(records)} records and {len(vectors)} vectors")
+        vectors = checked_vectors(records, vectors)
         with self._mutex:
             client = self._ready()
-            if len(records) and vectors.shape[1] != self._dimension:
-                raise EmbeddingModelMismatchError(
-                    f"vector dimension {vectors.shape[1]} does not match the collection's {self._dimension} "
-                    f"({self._model_id!r})"
-                )
+            if len(records):
+                check_dimension(vectors.shape[1], self._dimension, self._model_id)
             if not np.all(np.isfinite(vectors)):
                 raise InvalidInputError("upsert got a vector with NaN or infinite values")
             # The last occurrence of an id wins, as in a sequence of upserts.
@@ -489,7 +468,7 @@ class MilvusBackend(BaseBackend):
             if ids is None and where is None:
                 raise InvalidInputError("delete() needs ids, where, or both (refusing to delete everything)")
             # Resolve the exact rows first: engines differ in what delete() reports.
-            doomed = [r.id for r in self._rows(client, where or _EVERYTHING, ids)]
+            doomed = [r.id for r in self._rows(client, where or EVERY_RECORD, ids)]
             self._dirty = self._dirty or bool(doomed)
             for chunk in chunks(doomed, self._batch):
                 with self._translate(f"delete {len(chunk)} records"):
@@ -499,12 +478,19 @@ class MilvusBackend(BaseBackend):
             return len(doomed)
 
     # --- reads ------------------------------------------------------------------------
-    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
-        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Any]:
+        """The client for a read: a bulk write flushed first, then inside the purge gate
+        (never waiting for the mutex inside the gate: purge holds both)."""
         with self._mutex:
             client = self._ready()
         self._before_read(client)
-        with self._gate.reading():  # never wait for the mutex inside the gate: purge holds both
+        with self._gate.reading():
+            yield client
+
+    def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        with self._reading() as client:
             return search(
                 self._reader(client),
                 q,
@@ -515,61 +501,39 @@ class MilvusBackend(BaseBackend):
             )
 
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
-        with self._mutex:
-            client = self._ready()
-        if not ids:
-            return []
-        self._before_read(client)  # never wait for the mutex inside the gate: purge holds both
-        with self._gate.reading():
-            by_id = {r.id: r for r in self._rows(client, where or _EVERYTHING, ids)}
+        with self._reading() as client:
+            by_id = {r.id: r for r in self._rows(client, where or EVERY_RECORD, ids)} if ids else {}
         return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
-        with self._mutex:
-            client = self._ready()
-        self._before_read(client)
-        with self._gate.reading():
+        with self._reading() as client:
             out = self._rows(client, where, None)
-        out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
-        return out if limit is None else out[:limit]
+        return oldest_first(out, limit)
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """The records of :meth:`scan` with their stored vectors (as written), rows aligned: float32
         of shape ``(len(records), dimension)``; order unspecified. Paged."""
-        with self._mutex:
-            client, dimension = self._ready(), self._dimension or 0
-        self._before_read(client)
-        with self._gate.reading():
-            merged = list(self._reader(client).with_vectors(where))
-        if not merged:
-            return [], np.empty((0, dimension), dtype=np.float32)
-        vectors = np.stack([vector for _, vector in merged]).astype(np.float32, copy=False)
-        return [record for record, _ in merged], vectors
+        with self._reading() as client:
+            merged, dimension = list(self._reader(client).with_vectors(where)), self._dimension
+        return [record for record, _ in merged], stacked([vector for _, vector in merged], dimension)
 
     def count(self, where: RecordFilter | None = None) -> int:
-        with self._mutex:
-            client = self._ready()
-        where = where or _EVERYTHING
-        self._before_read(client)
-        if any(not isinstance(v, str) for v in where.metadata.values()):
-            with self._gate.reading():
+        where = where or EVERY_RECORD
+        with self._reading() as client:
+            if any(not isinstance(v, str) for v in where.metadata.values()):
                 return len(self._rows(client, where, None))  # needs the client-side check
-        expr = filter_expression(where, partition_key=self._pk_enabled)
-        with self._gate.reading(), self._translate("count"):
-            rows = client.query(
-                self.collection,
-                filter=expr,
-                output_fields=["count(*)"],
-                consistency_level=self._consistency,
-                timeout=self._timeout,
-            )
+            with self._translate("count"):
+                rows = client.query(
+                    self.collection,
+                    filter=filter_expression(where, partition_key=self._pk_enabled),
+                    output_fields=["count(*)"],
+                    consistency_level=self._consistency,
+                    timeout=self._timeout,
+                )
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def _iter_rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> Iterator[MemoryRecord]:
-        return self._reader(client).records(where, ids)
-
     def _rows(self, client: Any, where: RecordFilter, ids: Sequence[str] | None) -> list[MemoryRecord]:
-        return list(self._iter_rows(client, where, ids))
+        return list(self._reader(client).records(where, ids))
 
     def _reader(self, client: Any) -> RowReader:
         return RowReader(

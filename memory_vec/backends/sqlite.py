@@ -1,33 +1,20 @@
 """SQLite backend: a persistent store in one file, standard library and numpy only.
 
-Meant for demos, notebooks and small single-machine apps: nothing to install
-beyond the core, nothing to run, and the ``memory-vec`` CLI can inspect the
-store afterwards. Search is exact (every row the owner may see is scored), so
-a query costs in proportion to the rows of its user: a top-5 query of a user
-with 1k memories takes ~3 ms, with 10k ~35 ms, with 50k ~250 ms (p50,
-384-d vectors, on a shared 2-core VM). Past about ten thousand memories per
-user, use Chroma or Milvus.
+For demos, notebooks and small single-machine apps. Search is exact (every
+row the owner may see is scored): a top-5 query of a user with 1k memories
+takes ~3 ms, 10k ~35 ms, 50k ~250 ms (p50, 384-d, shared 2-core VM); past
+about ten thousand memories per user, use Chroma or Milvus.
 
-Layout: ``<persist_dir>/vectors.sqlite3`` holds every collection. A row is
+``<persist_dir>/vectors.sqlite3`` holds every collection: a row is
 (collection, id, user_id, session_id, visibility, the record as JSON, the
-unit vector as float32 bytes; see :mod:`._sqlite_rows`); the primary key is
-(collection, id) and every statement names its collection, so two
-collections in one file never see each other's rows. Table ``collections`` records each collection's embedding
-model and dimension.
+unit vector as float32 bytes), keyed by (collection, id), and every statement
+names its collection. SQL selects the owner's rows with bound parameters,
+numpy scores them, and :meth:`RecordFilter.matches` decides the rest.
 
-Queries: SQL selects the rows of the owner (user, session, shared
-visibility) with bound parameters, numpy scores them (cosine: vectors are
-stored at length 1), and :meth:`RecordFilter.matches` decides the rest on the
-decoded records, best score first, until ``k`` are found.
-
-Forget: deletes overwrite the freed space (``secure_delete``) and
-:meth:`SQLiteBackend.purge` checkpoints and truncates the write-ahead log,
-which holds the old page versions.
-
-Concurrency: WAL journal and one ``BEGIN IMMEDIATE`` transaction per write,
-so threads (one connection behind a lock per instance) and processes on one
-machine may write to one file; a write waits up to ``timeout`` seconds for
-another's lock. Not for network file systems (WAL needs shared memory).
+Deletes overwrite what they free (``secure_delete``); :meth:`SQLiteBackend.purge`
+truncates the write-ahead log, which holds the old pages. WAL and one
+``BEGIN IMMEDIATE`` per write let threads and processes of one machine share
+the file (not on network file systems: WAL needs shared memory).
 """
 
 from __future__ import annotations
@@ -46,12 +33,22 @@ from memory_vec._model.errors import (
     BackendTimeoutError,
     ConfigError,
     EmbeddingModelMismatchError,
-    InvalidInputError,
     SchemaMismatchError,
 )
 from memory_vec._model.records import MemoryRecord
 from memory_vec.backends._sqlite_rows import decode, encode, stack_vectors, unit
-from memory_vec.backends.base import BackendLimits, BaseBackend, PurgeReport, RecordFilter, ScoredRecord
+from memory_vec.backends.base import (
+    EVERY_RECORD,
+    BackendLimits,
+    BaseBackend,
+    PurgeReport,
+    RecordFilter,
+    ScoredRecord,
+    check_dimension,
+    checked_vectors,
+    not_opened_for_writes,
+    oldest_first,
+)
 
 if TYPE_CHECKING:
     from memory_vec._model.config import MemoryConfig
@@ -60,7 +57,6 @@ __all__ = ["FILE_NAME", "SCHEMA_VERSION", "SQLiteBackend"]
 
 FILE_NAME = "vectors.sqlite3"
 SCHEMA_VERSION = 1  # PRAGMA user_version of a file this module made
-_EVERYTHING = RecordFilter(include_superseded=True, include_archived=True)
 _CHUNK = 500  # ids per IN (...) list, well under SQLite's bound-parameter limit
 
 _SCHEMA = (
@@ -112,9 +108,6 @@ class SQLiteBackend(BaseBackend):
     From config (what ``MemoryCore`` does): ``MemoryConfig(backend="sqlite",
     persist_dir="./mem")`` stores in ``./mem/vectors.sqlite3``; it takes no
     ``backend_options``.
-
-    Async use: ``await backend.aquery(...)`` etc. run the sync call in a
-    worker thread (inherited from :class:`BaseBackend`).
     """
 
     name = "sqlite"
@@ -239,11 +232,9 @@ class SQLiteBackend(BaseBackend):
 
     # --- writes ----------------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord], vectors: np.ndarray) -> None:
-        vectors = np.asarray(vectors, dtype=np.float32)
         if not len(records) and not len(vectors):
             return
-        if vectors.ndim != 2 or len(records) != len(vectors):
-            raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
+        vectors = checked_vectors(records, vectors)
         with self._lock:
             self._check_writable(vectors.shape[1])
             rows = [
@@ -302,7 +293,7 @@ class SQLiteBackend(BaseBackend):
                 start, batch = 0, max(4 * k, 32)
                 while start < len(order) and len(hits) < k:
                     chosen = order[start : start + batch]
-                    found = {r.id: r for r in self._by_id(conn, [ids[i] for i in chosen])}
+                    found = {r.id: r for r in self._records(conn, None, [ids[i] for i in chosen])}
                     for i in chosen:
                         record = found.get(ids[i])
                         if record is not None and where.matches(record):
@@ -315,7 +306,7 @@ class SQLiteBackend(BaseBackend):
     def get(self, ids: Sequence[str], *, where: RecordFilter | None = None) -> list[MemoryRecord]:
         if not ids:
             return []
-        where = where or _EVERYTHING
+        where = where or EVERY_RECORD
         with self._lock, self._read("get records") as conn:
             found = {r.id: r for r in self._records(conn, where, ids)}
         return [found[i] for i in dict.fromkeys(ids) if i in found]
@@ -323,8 +314,7 @@ class SQLiteBackend(BaseBackend):
     def scan(self, where: RecordFilter, *, limit: int | None = None) -> list[MemoryRecord]:
         with self._lock, self._read("scan records") as conn:
             out = list(self._records(conn, where, None))
-        out.sort(key=lambda r: (r.timestamp, r.seq, r.id))
-        return out if limit is None else out[:limit]
+        return oldest_first(out, limit)
 
     def scan_vectors(self, where: RecordFilter) -> tuple[list[MemoryRecord], np.ndarray]:
         """Every record matching ``where`` with its stored vector (length 1), rows aligned:
@@ -372,9 +362,6 @@ class SQLiteBackend(BaseBackend):
             record = decode(payload)
             if where is None or where.matches(record):
                 yield record
-
-    def _by_id(self, conn: sqlite3.Connection, ids: Sequence[str]) -> Iterator[MemoryRecord]:
-        return self._records(conn, None, ids)
 
     def _connect(self) -> None:
         if self._conn is not None:
@@ -450,15 +437,9 @@ class SQLiteBackend(BaseBackend):
     def _check_writable(self, dimension: int | None) -> None:
         self._opened()
         if not self._verified:
-            raise EmbeddingModelMismatchError(
-                f"SQLite collection {self.collection_name!r} was not opened with a matching embedder; "
-                "call reembed() or open it with the model it was built with"
-            )
-        if dimension is not None and dimension != self._dimension:
-            raise EmbeddingModelMismatchError(
-                f"vector dimension {dimension} does not match the collection's {self._dimension} "
-                f"(model {self._model_id!r})"
-            )
+            raise not_opened_for_writes("SQLite", self.collection_name)
+        if dimension is not None:
+            check_dimension(dimension, self._dimension, self._model_id)
 
 
 def _marks(chunk: Sequence[str]) -> str:

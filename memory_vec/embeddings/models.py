@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from memory_vec._model.errors import DependencyMissingError, UnknownEmbeddingModelError
-from memory_vec.embeddings.base import BaseEmbedder
+from memory_vec.embeddings.base import BaseEmbedder, normalize_rows
 
 __all__ = [
     "E5_SMALL_ID",
@@ -142,62 +142,49 @@ class E5SmallEmbedder(BaseEmbedder):
         return vectors
 
 
-class LangChainEmbedder(BaseEmbedder):
-    """Wraps a LangChain ``Embeddings`` the user already has."""
+class _FrameworkEmbedder(BaseEmbedder):
+    """An embedding model of a framework the user already has."""
 
     def __init__(
         self,
-        embeddings: Any,
+        model: Any,
         *,
         model_id: str | None = None,
         default_threshold: float = 0.2,
         symmetric: bool = True,
     ) -> None:
-        self._embeddings = embeddings
-        self.model_id = model_id or _framework_model_id(embeddings)
+        self._model = model
+        self.model_id = model_id or _framework_model_id(model)
         self.default_threshold = default_threshold
         self.symmetric = symmetric
 
+
+class LangChainEmbedder(_FrameworkEmbedder):
+    """Wraps a LangChain ``Embeddings`` the user already has."""
+
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         if is_query and len(texts) == 1:
-            return np.asarray([self._embeddings.embed_query(texts[0])])
-        return np.asarray(self._embeddings.embed_documents(texts))
+            return np.asarray([self._model.embed_query(texts[0])])
+        return np.asarray(self._model.embed_documents(texts))
 
     async def aembed_query(self, text: str) -> np.ndarray:
-        from memory_vec.embeddings.base import normalize_rows
-
-        row: np.ndarray = normalize_rows(np.asarray([await self._embeddings.aembed_query(text)]))[0]
+        row: np.ndarray = normalize_rows(np.asarray([await self._model.aembed_query(text)]))[0]
         return row
 
     async def aembed_documents(self, texts: Any) -> np.ndarray:
-        from memory_vec.embeddings.base import normalize_rows
-
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return normalize_rows(np.asarray(await self._embeddings.aembed_documents(texts)))
+        return normalize_rows(np.asarray(await self._model.aembed_documents(texts)))
 
 
-class LlamaIndexEmbedder(BaseEmbedder):
+class LlamaIndexEmbedder(_FrameworkEmbedder):
     """Wraps a LlamaIndex ``BaseEmbedding`` the user already has."""
-
-    def __init__(
-        self,
-        embed_model: Any,
-        *,
-        model_id: str | None = None,
-        default_threshold: float = 0.2,
-        symmetric: bool = True,
-    ) -> None:
-        self._embed_model = embed_model
-        self.model_id = model_id or _framework_model_id(embed_model)
-        self.default_threshold = default_threshold
-        self.symmetric = symmetric
 
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         if is_query and len(texts) == 1:
-            return np.asarray([self._embed_model.get_query_embedding(texts[0])])
-        return np.asarray(self._embed_model.get_text_embedding_batch(texts))
+            return np.asarray([self._model.get_query_embedding(texts[0])])
+        return np.asarray(self._model.get_text_embedding_batch(texts))
 
 
 def _stable_id(model: str) -> str:

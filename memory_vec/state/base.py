@@ -1,25 +1,15 @@
 """Working state: the running summary and the recent (not yet folded)
 messages of one session, with its sequence counter.
 
-Stores make three operations atomic, which is what lets several threads or
-processes share a session without losing or double-folding messages:
+Three operations are atomic, so threads and processes can share a session
+without losing or double-folding messages: ``append`` (strictly increasing
+seqs), ``commit_fold`` (compare-and-set on ``folded_through``) and
+``replace`` / ``clear``.
 
-* ``append``: assign strictly increasing sequence numbers and add messages;
-* ``commit_fold``: replace the summary and drop folded messages only if
-  nobody folded since the fold was planned (compare-and-set on
-  ``folded_through``);
-* ``replace`` / ``clear``: whole-session writes.
-
-A store belongs to one collection (the factory keys it by collection), and
-also keeps two small per-collection things the engine needs across processes:
-
-* the **keyword versions**: per user, a random token replaced after every
-  change of the user's rows in the backend, so a process's keyword index of
-  the user is used only while the token it was built under is current
-  (``keyword_version`` / ``new_keyword_version``,
-  :mod:`memory_vec._storage.keywords`);
-* the **dead-letter list**: records the backend rejected one by one while
-  others succeeded, kept for inspection, retry or drop.
+A store belongs to one collection and also keeps, per collection, the users'
+**keyword versions** (a random token replaced after every change of the
+user's rows: :mod:`memory_vec._storage.keywords`) and the **dead-letter
+list** (records the backend refused one by one, kept for retry or drop).
 """
 
 from __future__ import annotations

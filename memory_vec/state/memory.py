@@ -30,11 +30,7 @@ class InMemoryStateStore:
         self._letters: dict[str, DeadLetter] = {}
 
     def _get(self, user_id: str, session_id: str) -> WorkingState:
-        key = (user_id, session_id)
-        state = self._states.get(key)
-        if state is None:
-            state = self._states[key] = WorkingState(user_id, session_id)
-        return state
+        return self._states.setdefault((user_id, session_id), WorkingState(user_id, session_id))
 
     def load(self, user_id: str, session_id: str) -> WorkingState:
         with self._lock:

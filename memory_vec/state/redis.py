@@ -1,29 +1,22 @@
 """Working state in Redis, shared by many processes and machines.
 
-Layout per session (``<ns>`` is the namespace, ids are base64url-encoded so
-that ``:`` or any other character in an id cannot collide with another key):
+Keys (``<ns>`` the namespace; ids base64url-encoded, so no id can collide
+with another key):
 
 * ``memvec:<ns>:s:<user>:<session>:meta`` hash: summary, summary_tokens,
-  next_seq, folded_through, updated_at;
-* ``...:msgs`` sorted set: score = seq, member = ``"<seq>:<message json>"``;
-* ``memvec:<ns>:u:<user>`` set of the user's session ids.
+  next_seq, folded_through, updated_at; ``...:msgs`` sorted set: score = seq,
+  member = ``"<seq>:<message json>"``; ``memvec:<ns>:u:<user>`` the user's sessions;
+* ``memvec:<ns>:kv:<user>`` the user's keyword version; ``memvec:<ns>:dl``
+  hash: record id -> dead letter JSON;
+* ``memvec:<ns>:v:<kind><digest>`` the shared vector cache
+  (:mod:`memory_vec._storage.vector_cache`): float32 bytes keyed by a digest
+  of model id and text (never the text), expiring after ``VECTOR_TTL_S``.
 
-Per user and per collection (see :class:`~memory_vec.state.base.StateStore`):
-
-* ``memvec:<ns>:kv:<user>`` string: the user's keyword version (a random token);
-* ``memvec:<ns>:dl`` hash: record id -> dead letter JSON;
-
-Shared vector cache (:mod:`memory_vec._storage.vector_cache`): ``memvec:<ns>:v:<kind><digest>``
-strings of float32 bytes, expiring after ``VECTOR_TTL_S``: the vectors of
-recent texts, keyed by a digest of model id and text (never the text), so a
-user whose turns go to different worker processes is not embedded twice.
-
-``append`` and ``commit_fold`` are Lua scripts, so Redis runs each one
-atomically: sequence numbers come from ``next_seq`` inside the script, and a
-fold commits only if ``folded_through`` (and the summary, when asked) still
-has the expected value. A new keyword version is one ``GETSET``. The message
-JSON is built in Python and never decoded by Lua (cjson would round timestamps
-to 14 digits).
+``append`` and ``commit_fold`` are Lua scripts, so Redis runs each atomically
+(seqs come from ``next_seq`` inside the script; a fold commits only if
+``folded_through``, and the summary when asked, are unchanged). A new keyword
+version is one ``GETSET``. Message JSON is built in Python and never decoded
+by Lua (cjson would round timestamps to 14 digits).
 """
 
 from __future__ import annotations

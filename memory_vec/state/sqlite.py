@@ -38,6 +38,14 @@ _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 _BACKEND_NAME = re.compile(r"[a-z0-9_]{1,32}")
 
 
+_INSERT_MESSAGE = "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _message_row(user_id: str, session_id: str, seq: int, m: NewMessage | StateMessage) -> tuple[object, ...]:
+    metadata = json.dumps(m.metadata, ensure_ascii=False)
+    return (user_id, session_id, seq, m.id, m.role, m.content, m.timestamp, m.tokens, metadata)
+
+
 def sqlite_state_path(persist_dir: str, backend: str, collection: str) -> str:
     """Where the working state of one (backend kind, collection) lives.
 
@@ -117,18 +125,16 @@ class SQLiteStateStore:
             raise StateStoreError(f"Cannot open the working-state database {path!r}: {exc}") from exc
 
     def _conn(self) -> sqlite3.Connection:
-        return self._thread_conn("conn", "FULL")
-
-    def _thread_conn(self, name: str, synchronous: str) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, name, None)
+        """This thread's connection."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
             self._use_wal(conn)
-            conn.execute(f"PRAGMA synchronous={synchronous}")
+            conn.execute("PRAGMA synchronous=FULL")
             # Deleted rows are overwritten with zeros, not left in free pages (a per-connection
             # setting): forget() must leave no trace of a user's text or ids in the file.
             conn.execute("PRAGMA secure_delete=ON")
-            setattr(self._local, name, conn)
+            self._local.conn = conn
         return conn
 
     def _use_wal(self, conn: sqlite3.Connection) -> None:
@@ -204,21 +210,7 @@ class SQLiteStateStore:
             ).fetchone()
             seqs = list(range(next_seq, next_seq + len(messages)))
             conn.executemany(
-                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        user_id,
-                        session_id,
-                        seq,
-                        m.id,
-                        m.role,
-                        m.content,
-                        m.timestamp,
-                        m.tokens,
-                        json.dumps(m.metadata, ensure_ascii=False),
-                    )
-                    for seq, m in zip(seqs, messages)
-                ],
+                _INSERT_MESSAGE, [_message_row(user_id, session_id, seq, m) for seq, m in zip(seqs, messages)]
             )
             conn.execute(
                 "UPDATE sessions SET next_seq=?, updated_at=? WHERE user_id=? AND session_id=?",
@@ -287,21 +279,7 @@ class SQLiteStateStore:
                 ),
             )
             conn.executemany(
-                "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        state.user_id,
-                        state.session_id,
-                        m.seq,
-                        m.id,
-                        m.role,
-                        m.content,
-                        m.timestamp,
-                        m.tokens,
-                        json.dumps(m.metadata, ensure_ascii=False),
-                    )
-                    for m in state.messages
-                ],
+                _INSERT_MESSAGE, [_message_row(state.user_id, state.session_id, m.seq, m) for m in state.messages]
             )
 
     def clear(self, user_id: str, session_id: str) -> int:
@@ -389,8 +367,7 @@ class SQLiteStateStore:
             raise StateStoreError(f"Cannot purge the working-state database {self.path!r}: {exc}") from exc
 
     def close(self) -> None:
-        for name in ("conn",):
-            conn = getattr(self._local, name, None)
-            if conn is not None:
-                conn.close()
-                setattr(self._local, name, None)
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

@@ -175,14 +175,6 @@ def test_reembed(core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixt
     assert parts(core).backend.count(_all("alice")) == n
 
 
-def test_reembed_not_available(
-    config_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setitem(sys.modules, "memory_vec._pipelines.maintenance", None)  # import raises ImportError
-    code, err, _ = run(capsys, "reembed", "--model", "hash:32", "--config", str(config_file), "--json")
-    assert code == 2 and err["error"] == "NotAvailableError" and "not available" in err["message"]
-
-
 def test_compact_merges_duplicate_facts(
     core: MemoryCore, config_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -85,7 +85,7 @@ def test_condense_plus_context_engine_over_index(make_memory: Callable[..., Vect
     # The scripted LLM gives the same keyword-laden reply ten times; contextual
     # vectors and context-aware BM25 would let every filler turn inherit it.
     # Real chats don't repeat like that: test the engine wiring on plain turns.
-    memory = make_memory(contextual_embedding=False, bm25_context_weight=0.0, bm25_weight=0.5)
+    memory = make_memory(contextual_embedding=False, ranking={"bm25_context_weight": 0.0, "bm25_weight": 0.5})
     index = VectorStoreIndex.from_documents(
         [Document(text="The office is open from 9 to 17."), Document(text="Parking is free on Sundays.")],
         embed_model=MockEmbedding(embed_dim=8),

@@ -108,8 +108,8 @@ def _rank(core: MemoryCore, query: str, text: str) -> int:
 def test_the_day_after_an_event_recalls_that_days_memory(make_core) -> None:  # type: ignore[no-untyped-def]
     query = "What did I buy the day after I passed my driving test?"
     answer = "Yesterday I treated myself to a guitar"  # 12 May, about 11 May
-    plain = make_core(neighbor_window=0, date_window_boost=0.0)
-    dated = make_core(neighbor_window=0, date_window_boost=0.3)
+    plain = make_core(neighbor_window=0, ranking={"date_window_boost": 0.0})
+    dated = make_core(neighbor_window=0, ranking={"date_window_boost": 0.3})
     for core in (plain, dated):
         _diary(core)
     assert _rank(plain, query, answer) > 1  # without dates, the purchases that share "bought" win
@@ -127,8 +127,8 @@ def test_the_day_after_an_event_recalls_that_days_memory(make_core) -> None:  # 
 
 def test_chat_weekday_and_same_day_questions_without_that(make_core) -> None:  # type: ignore[no-untyped-def]
     # "last Fri" written Saturday 13 May is Friday 12 May, the anchor's day too
-    plain = make_core(neighbor_window=0, date_window_boost=0.0)
-    dated = make_core(neighbor_window=0, date_window_boost=0.3)
+    plain = make_core(neighbor_window=0, ranking={"date_window_boost": 0.0})
+    dated = make_core(neighbor_window=0, ranking={"date_window_boost": 0.3})
     for core in (plain, dated):
         _diary(core)
         core.add_message("user", "last Fri the kids and I made clay pots", timestamp=ts(2023, 5, 13), session_id="s9")
@@ -147,7 +147,7 @@ def test_chat_weekday_and_same_day_questions_without_that(make_core) -> None:  #
 
 
 def test_a_date_the_question_names_and_a_week_before_a_date(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(neighbor_window=0, date_window_boost=0.3)
+    core = make_core(neighbor_window=0, ranking={"date_window_boost": 0.3})
     _diary(core)
     assert core.recall("What did I buy on 2023-05-20?", k=1)[0].text == "I bought a new phone at the mall, what a buy"
     assert core.recall("what did I buy the week before June 3, 2023", k=1)[0].text in {
@@ -157,8 +157,8 @@ def test_a_date_the_question_names_and_a_week_before_a_date(make_core) -> None: 
 
 
 def test_questions_without_time_are_ranked_as_before(make_core) -> None:  # type: ignore[no-untyped-def]
-    plain = make_core(neighbor_window=0, date_window_boost=0.0)
-    dated = make_core(neighbor_window=0, date_window_boost=0.3)
+    plain = make_core(neighbor_window=0, ranking={"date_window_boost": 0.0})
+    dated = make_core(neighbor_window=0, ranking={"date_window_boost": 0.3})
     for core in (plain, dated):
         _diary(core)
     for query in ("what did I buy at the mall", "driving test", "我买了什么"):
@@ -167,7 +167,7 @@ def test_questions_without_time_are_ranked_as_before(make_core) -> None:  # type
 
 
 def test_date_candidates_stay_inside_the_users_scope(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(neighbor_window=0, date_window_boost=0.5)
+    core = make_core(neighbor_window=0, ranking={"date_window_boost": 0.5})
     core.add_message("user", "I passed my driving test today", timestamp=ts(2023, 5, 10), user_id="bob")
     core.add_message("user", "bob's secret: the vault code is 4417", timestamp=ts(2023, 5, 11), user_id="bob")
     core.add_message("user", "I passed my driving test today", timestamp=ts(2023, 5, 10), user_id="ann")
@@ -244,8 +244,8 @@ def test_backfill_never_writes_over_a_supersede_made_since_its_scan(
 
 def test_chinese_that_day_and_around_questions(make_core) -> None:  # type: ignore[no-untyped-def]
     """ "我搬家那天…" asks about the move's own day, "搬家前后…" about the days either side."""
-    plain = make_core(neighbor_window=0, date_window_boost=0.0)
-    dated = make_core(neighbor_window=0, date_window_boost=0.3)
+    plain = make_core(neighbor_window=0, ranking={"date_window_boost": 0.0})
+    dated = make_core(neighbor_window=0, ranking={"date_window_boost": 0.3})
     diary = [
         (ts(2023, 4, 20), "我们在饭馆吃了烤鸭，味道一般"),
         (ts(2023, 5, 10), "今天我终于搬家了，累坏了"),

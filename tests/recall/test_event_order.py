@@ -50,7 +50,7 @@ def test_an_order_question_splits_into_its_two_events(question: str, parts: tupl
 
 @pytest.mark.integration
 def test_an_order_question_never_serves_a_fact_next_to_its_message() -> None:
-    memory = core(split_order_questions=True)
+    memory = core(ranking={"split_order_questions": True})
     memory.add_messages(
         [
             {"role": "user", "content": text}
@@ -173,7 +173,7 @@ def core(**settings: object) -> MemoryCore:
 
 @pytest.mark.integration
 def test_an_order_question_recalls_both_events_with_the_real_embedder() -> None:
-    memory = core(split_order_questions=True)
+    memory = core(ranking={"split_order_questions": True})
     chess = [f"Priya: the chess club met again, game {i}, I played the Sicilian defence" for i in range(8)]
     memory.add_messages([{"role": "user", "content": text} for text in chess])
     memory.add_messages([{"role": "user", "content": "Priya: I baked a lemon tart for my neighbours today"}])
@@ -182,7 +182,7 @@ def test_an_order_question_recalls_both_events_with_the_real_embedder() -> None:
     assert any("chess club" in h.text for h in hits)
     trace = memory.last_trace
     assert trace is not None and any("order question" in event for event in trace.events)
-    memory.config.split_order_questions = False
+    memory.config.ranking = memory.config.ranking.with_overrides(split_order_questions=False)
     memory.recall("Did Priya join the chess club before or after she baked the lemon tart?", k=3)
     assert memory.last_trace is not None and not any("order question" in e for e in memory.last_trace.events)
 

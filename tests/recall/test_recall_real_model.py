@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_vec import MemoryConfig, MemoryCore
+from memory_vec import MemoryConfig, MemoryCore, RankingPolicy
 from memory_vec.backends import InMemoryBackend
 from memory_vec.state import InMemoryStateStore
 
@@ -33,7 +33,8 @@ def test_default_recall_with_real_embedder_english_and_chinese() -> None:
     hits = core.recall("What was the booking code KX-4471 for?", k=1)
     assert "KX-4471" in hits[0].text and hits[0].components["bm25"] > 0
     assert hits[0].neighbors  # the question it answers comes along as context
-    core.config.speaker_boost = 0.1  # off by default (LoCoMo adversarial questions), on here
+    # speaker_boost is off by default (LoCoMo adversarial questions), on here
+    core.config.ranking = core.config.ranking.with_overrides(speaker_boost=0.1)
     hits = core.recall("When did Priya go to the chess club?", k=1)
     assert hits[0].metadata["speaker"] == "Priya"
     hits = core.recall("我喜欢吃什么？", k=1)
@@ -55,7 +56,7 @@ def test_dates_with_real_embedder_on_embedded_chroma(tmp_path) -> None:  # type:
         collection="dates",
         user_id="mel",
         neighbor_window=0,
-        date_window_boost=0.0,
+        ranking={"date_window_boost": 0.0},
     )
     core = MemoryCore(config)
     bike = "The next morning I picked up a second-hand bike, it's blue"
@@ -81,7 +82,7 @@ def test_dates_with_real_embedder_on_embedded_chroma(tmp_path) -> None:  # type:
 
     questions = ["What did I buy the day after I passed my driving test?", "我通过驾照考试之后的那个周末买了什么？"]
     plain = [bike_rank(q) for q in questions]
-    core.config.date_window_boost = MemoryConfig().date_window_boost  # the default
+    core.config.ranking = core.config.ranking.with_overrides(date_window_boost=RankingPolicy().date_window_boost)
     dated = [bike_rank(q) for q in questions]
     assert core.last_trace is not None and "dates" in core.last_trace.timings
     assert dated[0] <= plain[0] and dated[0] <= 1

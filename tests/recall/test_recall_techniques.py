@@ -10,7 +10,7 @@ import pytest
 
 from memory_vec._model.records import MemoryRecord
 from memory_vec._rules.bm25 import BM25Index, IndexedDoc, mentioned_speakers, tokenize
-from memory_vec._rules.ranking import Candidate, RankingPolicy, decay, rank
+from memory_vec._rules.ranking import Candidate, ScorePolicy, decay, rank
 from memory_vec.backends import RecordFilter
 from memory_vec.testing import parts
 
@@ -52,7 +52,7 @@ FILLER = [
 # --------------------------------------------------------------------------- BM25 index
 def test_bm25_finds_rare_token_that_vector_ranking_misses(make_core) -> None:  # type: ignore[no-untyped-def]
     # Plain stored vectors: with contextual_embedding the reply would read the door-code filler before it.
-    core = make_core(hybrid=False, speaker_boost=0.0, neighbor_window=0, contextual_embedding=False)
+    core = make_core(hybrid=False, neighbor_window=0, contextual_embedding=False, ranking={"speaker_boost": 0.0})
     for text in FILLER:
         core.add_message("user", text)
     core.add_message("user", "ZQ7781 it is")
@@ -60,7 +60,7 @@ def test_bm25_finds_rare_token_that_vector_ranking_misses(make_core) -> None:  #
     dense = core.recall(query, k=1)
     assert dense[0].text != "ZQ7781 it is"  # the vector ranking prefers the many shared words
     core.config.hybrid = True
-    core.config.bm25_weight = 0.6
+    core.config.ranking = core.config.ranking.with_overrides(bm25_weight=0.6)
     hybrid = core.recall(query, k=1)
     assert hybrid[0].text == "ZQ7781 it is"
     assert hybrid[0].components["bm25"] > dense[0].components.get("bm25", 0.0)
@@ -90,7 +90,7 @@ def test_bm25_index_add_and_remove_keep_statistics_consistent() -> None:
 
 
 def test_index_follows_new_messages_and_forgets_cleared_ones(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(hybrid=True, bm25_weight=0.7)
+    core = make_core(hybrid=True, ranking={"bm25_weight": 0.7})
     core.add_message("user", "we talked about the weather")
     core.recall("weather", k=3)
     index = parts(core).store.keywords.for_user("u1")
@@ -105,7 +105,7 @@ def test_index_follows_new_messages_and_forgets_cleared_ones(make_core) -> None:
 
 
 def test_index_builds_lazily_from_the_store(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(hybrid=True, bm25_weight=0.7)
+    core = make_core(hybrid=True, ranking={"bm25_weight": 0.7})
     core.add_message("user", "the wifi password is hunter2zz")
     parts(core).store.keywords.drop()  # as in a new process over the same store
     hits = core.recall("hunter2zz", k=1)
@@ -130,7 +130,7 @@ def test_bm25_context_weight_lifts_the_reply_to_a_matching_question() -> None:
 
 
 def test_recall_finds_a_reply_by_the_words_of_its_question(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(hybrid=True, bm25_weight=0.5, neighbor_window=0, bm25_context_weight=0.0)
+    core = make_core(hybrid=True, neighbor_window=0, ranking={"bm25_weight": 0.5, "bm25_context_weight": 0.0})
     for text in FILLER:
         core.add_message("user", text)
     core.add_message("assistant", "Did you finish the ZQ7781 migration?")
@@ -138,7 +138,7 @@ def test_recall_finds_a_reply_by_the_words_of_its_question(make_core) -> None:  
     question, reply = "Did you finish the ZQ7781 migration?", "Yes, it went live on Friday."
     off = {h.text: h.components.get("bm25", 0.0) for h in core.recall("ZQ7781 migration", k=10)}
     assert off.get(reply, 0.0) == 0.0
-    core.config.bm25_context_weight = 0.75
+    core.config.ranking = core.config.ranking.with_overrides(bm25_context_weight=0.75)
     on = {h.text: h.components["bm25"] for h in core.recall("ZQ7781 migration", k=10)}
     assert 0.0 < on[reply] < on[question]
 
@@ -166,8 +166,8 @@ def test_english_tokens_drop_function_words() -> None:
 def test_fusion_weight_moves_the_order() -> None:
     a = Candidate(_record("a", "semantic match"), similarity=0.9, bm25=0.0)
     b = Candidate(_record("b", "keyword match"), similarity=0.5, bm25=1.0)
-    vector_only = rank([a, b], policy=RankingPolicy(bm25_weight=0.0), now=1.8e9, k=2)
-    keyword_heavy = rank([a, b], policy=RankingPolicy(bm25_weight=0.6), now=1.8e9, k=2)
+    vector_only = rank([a, b], policy=ScorePolicy(bm25_weight=0.0), now=1.8e9, k=2)
+    keyword_heavy = rank([a, b], policy=ScorePolicy(bm25_weight=0.6), now=1.8e9, k=2)
     assert [h.id for h in vector_only] == ["a", "b"]
     assert [h.id for h in keyword_heavy] == ["b", "a"]
     assert keyword_heavy[0].components["bm25"] == 1.0
@@ -178,7 +178,7 @@ def test_newer_wins_when_similarity_ties_and_important_keeps_a_floor() -> None:
     now = 1_800_000_000.0
     old = Candidate(_record("old", "same text one", ts=now - 100 * DAY), similarity=0.8)
     new = Candidate(_record("new", "same text two", ts=now - 1 * DAY), similarity=0.8)
-    policy = RankingPolicy(half_life_days=30.0, recency_weight=0.5)
+    policy = ScorePolicy(half_life_days=30.0, recency_weight=0.5)
     assert [h.id for h in rank([old, new], policy=policy, now=now, k=2)] == ["new", "old"]
     assert decay(1000 * DAY, half_life_days=30.0, importance=0.9) == pytest.approx(0.9)
     assert decay(1000 * DAY, half_life_days=30.0, importance=0.5) < 0.01
@@ -192,7 +192,7 @@ def test_decay_off_means_no_time_effect() -> None:
     now = 1_800_000_000.0
     old = Candidate(_record("old", "x one", ts=now - 900 * DAY), similarity=0.81)
     new = Candidate(_record("new", "x two", ts=now), similarity=0.80)
-    policy = RankingPolicy(half_life_days=None, recency_weight=0.5)
+    policy = ScorePolicy(half_life_days=None, recency_weight=0.5)
     assert rank([old, new], policy=policy, now=now, k=1)[0].id == "old"
 
 
@@ -202,7 +202,7 @@ def test_near_identical_texts_collapse() -> None:
         Candidate(_record("2", "yes five years ago"), 0.89),
         Candidate(_record("3", "No, last year."), 0.5),
     ]
-    assert [h.id for h in rank(cands, policy=RankingPolicy(), now=1.8e9, k=3)] == ["1", "3"]
+    assert [h.id for h in rank(cands, policy=ScorePolicy(), now=1.8e9, k=3)] == ["1", "3"]
 
 
 def test_scores_in_unit_range_and_threshold_applies_to_final_score() -> None:
@@ -210,16 +210,16 @@ def test_scores_in_unit_range_and_threshold_applies_to_final_score() -> None:
         Candidate(_record(str(i), f"text {i}", importance=0.0), similarity=s, bm25=b, boost=0.3)
         for i, (s, b) in enumerate([(1.5, 1.0), (-0.4, 0.0), (0.7, 0.2), (float("nan"), 0.5)])
     ]
-    hits = rank(cands, policy=RankingPolicy(bm25_weight=0.3), now=1.8e9, k=10)
+    hits = rank(cands, policy=ScorePolicy(bm25_weight=0.3), now=1.8e9, k=10)
     assert all(0.0 <= h.score <= 1.0 for h in hits)
     # similarity 0.7 passes a 0.6 threshold, but importance weighting lowers the final score below it
     lone = [Candidate(_record("x", "only one", importance=0.0), similarity=0.7)]
-    assert rank(lone, policy=RankingPolicy(threshold=0.6), now=1.8e9, k=1)
-    assert rank(lone, policy=RankingPolicy(threshold=0.6, importance_weight=0.5), now=1.8e9, k=1) == []
+    assert rank(lone, policy=ScorePolicy(threshold=0.6), now=1.8e9, k=1)
+    assert rank(lone, policy=ScorePolicy(threshold=0.6, importance_weight=0.5), now=1.8e9, k=1) == []
 
 
 def test_default_threshold_scales_with_the_vector_share(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(score_threshold=None, hybrid=True, bm25_weight=0.25)
+    core = make_core(score_threshold=None, hybrid=True, ranking={"bm25_weight": 0.25})
     assert core.threshold == pytest.approx(parts(core).embedder.default_threshold * 0.75)
     core.config.hybrid = False
     assert core.threshold == pytest.approx(parts(core).embedder.default_threshold)
@@ -254,7 +254,7 @@ def test_neighbours_stay_inside_the_session(make_core) -> None:  # type: ignore[
 
 
 def test_speaker_boost_when_the_query_names_a_person(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(hybrid=False, speaker_boost=0.0)
+    core = make_core(hybrid=False, ranking={"speaker_boost": 0.0})
     core.add_message("user", "I baked a lemon tart last week", metadata={"speaker": "Marek"}, timestamp=1e9)
     core.add_message("assistant", "I baked a lemon tart last week", metadata={"speaker": "Priya"}, timestamp=2e9)
     core.config.score_threshold = 0.0
@@ -264,7 +264,7 @@ def test_speaker_boost_when_the_query_names_a_person(make_core) -> None:  # type
     )
     q = "When did Marek bake a lemon tart?"
     assert core.recall(q, k=1)[0].metadata["speaker"] == "Priya"
-    core.config.speaker_boost = 0.2
+    core.config.ranking = core.config.ranking.with_overrides(speaker_boost=0.2)
     top = core.recall(q, k=1)[0]
     assert top.metadata["speaker"] == "Marek" and top.components["boost"] == 0.2
 
@@ -278,7 +278,7 @@ def test_mentioned_speakers_are_whole_words() -> None:
 
 
 def test_recall_is_prefix_consistent(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(hybrid=True, bm25_weight=0.3, speaker_boost=0.05)
+    core = make_core(hybrid=True, ranking={"bm25_weight": 0.3, "speaker_boost": 0.05})
     core.add_messages([("user", f"note {i} about topic {i % 7} and item {i % 5}") for i in range(80)])
     for q in ("topic 3 item 2", "note 17", "item 4"):
         full = [h.id for h in core.recall(q, k=30)]
@@ -287,7 +287,7 @@ def test_recall_is_prefix_consistent(make_core) -> None:  # type: ignore[no-unty
 
 
 def test_trace_shows_each_component(make_core) -> None:  # type: ignore[no-untyped-def]
-    core = make_core(hybrid=True, speaker_boost=0.1)
+    core = make_core(hybrid=True, ranking={"speaker_boost": 0.1})
     core.add_message("user", "Priya: I joined the choir", metadata={"speaker": "Priya"})
     core.recall("what did Priya join", k=1)
     entry = core.last_trace.recalled[0]
@@ -372,7 +372,9 @@ def test_search_counts_extra_terms_at_their_weight() -> None:
 def test_keyword_feedback_reaches_a_memory_without_the_question_words(make_core) -> None:  # type: ignore[no-untyped-def]
     def build(feedback: int):  # type: ignore[no-untyped-def]
         core = make_core(
-            hybrid=True, bm25_weight=0.6, neighbor_window=0, keyword_feedback=feedback, keyword_feedback_weight=0.5
+            hybrid=True,
+            neighbor_window=0,
+            ranking={"bm25_weight": 0.6, "keyword_feedback": feedback, "keyword_feedback_weight": 0.5},
         )
         core.add_messages([("user", t) for t in FILLER])
         core.add_message("user", "My hobby: the glaze studio on Elm street", session_id="a")
