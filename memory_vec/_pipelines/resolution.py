@@ -21,7 +21,7 @@ from memory_vec._model.trace import TurnTrace
 from memory_vec._pipelines.engine import Engine
 from memory_vec._rules.assertion import assess
 from memory_vec._rules.conflict import ConflictAction, ConflictDecision, ExistingFact, ExtractedFact, patch_summary
-from memory_vec._rules.facts import extract_values, is_question, split_sentences, subject_key
+from memory_vec._rules.facts import extract_values, is_chinese, is_question, split_sentences, subject_key
 from memory_vec.backends.base import RecordFilter
 
 __all__ = [
@@ -40,6 +40,11 @@ _NEIGHBOURS = 5
 MAX_FACTS_PER_MESSAGE = 32
 _PATCH_ATTEMPTS = 5
 _FACT_IDS = uuid.UUID("6f1d3c2e-54a7-4c1b-9a57-7e0b3f6d8a21")
+
+
+def _short(text: str, sentences: Sequence[str]) -> bool:
+    """At most two sentences and about forty words: what a restated value looks like."""
+    return len(sentences) <= 2 and (len(text.split()) <= 40 if not is_chinese(text) else len(text) <= 80)
 
 
 def statement_fields(text: str) -> dict[str, str]:
@@ -277,8 +282,9 @@ class FactResolution:
         """A user message no fact was extracted from ("房租一个月2700", "I've quit coffee completely")
         may still replace what it restates or ends: the message itself is checked, with its own
         vector, by the explicit rules only."""
-        if message.role != "user" or all(is_question(s) for s in split_sentences(message.text)):
-            return
+        sentences = split_sentences(message.text)
+        if message.role != "user" or all(is_question(s) for s in sentences) or not _short(message.text, sentences):
+            return  # a long chat message is not a bare update: the facts extracted from it speak for it
         fact = ExtractedFact(message.text, subject_key(message.text), message.importance)
         neighbours = self._neighbours(scope, message, vector, local, trace)
         decision = self.e.resolver.decide(fact, neighbours, plain=True)

@@ -194,6 +194,8 @@ class ConflictResolver:
             elif verdict:
                 superseded.append(old.id)
                 reasons.append(verdict)
+                if plain:
+                    break  # a whole message replaces the nearest statement it restates, not every look-alike
         action = ConflictAction.DELETE if fact.negated else ConflictAction.UPDATE
         offline = (
             ConflictDecision(action, tuple(superseded), reason=reasons[0])

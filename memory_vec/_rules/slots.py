@@ -134,7 +134,9 @@ class Slots:
     named_words: tuple[str, ...]
     ids: frozenset[str]
     additive: bool
-    ends: bool  # says something stopped ("quit", "got rid of", 戒了, 分手)
+    #: The content words of the clause that says something stopped ("quit coffee", "WPS会员已经退订了"),
+    #: empty when nothing did.
+    ends: frozenset[str]
     changed: bool  # says a value changed ("now", "moved to", 改成)
 
 
@@ -256,6 +258,28 @@ _ENDS_ZH = re.compile(
 )
 
 
+# Not an ending: negated or only intended ("I won't quit", "never gave up", "不会放弃") or a feeling
+# that went ("不再那么无助", "no longer scared").
+_NOT_ENDING_EN = re.compile(r"\b(?:won['’]t|will not|don['’]t|do not|never|not|can['’]t|wouldn['’]t|to|will|gonna)\s+$")
+_FEELING = re.compile(
+    r"^\s*(?:那么|太|很|感到|觉得|害怕|担心|孤单|无助|难过|焦虑|紧张|so|that|too|very|as|scared|afraid|worried|sad"
+    r"|anxious|alone|lonely|sure)",
+    re.IGNORECASE,
+)
+
+
+def _ends(text: str, zh: bool) -> frozenset[str]:
+    for m in (_ENDS_ZH if zh else _ENDS_EN).finditer(text):
+        if not zh and _NOT_ENDING_EN.search(text[: m.start()]):
+            continue
+        if _FEELING.match(text[m.end() :]) or (zh and _FEELING.match(text[m.start() + 2 :])):
+            continue
+        start = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
+        end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
+        return frozenset(_words(text[start:end], zh))
+    return frozenset()
+
+
 def _words(text: str, zh: bool, *, single: bool = False, gaps: bool = False) -> tuple[str, ...]:
     """Content words in order. ``gaps``: a function word leaves "" in its place (so a modifier is the
     word right before the anchor, not the last content word somewhere before it); 的 leaves nothing
@@ -293,9 +317,18 @@ def _stem(word: str) -> str:
     return word
 
 
+_SPEAKER = re.compile(r"^[A-Z][\w .'-]{0,30}:\s")  # "Caroline: ...", how chat logs are often stored
+# A name after a greeting addresses someone ("Thanks, Melanie", "Hi Mel"): not a value of anything.
+_VOCATIVE = re.compile(
+    r"\b(?:thanks|thank you|thx|hi|hey|hello|bye|dear|ok|okay|yes|yeah|no|wow|sorry|congrats|aw+|oh|haha|right)"
+    r",?\s+[A-Z][a-z]+\b",
+    re.IGNORECASE,
+)
+
+
 @lru_cache(maxsize=2048)
 def slots(text: str) -> Slots:
-    text = " ".join(text.split())
+    text = _VOCATIVE.sub(" ", _SPEAKER.sub("", " ".join(text.split())))
     zh = is_chinese(text)
     kinds, rest = _values(text)
     named = {w for name in kinds.get("name", ()) for w in _words(name, zh, single=True)}
@@ -311,7 +344,7 @@ def slots(text: str) -> Slots:
         _words(re.sub(r"[\"“”「」『』]", " ", text), zh, gaps=True),
         frozenset(kinds.get("id", ())),
         bool((_ADDITIVE_ZH if zh else _ADDITIVE_EN).search(text)),
-        bool((_ENDS_ZH if zh else _ENDS_EN).search(text)),
+        _ends(text, zh),
         says_changed(text),
     )
 
@@ -398,7 +431,8 @@ def slot_update(new_text: str, old_text: str) -> str:
     anchors = [w for w in old.words if w in new.words] or _same_short_predicate(new, old)
     if not anchors or distinct_ids(new_text, old_text):
         return ""  # nothing in common, or "the Q1 report" / "the Q2 report": two things
-    if new.ends and not old.ends:  # "I've quit coffee completely" after "I drink coffee every morning"
+    # "I've quit coffee completely" after "I drink coffee every morning": the clause that ends names it
+    if new.ends & set(anchors) and not old.ends:
         return "" if _other_modifier(new, old, anchors, one_sided=False) else "rule: it ended what it said"
     if _other_modifier(new, old, anchors):
         return ""
