@@ -132,7 +132,7 @@ _PLAN_EN = re.compile(
     r"\b(?:might|may(?!\s*\d)|maybe|perhaps|possibly|probably|could|planning|(?<!phone )(?<!data )plan to|plans to"
     r"|(?<!stopped )(?<!quit )(?<!started )going to|gonna"
     r"|(?<!was )(?<!were )thinking of|thinking about|considering|consider|intend|intending|hoping to|hope to"
-    r"|want to|wanna"
+    r"|want to|wanna|(?<![a-z])(?:i|we)['’]ll|next time"
     r"|would like to|'d like to"
     r"|aiming to|aim to|about to|looking into|tempted to|debating|might as well|potentially|eventually|someday"
     r"|one day|in the future|at some point|soon-ish|if all goes well|will (?:probably|likely|maybe|possibly))\b",

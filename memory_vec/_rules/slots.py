@@ -89,6 +89,11 @@ _QUOTED = re.compile(r"[\"“「『]([^\"”」』]{1,40})[\"”」』]")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _HANDLE = re.compile(r"\b(?=\w*[_\d])(?=\w*[a-zA-Z])\w{3,}\b")  # bluejay77, mike_runs, iPhone 12 (not)
 _ZH_NAMED = re.compile(r"(?:叫做?|名叫|名字是|改名叫|改叫)([\u4e00-\u9fffA-Za-z]{1,8}?)(?:[了，。,！!]|$)")
+# "是刘琳", "叫王方": a surname and one or two characters after 是 / 叫 / 为, ending the clause.
+_ZH_PERSON = re.compile(
+    r"(?:是|叫|为)([王李张刘陈杨赵吴徐孙朱胡郭郑梁宋唐冯邓曹彭肖袁蒋蔡魏吕丁沈姚崔谭汪廖贾韦邹秦邱薛闫侯邵覃章周黄林何高罗]"
+    r"[\u4e00-\u9fff]{1,2})(?=[，。,！!；;]|$)"
+)
 _ZH_TITLE = re.compile(r"([\u4e00-\u9fff])(?:老师|总|姐|哥|经理|医生|大夫|主任|阿姨|叔)")
 _ID = re.compile(
     r"\b(?:[A-Za-z]{1,3}\d+[A-Za-z]?|\d+(?![kKmMgG]\b)[A-Za-z])\b|(?:一|二|三|四)季度|[QqHh][1-4]"
@@ -130,6 +135,8 @@ class Slots:
     words: tuple[str, ...]  # content words in order (values, function and time words out)
     #: The content words of each clause, single Chinese characters too ("交", "办"): the predicate.
     clauses: tuple[frozenset[str], ...]
+    #: The content words of the clause that holds the first value (the correction check).
+    value_clause: frozenset[str]
     #: Content words with the names left in: "Netflix password", "爱奇艺的密码" (the modifier check).
     named_words: tuple[str, ...]
     ids: frozenset[str]
@@ -162,7 +169,7 @@ def _values(text: str) -> tuple[dict[str, set[str]], str]:
     take("quoted", _QUOTED, lambda m: ("name", m.group(1).strip().lower()))
     take("money", _MONEY)
     take("amount", _AMOUNT, lambda m: ("number", _number(m.group(0))))
-    take("clock", _CLOCK)
+    take("clock", _CLOCK, lambda m: ("clock", _clock(m.group(0))))
     take("weekday", _WEEKDAY, lambda m: ("weekday", _weekday(m.group(0))))
     take("date", _DATE, lambda m: ("date", _number(m.group(0)) + _month(m.group(0))))
     take("quantity", _QUANTITY_EN, lambda m: (f"qty:{_unit(m.group(2))}", _number(m.group(1))))
@@ -170,6 +177,8 @@ def _values(text: str) -> tuple[dict[str, set[str]], str]:
     take("id", _ID, lambda m: ("id", " ".join(m.group(0).lower().split())))
     take("handle", _HANDLE, lambda m: ("name", m.group(0).lower()))
     for m in _ZH_NAMED.finditer(rest):
+        kinds.setdefault("name", set()).add(m.group(1))
+    for m in _ZH_PERSON.finditer(rest):
         kinds.setdefault("name", set()).add(m.group(1))
     for m in _ZH_TITLE.finditer(rest):
         kinds.setdefault("name", set()).add(m.group(0))
@@ -179,6 +188,25 @@ def _values(text: str) -> tuple[dict[str, set[str]], str]:
         kinds.setdefault("number", set()).add(f"{n:g}")
     rest = re.sub(r"\d[\d,.]*", " ", rest)
     return kinds, rest
+
+
+_ZH_AFTERNOON = re.compile(r"^(?:下午|晚上|傍晚)")
+_ZH_MINUTES = {"半": 0.30, "一刻": 0.15, "三刻": 0.45}
+
+
+def _clock(text: str) -> str:
+    """A time of day as hours.minutes: "6点半" 6.3, "下午两点" 14, "9pm" 21, "7:15" 7.15."""
+    found = numbers(text)
+    if not found:
+        return text.lower()
+    value = min(found) if "点" in text else max(found)
+    if "点" in text:
+        hours = int(value)
+        minutes = next((v for k, v in _ZH_MINUTES.items() if text.endswith(k)), round(value - hours, 2))
+        if tail := re.search(r"点(\d{1,2})", text):
+            minutes = int(tail.group(1)) / 100
+        value = hours + (12 if _ZH_AFTERNOON.match(text) and hours < 12 else 0) + minutes
+    return f"{value:g}"
 
 
 def _weekday(text: str) -> str:
@@ -215,7 +243,8 @@ _EN_STOP = frozenset(
         " monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays"
         " saturdays sundays january february march april june july august september october november december"
         " finally recently lately apparently definitely honestly literally probably usually normally"
-        " good great nice fine cool bad best better worse"
+        " good great nice fine cool bad best better worse don doesn didn isn aren wasn weren won can couldn"
+        " shouldn wouldn haven hasn love loves enjoy enjoys hate hates thanks thank please glad happy sure"
     ).split()
 )
 # Change and ending verbs: they say *that* a value changed, they are not the slot.
@@ -239,6 +268,7 @@ _ZH_STOP = frozenset(
         " 改 改成 改为 改到 换 换成 换了 调 调到 调成 调整 调整为 调整到 变 变成 升 升级 涨 涨到 降 降到 加到 减到"
         " 搬 搬到 挪到 推迟 提前 不再 再 说 说错 错 对 不对 抱歉 哈 吧 呢 啊 呀 哦 嗯 嘛 啦 哈哈 东西 事 时候 时间"
         " 一下 一点 一些 比较 更 最 真 真的 其实 应该 新 旧 老 开始 以后 之后 从 到 由 为 成 叫 用 吃 去 来"
+        " 每个 每个月 个月 喜欢 最喜欢 爱 讨厌 想 觉得 谢谢 感觉"
     ).split()
 )
 _ADDITIVE_EN = re.compile(
@@ -268,6 +298,17 @@ _FEELING = re.compile(
 )
 
 
+_ENDING_FILLER = frozenset(
+    "completely entirely totally fully good finally officially week weeks month months"  # noqa: SIM905
+    " 彻底 已经 终于 正式 现在 了 学期 这学期 这周 最近 本月 这个月 今年".split()
+)
+
+
+_ZH_END_WORD = re.compile(
+    r"[不再没完掉退停戒关了]+|没有|退订|退学|退出|取消|注销|结束|离婚|分手|辞职|离职|续费|停药|关掉"
+)
+
+
 def _ends(text: str, zh: bool) -> frozenset[str]:
     for m in (_ENDS_ZH if zh else _ENDS_EN).finditer(text):
         if not zh and _NOT_ENDING_EN.search(text[: m.start()]):
@@ -276,7 +317,11 @@ def _ends(text: str, zh: bool) -> frozenset[str]:
             continue
         start = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
         end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
-        return frozenset(_words(text[start:end], zh))
+        if zh:  # 不学芭蕾了: the cue holds the thing, so the cue's own words go, not its span
+            words = {w for w in _words(text[start:end], zh, single=True) if not _ZH_END_WORD.fullmatch(w)}
+        else:  # the clause, its cue left out
+            words = set(_words(text[start : m.start()] + " " + text[m.end() : end], zh, single=True))
+        return frozenset(words - _ENDING_FILLER) or frozenset({""})
     return frozenset()
 
 
@@ -337,10 +382,21 @@ def slots(text: str) -> Slots:
         for clause in _CLAUSE.split(rest)
         if clause.strip()
     )
+    # the clause of the first value: where "rest" (values blanked) differs from the text
+    raw_clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+    value_clause = next(
+        (
+            frozenset(w for w in _words(_values(c)[1], zh, single=True) if w not in named)
+            for c in raw_clauses
+            if _values(c)[0]
+        ),
+        frozenset(),
+    )
     return Slots(
         {k: frozenset(v) for k, v in kinds.items()},
         tuple(w for w in _words(rest, zh) if w not in named),
         clauses,
+        value_clause,
         _words(re.sub(r"[\"“”「」『』]", " ", text), zh, gaps=True),
         frozenset(kinds.get("id", ())),
         bool((_ADDITIVE_ZH if zh else _ADDITIVE_EN).search(text)),
@@ -393,6 +449,29 @@ def _other_modifier(new: Slots, old: Slots, anchors: list[str], *, one_sided: bo
     return False
 
 
+_POSSESSOR = re.compile(r"\b(my|our|its|his|her|their)\s+([a-z]+)(?:\s+([a-z]+))?", re.IGNORECASE)
+
+
+def _other_owner(new_text: str, old_text: str, anchors: list[str]) -> bool:
+    """ "its name" / "my name": a possessive pronoun that puts the anchor on someone else."""
+
+    def possessors(text: str) -> set[str]:
+        return {
+            "self" if m.group(1).lower() in ("my", "our") else "other"
+            for m in _POSSESSOR.finditer(text)
+            if {_stem(w.lower()) for w in m.groups()[1:] if w} & set(anchors)
+        }
+
+    a, b = possessors(new_text), possessors(old_text)
+    return bool(a and b and not a & b)
+
+
+def _of_what(text: str, anchor: str) -> str | None:
+    """ "the budget for the car repair" -> "car": what an English anchor is *for* or *of*."""
+    m = re.search(rf"\b{re.escape(anchor)}\w*\s+(?:for|of)\s+(?:the\s+|my\s+|our\s+|a\s+|an\s+)?([a-z]+)", text, re.I)
+    return _stem(m.group(1).lower()) if m else None
+
+
 def _says_more(new: Slots, old: Slots, anchor: str) -> bool:
     """Without a change word the new statement must say what the old one said, of the same value:
     no other predicate in the anchor's clause ("房租每月5号交" is not "房租3000"), none of the old
@@ -417,6 +496,14 @@ def _same_short_predicate(new: Slots, old: Slots) -> list[str]:
     return sorted(a) if len(a) >= 2 and a == b and all(len(w) == 1 for w in a) else []
 
 
+def _names_another_thing(new: Slots, old: Slots) -> bool:
+    """ "Actually the budget for the new laptop is now 14500" after "my phone bill is 3350",
+    "更正：我的猫叫王芳" after "我的兔子叫张伟": the clause with the new value names something the old
+    statement does not."""
+    old_words = frozenset().union(*old.clauses) if old.clauses else frozenset()
+    return bool(new.value_clause - old_words - _CORRECTION_WORDS)
+
+
 def distinct_ids(new_text: str, old_text: str) -> bool:
     """Each names an identifier the other does not ("Q1" / "Q2", "AA120" / "AA455", 一季度 / 二季度)."""
     new, old = slots(new_text).ids, slots(old_text).ids
@@ -431,11 +518,19 @@ def slot_update(new_text: str, old_text: str) -> str:
     anchors = [w for w in old.words if w in new.words] or _same_short_predicate(new, old)
     if not anchors or distinct_ids(new_text, old_text):
         return ""  # nothing in common, or "the Q1 report" / "the Q2 report": two things
-    # "I've quit coffee completely" after "I drink coffee every morning": the clause that ends names it
-    if new.ends & set(anchors) and not old.ends:
+    if (_DATED_ZH if is_chinese(old_text) else _DATED_EN).search(old_text):
+        return ""  # "there were issues at work today": what happened on a day ends or changes nothing
+    if _other_owner(new_text, old_text, anchors):
+        return ""  # "its name is Mia now" after "my name is Ivy"
+    # "I've quit coffee completely" after "I drink coffee every morning": the clause that ends says
+    # nothing the old statement does not ("我已经不住在深圳了" does not end "我去深圳的航班16点半起飞")
+    old_all = frozenset().union(*old.clauses) if old.clauses else frozenset()
+    if new.ends and new.ends <= old_all and new.ends & set(anchors) and not old.ends:
         return "" if _other_modifier(new, old, anchors, one_sided=False) else "rule: it ended what it said"
     if _other_modifier(new, old, anchors):
         return ""
+    if any((a := _of_what(new_text, w)) and (b := _of_what(old_text, w)) and a != b for w in anchors):
+        return ""  # "the budget for the trip to Japan" / "the budget for the car repair"
     kinds = _differing_kinds(new, old)
     if not kinds:
         return ""
@@ -457,6 +552,13 @@ _CORRECTS_EN = re.compile(
     r"|lowballing|wrong|off)|(?:it's|it is|is) actually|\S+ actually,)",
     re.IGNORECASE,
 )
+# Words a correction says about itself ("typo", "rounding up", 记错) rather than about another thing.
+_CORRECTION_WORDS = frozenset(
+    (  # noqa: SIM905 - a word list reads better as words
+        "typo mistake wrong correction fix check checked honestly total rounding lowballing mean meant actually"
+        " 更正 纠正 说错 记错 打错 写错 看错 其实 应该 不对 抱歉"
+    ).split()
+)
 _CORRECTS_ZH = re.compile(
     r"不对|打错|写错|记错|记混|看错|搞错|说错|说多了|说少了|口误|更正|纠正|啊不是|哦不|不好意思|其实是|其实才|其实只"
     r"|准确说|应该是|看串了|弄混了|抱歉"
@@ -470,12 +572,15 @@ def slot_correction(new_text: str, old_text: str) -> str:
     if not (_CORRECTS_ZH if is_chinese(new_text) else _CORRECTS_EN).search(new_text):
         return ""
     new, old = slots(new_text), slots(old_text)
-    if new.additive:
-        return ""
-    if _other_modifier(new, old, [w for w in old.words if w in new.words], one_sided=False):
+    if new.additive or _names_another_thing(new, old):
         return ""
     kinds = _differing_kinds(new, old)
     ids_differ = len(new.ids) == 1 and len(old.ids) == 1 and new.ids != old.ids
+    # "More like 187" after "I weigh 180 lbs": a bare number corrects an amount of any unit
+    bare = new.values.get("number", frozenset())
+    amounts = {v for k, vs in old.values.items() if k == "money" or k.startswith("qty:") for v in vs}
+    if not kinds and set(new.values) == {"number"} and amounts and not bare & amounts:
+        kinds = ["number"]
     if kinds or ids_differ:
         return f"rule: a correction of the {kinds[0] if kinds else 'id'} just said"
     return ""
