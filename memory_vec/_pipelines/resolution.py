@@ -20,9 +20,8 @@ from memory_vec._model.scope import Scope
 from memory_vec._model.trace import TurnTrace
 from memory_vec._pipelines.engine import Engine
 from memory_vec._rules.assertion import assess
-from memory_vec._rules.change import retraction
-from memory_vec._rules.conflict import ConflictAction, ExistingFact, ExtractedFact, patch_summary
-from memory_vec._rules.facts import extract_values, is_question, split_sentences, subject_key
+from memory_vec._rules.conflict import ConflictAction, ConflictDecision, ExistingFact, ExtractedFact, patch_summary
+from memory_vec._rules.facts import extract_values, is_chinese, is_question, split_sentences, subject_key
 from memory_vec.backends.base import RecordFilter
 
 __all__ = [
@@ -41,6 +40,11 @@ _NEIGHBOURS = 5
 MAX_FACTS_PER_MESSAGE = 32
 _PATCH_ATTEMPTS = 5
 _FACT_IDS = uuid.UUID("6f1d3c2e-54a7-4c1b-9a57-7e0b3f6d8a21")
+
+
+def _short(text: str, sentences: Sequence[str]) -> bool:
+    """At most two sentences and about forty words: what a restated value looks like."""
+    return len(sentences) <= 2 and (len(text.split()) <= 40 if not is_chinese(text) else len(text) <= 80)
 
 
 def statement_fields(text: str) -> dict[str, str]:
@@ -189,9 +193,7 @@ class FactResolution:
         fact's vector is reused."""
         known = {f.id for f in found} | {s for f in found for s in f.source_ids}
         return [
-            replace(m, retraction_only=True)
-            for m in self.nearest_current(user, vector, ("message",), local)
-            if m.id not in known
+            replace(m, plain=True) for m in self.nearest_current(user, vector, ("message",), local) if m.id not in known
         ]
 
     def resolve(
@@ -206,7 +208,6 @@ class FactResolution:
         e = self.e
         out = FactOutcome()
         vec_iter = iter(fact_vectors)
-        kinds = ("fact",) if e.extractor is not None else ("message",)
         local = BatchFacts()
         for message, vector, facts in zip(messages, message_vectors, extracted):
             out.events[message.id] = WriteEvent.ADDED
@@ -214,23 +215,13 @@ class FactResolution:
                 out.events[message.id] = WriteEvent.SKIPPED_LOW_VALUE
                 out.reasons[message.id] = "transient instruction: not kept as a fact"
                 trace.event(f"value filter skipped a transient instruction in {message.id}")
+            if not facts and e.extractor is not None:
+                self._resolve_plain(scope, message, vector, local, out, messages, trace)
             for index, fact in enumerate(facts):
                 if fact.transient and e.config.skip_transient:
                     continue
                 fact_vector = vector if e.extractor is None else next(vec_iter)
-                try:
-                    neighbours = self.nearest_current(scope.user_id, fact_vector, kinds, local)
-                    if e.extractor is not None and retraction(fact.text):
-                        neighbours += self._plain_messages(scope.user_id, fact_vector, local, neighbours)
-                except BackendError as exc:
-                    # The write must not fail because the check cannot run:
-                    # store the fact; a later maintain()/update can reconcile.
-                    neighbours = []
-                    trace.degraded = True
-                    trace.event(f"conflict check skipped, backend unavailable: {exc}")
-                # A fact never overwrites another fact of its own message
-                # ("I don't work at X anymore; I joined Y.").
-                neighbours = [n for n in neighbours if n.id != message.id and message.id not in n.source_ids]
+                neighbours = self._neighbours(scope, message, fact_vector, local, trace)
                 decision = e.resolver.decide(fact, neighbours, subject_only=e.extractor is None)
                 trace.event(f"conflict: {decision.action.value} ({decision.reason})")
                 if decision.reason.startswith("kept:"):  # why a like value was not superseded
@@ -250,16 +241,75 @@ class FactResolution:
                     out.fact_vectors.append(fact_vector)
                     out.fact_ids.setdefault(message.id, []).append(new_record.id)
                     local.append(new_record, fact_vector)
-                if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
-                    superseded = self.supersede(
-                        decision.superseded, by=new_record, out=out, local=local, batch=messages
-                    )
-                    out.superseded.setdefault(message.id, []).extend(superseded)
-                    out.events[message.id] = WriteEvent.UPDATED
-                    out.reasons[message.id] = f"{decision.action.value.lower()}: {decision.reason}"
-                    old_texts = [u.text for u in out.updates if u.id in superseded]
-                    out.summary_patches.append((fact.subject, old_texts, fact.text))
+                self._apply(decision, message, new_record, fact, out, local, messages)
         return out
+
+    def _neighbours(
+        self,
+        scope: Scope,
+        message: MemoryRecord,
+        vector: np.ndarray,
+        local: BatchFacts,
+        trace: TurnTrace,
+    ) -> list[ExistingFact]:
+        """The current facts nearest a new fact (or a plain message) and the user's nearest plain
+        messages (only the explicit rules may replace those), never the message's own facts."""
+        e = self.e
+        kinds = ("fact",) if e.extractor is not None else ("message",)
+        try:
+            found = self.nearest_current(scope.user_id, vector, kinds, local)
+            if e.extractor is not None and message.role == "user":
+                found += self._plain_messages(scope.user_id, vector, local, found)
+        except BackendError as exc:
+            # The write must not fail because the check cannot run:
+            # store the fact; a later maintain()/update can reconcile.
+            trace.degraded = True
+            trace.event(f"conflict check skipped, backend unavailable: {exc}")
+            return []
+        # A fact never overwrites another fact of its own message ("I don't work at X anymore; I joined Y.").
+        return [n for n in found if n.id != message.id and message.id not in n.source_ids]
+
+    def _resolve_plain(
+        self,
+        scope: Scope,
+        message: MemoryRecord,
+        vector: np.ndarray,
+        local: BatchFacts,
+        out: FactOutcome,
+        batch: Sequence[MemoryRecord],
+        trace: TurnTrace,
+    ) -> None:
+        """A user message no fact was extracted from ("房租一个月2700", "I've quit coffee completely")
+        may still replace what it restates or ends: the message itself is checked, with its own
+        vector, by the explicit rules only."""
+        sentences = split_sentences(message.text)
+        if message.role != "user" or all(is_question(s) for s in sentences) or not _short(message.text, sentences):
+            return  # a long chat message is not a bare update: the facts extracted from it speak for it
+        fact = ExtractedFact(message.text, subject_key(message.text), message.importance)
+        neighbours = self._neighbours(scope, message, vector, local, trace)
+        decision = self.e.resolver.decide(fact, neighbours, plain=True)
+        if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
+            trace.event(f"conflict (whole message): {decision.action.value} ({decision.reason})")
+            self._apply(decision, message, message, fact, out, local, batch)
+
+    def _apply(
+        self,
+        decision: ConflictDecision,
+        message: MemoryRecord,
+        new_record: MemoryRecord,
+        fact: ExtractedFact,
+        out: FactOutcome,
+        local: BatchFacts,
+        batch: Sequence[MemoryRecord],
+    ) -> None:
+        if decision.action not in (ConflictAction.UPDATE, ConflictAction.DELETE) or not decision.superseded:
+            return
+        superseded = self.supersede(decision.superseded, by=new_record, out=out, local=local, batch=batch)
+        out.superseded.setdefault(message.id, []).extend(superseded)
+        out.events[message.id] = WriteEvent.UPDATED
+        out.reasons[message.id] = f"{decision.action.value.lower()}: {decision.reason}"
+        old_texts = [u.text for u in out.updates if u.id in superseded]
+        out.summary_patches.append((fact.subject, old_texts, fact.text))
 
     def supersede(
         self,

@@ -54,6 +54,8 @@ class Assertion:
     entities: frozenset[str] = frozenset()
     #: The words that decided the modality or kind (for the trace).
     cue: str = ""
+    #: Says its value changed or corrects it ("moved to room 5B", "my bad, it's room 402").
+    changed: bool = False
 
 
 # An update marker wins over a past or plan cue: "it was 5000 but now it's 8000",
@@ -90,12 +92,14 @@ _PAST_EN = re.compile(
     r"|(?:was|were|had|paid|cost)\b[^.!?]*\bin (?:19|20)\d\d\b|in my (?:teens|twenties|thirties|forties|fifties|youth)"
     r"|during (?:college|school|finals|the pandemic|lockdown|my|our|the)"
     r"|when (?:i|we) (?:lived|worked|was|were|had|started)"
-    r"|(?:was|were|had been)\b[^.!?]*\b(?:until|till|before) )",
+    r"|(?:was|were|had been)\b[^.!?]*\b(?:until|till|before) "
+    r"|\b(?:my|our) (?:first|old|previous|former|last)\b[^.!?]{0,30}\b(?:was|were|had)\b)",
     re.IGNORECASE,
 )
 _PAST_ZH = re.compile(
     r"以前|之前|原来|原先|原本|曾经|过去|当时|那时|那会儿|当年|去年|前年|上个?月|上周|上星期|上礼拜|小时候|上学时|以往|早先|早些年"
     r"|(?:几|两|三|\d+)年前|那几年|那年|刚开始|一开始|的时候|那时候|当初|起初|早年|第一次|头一回|前是|前的"
+    r"|(?:大学|高中|初中|小学|读书|上学|念书|实习|单身)(?:时|那会|那阵)|(?:19|20)\d\d年(?=[^，。,]{0,8}?(?:才|还只|那会|的时候|时候))"
 )
 
 _HYPOTHETICAL_EN = re.compile(
@@ -115,17 +119,20 @@ _REPORTED_EN = re.compile(
     r"|word is|people say|they say|it is said|reportedly)\b"
     r"|^(?:(?:ok(?:ay)?|so|well|but|and|also|btw)[,\s]+)*(?!i\b|we\b|i'm\b)(?:[a-z']+\s+){0,3}?[a-z']+\s+"
     r"(?:said|says|told me|tells me|told us|mentioned|claims|claimed|thinks|thought|believes|reckons|insists"
-    r"|swears|wrote|texted|emailed|informed me|let me know|suggested|figures|guesses|assumes|is convinced)\b",
+    r"|swears|wrote|texted|emailed|informed me|let me know|suggested|figures|guesses|assumes|is convinced)\b"
+    r"|\b(?!i\b|we\b)[a-z]+\s+(?:heard|hears|told me|told us|tells me|says|said)\b(?!\s+(?:of|about|no|yes|hi)\b)",
     re.IGNORECASE,
 )
 _REPORTED_ZH = re.compile(
     r"听说|据说|据.{1,8}(?:说|讲|称|透露)|传言|有人说|别人说|大家都说|好像说"
-    r"|^(?!我[说讲觉认以]|我们)[^，,。！？!?]{1,8}?(?:说|讲|告诉我|跟我说|和我说|提到(?![\d零一二两三四五六七八九十百千万])|觉得|认为|以为|表示|声称|透露|发消息说)"
+    r"|^(?!我[说讲觉认以]|我们)[^，,。！？!?]{1,8}?(?:说(?![错少多漏反成])|讲|告诉我|跟我说|和我说|提到(?![\d零一二两三四五六七八九十百千万])|觉得|认为|以为|表示|声称|透露|发消息说)"
 )
 
 _PLAN_EN = re.compile(
-    r"\b(?:might|may(?!\s*\d)|maybe|perhaps|possibly|probably|could|planning|plan to|plans to|going to|gonna"
-    r"|thinking of|thinking about|considering|consider|intend|intending|hoping to|hope to|want to|wanna"
+    r"\b(?:might|may(?!\s*\d)|maybe|perhaps|possibly|probably|could|planning|(?<!phone )(?<!data )plan to|plans to"
+    r"|(?<!stopped )(?<!quit )(?<!started )going to|gonna"
+    r"|(?<!was )(?<!were )thinking of|thinking about|considering|consider|intend|intending|hoping to|hope to"
+    r"|want to|wanna|(?<![a-z])(?:i|we)['’]ll|next time"
     r"|would like to|'d like to"
     r"|aiming to|aim to|about to|looking into|tempted to|debating|might as well|potentially|eventually|someday"
     r"|one day|in the future|at some point|soon-ish|if all goes well|will (?:probably|likely|maybe|possibly))\b",
@@ -155,10 +162,14 @@ _TIME_ANCHOR_EN = re.compile(
     r"|again|on (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]* \d+|another)\b",
     re.IGNORECASE,
 )
+# Any verb in the past tense, or a passive, with a time anchor: "the flight was delayed on May 2",
+# "we celebrated on Friday" (an irregular verb outside _EVENT_EN still needs its entry there).
+_PAST_VERB_EN = re.compile(r"\b(?:i|we|he|she|they|it|was|were)\s+(?:just\s+|finally\s+)?[a-z]{3,}ed\b", re.IGNORECASE)
 _CHANGE_VERB_EN = re.compile(
     r"\b(?:moved|changed|switched|raised|lowered|increased|decreased|bumped|renamed|updated|upgraded|downgraded"
     r"|replaced|reduced|extended|postponed|rescheduled|quit|stopped|joined|left|started|became|sold|cancel(?:l)?ed"
-    r"|got (?:married|divorced|promoted|engaged|a new)|now|anymore|no longer)\b",
+    r"|got (?:married|divorced|promoted|engaged|a new)|now|anymore|no longer|got rid of|gave up|took [\w\s]{0,20}off"
+    r"|turned off|broke up|done with|no more)\b",
     re.IGNORECASE,
 )
 _EVENT_ZH = re.compile(
@@ -169,7 +180,9 @@ _TIME_ANCHOR_ZH = re.compile(
     r"昨天|今天|前天|今早|今晚|昨晚|刚才|刚刚|上午|下午|晚上|早上|中午|周[一二三四五六日天末]|星期[一二三四五六日天]|礼拜[一二三四五六日天]"
     r"|这周|这个周末|上周末|\d+号|\d+月\d+[日号]|又"
 )
-_CHANGE_VERB_ZH = re.compile(r"改|换|搬|调|变|涨|降|升|增|减|推迟|提前|取消|不再|已经不|辞|离职|入职|加入")
+_CHANGE_VERB_ZH = re.compile(
+    r"改|换|搬|调|变|涨|降|升|增|减|推迟|提前|取消|不再|已经不|辞|离职|入职|加入|停|戒|退|分手|离婚|不.{0,4}了"
+)
 
 # "room 101", "flat 3B", "gate B12", "table #4", "LH 402"; "3号床", "101室", "2号线", "A座".
 _ENTITY_EN = re.compile(
@@ -183,7 +196,7 @@ _ENTITY_EN = re.compile(
     re.IGNORECASE,
 )
 _ENTITY_ZH = re.compile(
-    r"(?<!月)(?<![\d月])(?P<id>[A-Za-z]?\d+[A-Za-z]?)\s*(?P<noun>号床|号楼|号房|号线|号桌|号门|号柜|号车|号|室|房|栋|楼|层|床|座|班|组|车厢|排|区|单元|路)"
+    r"(?<!月)(?<![\d月])(?P<id>[A-Za-z]?\d+[A-Za-z]?)\s*(?P<noun>号床|号楼|号房|号线|号桌|号门|号柜|号车|室|房|栋|楼|层|床|座|班|组|车厢|排|区|单元|路)"
     r"|(?P<noun2>房间|病房|会议室|教室|宿舍|航班|订单|账户|车次|桌|床位)\s*(?P<id2>[A-Za-z]*\d+[A-Za-z]?)"
 )
 
@@ -206,7 +219,7 @@ def _entities(text: str) -> frozenset[str]:
 def _modality(text: str, role: str) -> tuple[Modality, str]:
     if role != "user":
         return Modality.ECHO, role
-    if is_question(text):
+    if is_question(text) or text.rstrip().endswith(("?", "？")):
         return Modality.QUESTION, "?"
     zh = is_chinese(text)
     hypothetical, reported, past, plan, update = (
@@ -256,7 +269,7 @@ def _kind(text: str) -> tuple[Kind, str]:
         if m and not _CHANGE_VERB_ZH.search(text) and _TIME_ANCHOR_ZH.search(text):
             return Kind.EVENT, m.group(0)
         return Kind.STATE, ""
-    m = _EVENT_EN.search(text)
+    m = _EVENT_EN.search(text) or (_TIME_ANCHOR_EN.search(text) and _PAST_VERB_EN.search(text))
     if m and not _CHANGE_VERB_EN.search(text):
         return Kind.EVENT, m.group(0)
     return Kind.STATE, ""
@@ -267,7 +280,7 @@ def assess(text: str, role: str = "user") -> Assertion:
     text = " ".join(text.split())
     modality, cue = _modality(text, role)
     kind, kind_cue = _kind(text)
-    return Assertion(modality, kind, _entities(text), cue or kind_cue)
+    return Assertion(modality, kind, _entities(text), cue or kind_cue, says_changed(text))
 
 
 def says_changed(text: str) -> bool:
@@ -288,6 +301,16 @@ def why_not_superseding(new: Assertion, old: Assertion) -> str:
         return f"old is {old.modality.value}"
     if new.kind is Kind.EVENT or old.kind is Kind.EVENT:
         return f"an event ({new.cue or 'old'}) accumulates"
-    if new.entities and old.entities and not new.entities & old.entities:
+    if new.entities and old.entities and not new.entities & old.entities and not _renumbered(new, old):
         return f"another entity ({', '.join(sorted(new.entities))})"
     return ""
+
+
+def _noun(entity: str) -> str:
+    return entity.split()[0] if " " in entity else re.sub(r"^[A-Za-z]?\d+[A-Za-z]?", "", entity)
+
+
+def _renumbered(new: Assertion, old: Assertion) -> bool:
+    """ "They moved the workshop to room 5B", "my bad, it's room 402": a changed number of the same
+    kind of thing, said as a change."""
+    return new.changed and {_noun(e) for e in new.entities} == {_noun(e) for e in old.entities}

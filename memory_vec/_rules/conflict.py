@@ -42,6 +42,7 @@ from memory_vec._rules.facts import (
 )
 from memory_vec._rules.owners import detect_owner, owner_of
 from memory_vec._rules.ranking import dedupe_key
+from memory_vec._rules.slots import distinct_ids, slot_correction, slot_update
 from memory_vec._rules.supersede_model import shipped_model
 
 __all__ = [
@@ -75,9 +76,9 @@ class ExistingFact:
     subject: str | None
     similarity: float
     source_ids: tuple[str, ...] = ()
-    #: Only a retraction may replace it: a user message without facts, found for "I don't X
-    #: anymore" (the plain "I smoke" that no rule extracts a fact from).
-    retraction_only: bool = False
+    #: A user message no fact was extracted from ("I smoke", "房租每月2500"): only the explicit
+    #: rules (a retraction, a stated change, the same slot with a new value) may replace it.
+    plain: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,11 +160,18 @@ class ConflictResolver:
     judge_calls: int = field(default=0, init=False)
 
     def decide(
-        self, fact: ExtractedFact, existing: Sequence[ExistingFact], *, subject_only: bool = False
+        self,
+        fact: ExtractedFact,
+        existing: Sequence[ExistingFact],
+        *,
+        subject_only: bool = False,
+        plain: bool = False,
     ) -> ConflictDecision:
         """``subject_only``: supersede only on a matching subject key (used for
         raw messages when no extractor runs, where similar chat lines with
-        different numbers are usually different things, not updates)."""
+        different numbers are usually different things, not updates).
+        ``plain``: ``fact`` is a whole user message no fact was extracted from;
+        like a plain old message, only the explicit rules may supersede."""
         new = _NewFact.of(fact)
         superseded: list[str] = []
         reasons: list[str] = []
@@ -178,7 +186,7 @@ class ConflictResolver:
             if why := why_not_superseding(new.assertion, assess(old.text)):
                 kept_because = kept_because or why
                 continue
-            verdict = self._verdict(new, old, subject_only=subject_only)
+            verdict = self._verdict(new, old, subject_only=subject_only, plain=plain or old.plain)
             if verdict == _CORRECTION:  # the nearest value it can correct, and that one only
                 verdict = "" if any(r == _CORRECTION for r in reasons) else _CORRECTION
             if verdict == _BORDERLINE:
@@ -186,6 +194,8 @@ class ConflictResolver:
             elif verdict:
                 superseded.append(old.id)
                 reasons.append(verdict)
+                if plain:
+                    break  # a whole message replaces the nearest statement it restates, not every look-alike
         action = ConflictAction.DELETE if fact.negated else ConflictAction.UPDATE
         offline = (
             ConflictDecision(action, tuple(superseded), reason=reasons[0])
@@ -200,10 +210,10 @@ class ConflictResolver:
             return replace(offline, reason=f"{offline.reason} (judge budget of {self.judge_budget} calls spent)")
         return self._ask_judge(fact, proposed)
 
-    def _verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool) -> str:
+    def _verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool, plain: bool) -> str:
         """The rules' or the learned judge's verdict on a pair that passed the statement gate."""
-        if old.retraction_only and not (new.retracted and retracts(new.retracted, old.text)):
-            return ""  # a plain message only a retraction of it replaces
+        if plain:  # a whole message on either side: the explicit rules only
+            return _explicit_verdict(new, old.text, old.subject)
         if self.detector == "learned":  # behind the same gate: the judge decides the rest
             model = shipped_model()
             return "learned judge" if model.probability(old.text, new.fact.text) >= model.threshold else ""
@@ -211,8 +221,6 @@ class ConflictResolver:
 
     def _rule_verdict(self, new: _NewFact, old: ExistingFact, *, subject_only: bool) -> str:
         """Why the rules supersede ``old`` (the rule's name), :data:`_BORDERLINE`, or ""."""
-        if new.retracted and retracts(new.retracted, old.text):
-            return "rule: a retraction of what it said"  # "I'm not vegetarian anymore" after "I'm vegetarian"
         old_subject = old.subject or subject_key(old.text)
         old_values = extract_values(old.text)
         # "these are all great suggestions": a pointing word names what the chat points at, not a
@@ -220,10 +228,10 @@ class ConflictResolver:
         same_subject = bool(new.subject) and new.subject == old_subject and not _DEICTIC.match(new.subject or "")
         if new.fact.negated and same_subject:
             return "rule: retraction of the subject"
-        if new.change is not None and change_applies(new.change, new.fact.text, old.text, old_subject):
-            return "rule: a stated change of this value"
-        if new.corrects and new.change is None and _correctable(new, old.text, old_subject):
-            return _CORRECTION
+        if why := _explicit_verdict(new, old.text, old_subject):
+            return why
+        if distinct_ids(new.fact.text, old.text):
+            return ""  # "the Q1 report" / "the Q2 report", "flight AA120" / "flight AA455": two things
         old_pref = preference(old.text)
         if new.pref and old_pref and new.pref[0] == old_pref[0] and new.pref[1] != old_pref[1]:
             return "rule: the opposite liking"  # "I love sushi" -> "I don't like sushi (anymore)", and back
@@ -302,6 +310,22 @@ class ConflictResolver:
         if verb == "NOOP":
             return ConflictDecision(ConflictAction.NOOP, duplicate_of=targets[0], reason="judge: known", judged=True)
         return ConflictDecision(ConflictAction.ADD, reason="judge: add", judged=True)
+
+
+def _explicit_verdict(new: _NewFact, old_text: str, old_subject: str | None) -> str:
+    """The rules that read what the new statement says it does to the old one, in order: it ends it
+    ("I'm not vegetarian anymore"), states the change ("raised the budget to 8000"), corrects the
+    value just said ("sorry, I meant 8000", "Oops, March 21."), or sets the same slot anew ("My rent's
+    $1,350 a month"). :data:`_CORRECTION` for a correction (the resolver keeps the nearest only)."""
+    if new.retracted and retracts(new.retracted, old_text):
+        return "rule: a retraction of what it said"
+    if new.change is not None and change_applies(new.change, new.fact.text, old_text, old_subject):
+        return "rule: a stated change of this value"
+    if new.change is None and new.corrects and _correctable(new, old_text, old_subject):
+        return _CORRECTION
+    if why := slot_update(new.fact.text, old_text):
+        return why
+    return _CORRECTION if new.change is None and slot_correction(new.fact.text, old_text) else ""
 
 
 def why_restore(old_text: str, new_text: str) -> str:

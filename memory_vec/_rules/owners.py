@@ -66,6 +66,7 @@ _EN_KIN = {
     "son": "son",
     "daughter": "daughter",
     "kid": "child",
+    "toddler": "child",
     "child": "child",
     "kids": "children",
     "children": "children",
@@ -154,6 +155,8 @@ _ZH_KIN = {
     "孩子": "孩子",
     "小孩": "孩子",
     "宝宝": "孩子",
+    "小宝": "孩子",
+    "大宝": "孩子",
     "爷爷": "爷爷",
     "奶奶": "奶奶",
     "外公": "外公",
@@ -348,6 +351,7 @@ _NOT_NAMES = {
 # What follows a person who starts a clause: "李强的…", "我同事今年…", "张敏爱吃…".
 _ZH_AFTER_PERSON = (
     "的|家|今年|在|住|是|叫|也|已经|现在|下周|明天|每|要|刚|去|从|还|爱|喜欢|讨厌|不|很|最|都|说|想|会|有|跳槽|搬|换"
+    "|周[一二三四五六日天末]|星期|礼拜|这|本|上个?|下个?"
 )
 _ZH_KIN_HOLDER = re.compile(
     rf"^(?:(?:我们|我|咱们|用户)(?:的)?(?:(?P<kin1>{_ZH_KIN_ALT})|(?P<one>{_ZH_ONE_ALT})(?![们伦斯比]))"

@@ -1,0 +1,157 @@
+"""The same slot with a new value, said in other words (#44): the pure rule, and through a core.
+
+Unit tier: the rule on sentence pairs, and the write path with the hashing embedder. The rates on
+the frozen supersede set are a benchmark (benchmarks/supersede).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_vec import MemoryConfig, MemoryCore, WriteEvent
+from memory_vec._rules.slots import slot_correction, slot_update, slots
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My rent is $1,200.", "My rent's $1,350 a month."),
+        ("My favorite band is Coldplay.", "My favorite band is Arctic Monkeys, no contest."),
+        ("My manager is Priya.", "My manager is Daniel, he's pretty chill."),
+        ("Our office move budget is 40k.", "We pushed up the office move budget to 55k."),
+        ("I drink coffee every morning.", "I've quit coffee completely, three weeks now."),
+        ("I'm on the keto diet.", "Done with keto. Not doing it anymore."),
+        ("房租每月2500。", "房租一个月2700。"),
+        ("降压药我一天吃一片。", "降压药我一天吃两片。"),
+        ("我每天喝两升水。", "我一天喝三升水。"),
+        ("女儿在学芭蕾。", "女儿这学期不学芭蕾了。"),
+        ("我开通了WPS会员。", "WPS会员已经退订了，公司给买了正版Office。"),
+    ],
+)
+def test_a_restated_or_ended_slot_supersedes(old: str, new: str) -> None:
+    assert slot_update(new, old), (old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # two entities: another modifier, another identifier, a number that says which one
+        ("Our kitchen budget is 5000 euros.", "Our wedding budget is 15,000 euros."),
+        ("The Netflix password hint is 'pizza'.", "The Hulu password hint is 'beach 2019'."),
+        ("The Q1 report is due April 10.", "The Q2 report is due July 10."),
+        ("The budget for the trip to Japan is 4000 dollars.", "The home office budget was changed to 11000 dollars."),
+        ("厨房装修预算5000。", "婚礼预算五万。"),
+        ("汽车保险一年4200。", "电动车保险一年才120。"),
+        # templated chat lines: the number names the line, it is not a value (the issue's report)
+        ("Chat line 18: I watched a film about oceans.", "Chat line 19: I watched a film about chess."),
+        ("gym session on day 3", "gym session on day 4"),
+        ("Turn 4 about the venue, the catering and the guest list", "Turn 5 about the venue, the catering"),
+        # another attribute of the same thing: the kinds of value differ, or the predicate does
+        ("My rent is $1,400.", "My rent is due on the 1st."),
+        ("My flight leaves at 9am.", "My flight lands at 2pm."),
+        ("My dog is 6 years old.", "My dog weighs 22 kg."),
+        ("房租3000。", "房租每月5号交。"),
+        ("健身卡每月200。", "健身卡到12月底到期。"),
+        ("生日派对预算3000。", "生日派对请了25个人。"),
+        # added, not replaced
+        ("I'm allergic to peanuts.", "I'm also allergic to penicillin."),
+        ("我对花生过敏。", "我对芒果也过敏。"),
+        # two classes, not one moved: two values differ without a change word
+        ("The Monday yoga class is at 6pm.", "The Wednesday yoga class is at 7:30pm."),
+        # an ending that is not one, or that names something else
+        ("I keep going to the gym.", "I won't quit the gym, no matter what."),
+        ("我很无助。", "我不再那么无助了。"),
+        # what happened on a day, not a value that holds
+        ("Lunch was $12 at the deli.", "Lunch was $15 at the deli today."),
+        # chat: a greeting's name, a speaker prefix
+        ("Caroline: Thanks, Melanie. It means a lot.", "Caroline: Thanks Mel, it means a lot to me."),
+    ],
+)
+def test_two_things_or_more_of_one_thing_do_not(old: str, new: str) -> None:
+    assert not slot_update(new, old), (old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My birthday is March 12.", "Oops, March 21. Typo earlier."),
+        ("My license plate is 7KLM218.", "Sorry, 7KLM281."),
+        ("I weigh 180 lbs.", "Eh, more like 187 honestly, I was lowballing."),
+        ("Our gate is B22.", "Correction — gate C22, different terminal."),
+        ("我妈叫刘玲。", "打错字了，是刘琳。"),
+        ("跑团早上6点集合。", "更正一下，6点半集合。"),
+    ],
+)
+def test_a_correction_of_the_value_just_said(old: str, new: str) -> None:
+    assert slot_correction(new, old), (old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My birthday is March 12.", "My wife's birthday is June 9."),  # no cue
+        ("My birthday is March 12.", "Sorry, I was late today."),  # a cue, no value of that kind
+        ("Our kitchen budget is 5000 euros.", "Sorry, the wedding budget is 15,000 euros."),  # another thing
+    ],
+)
+def test_not_a_correction(old: str, new: str) -> None:
+    assert not slot_correction(new, old), (old, new)
+
+
+def test_values_are_typed_and_normalised() -> None:
+    assert slots("My rent's $1,350 a month.").values == {"money": frozenset({"1350"})}
+    assert slots("I earn 55k.").values == {"number": frozenset({"55000"})}
+    assert slots("降压药我一天吃两片。").values["qty:片"] == frozenset({"2"})
+    assert slots("周会改到周四下午两点了。").values["weekday"] == frozenset({"thu"})
+    assert slots("gym session on day 3").ids == frozenset({"day 3"})
+
+
+@pytest.fixture
+def core() -> MemoryCore:
+    c = MemoryCore(MemoryConfig(user_id="u", session_id="s", embedding_model="hash", backend="memory"))
+    yield c
+    c.close()
+
+
+def superseded(core: MemoryCore, memory_id: str) -> bool:
+    record = core.get(memory_id)
+    assert record is not None  # kept as history either way
+    return record.superseded_by is not None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我每天喝两升水。", "我一天喝三升水。"),  # no fact extracted from either message
+        ("I drink coffee every morning.", "I've quit coffee completely, three weeks now."),
+        ("My rent is $1,200.", "My rent's $1,350 a month."),
+    ],
+)
+def test_through_the_core_the_old_value_is_no_longer_current(core: MemoryCore, old: str, new: str) -> None:
+    first = core.add_message("user", old)
+    result = core.add_message("user", new)
+    assert result.event is WriteEvent.UPDATED, result
+    assert result.reason.startswith(("update: rule", "delete: rule")), result.reason
+    assert superseded(core, first.id)
+    assert not superseded(core, result.id)
+    assert old not in {h.text for h in core.recall(new, k=10)}
+
+
+def test_a_long_chat_message_replaces_nothing_by_itself(core: MemoryCore) -> None:
+    first = core.add_message("user", "Thanks! I'm going for my dreams!")
+    long_message = (
+        "Thanks, Gina! I won't quit. Your words motivate me to keep going. We put our hearts into this. "
+        "I'm sure we'll make it, and I'm grateful you are here with me."
+    )
+    result = core.add_message("user", long_message)
+    assert not result.superseded_ids
+    assert not superseded(core, first.id)
+
+
+def test_a_whole_message_replaces_the_nearest_restatement_only(core: MemoryCore) -> None:
+    first = core.add_message("user", "房租每月2500。")
+    second = core.add_message("user", "房租每月2600。")
+    assert superseded(core, first.id)  # the second restated the first
+    third = core.add_message("user", "房租一个月2700。")
+    assert second.id in third.superseded_ids and first.id not in third.superseded_ids
+    assert superseded(core, second.id) and not superseded(core, third.id)
