@@ -6,6 +6,9 @@ the frozen supersede set are a benchmark (benchmarks/supersede).
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore, WriteEvent
@@ -107,8 +110,10 @@ def test_values_are_typed_and_normalised() -> None:
 
 
 @pytest.fixture
-def core() -> MemoryCore:
-    c = MemoryCore(MemoryConfig(user_id="u", session_id="s", embedding_model="hash", backend="memory"))
+def core() -> Iterator[MemoryCore]:
+    # its own collection: the in-process backend is shared by the cores of one process
+    config = MemoryConfig(user_id="u", session_id="s", embedding_model="hash", collection=f"slots_{uuid.uuid4().hex}")
+    c = MemoryCore(config)
     yield c
     c.close()
 
