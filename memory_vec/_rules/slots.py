@@ -85,7 +85,19 @@ _ZH_UNITS = (
     "|层|人|位|台|辆|只|条|套|间|张|本|页|步|圈|组|节|集|份|碗|盒|趟"
 )
 _QUANTITY_ZH = re.compile(rf"(\d[\d,.]*|[零〇一二两三四五六七八九十百千万半]+)\s*个?\s*({_ZH_UNITS})")
-_QUOTED = re.compile(r"[\"“「『]([^\"”」』]{1,40})[\"”」』]")
+_QUOTED = re.compile(r"[\"“「『]([^\"“”「」『』]{1,40})[\"”」』]")
+# A quoted value sets a slot after a copula or a naming word ('the hint is "pizza"', '叫“小鹿”'); elsewhere
+# it says which one ('secret of "a" in "b"') and is an identifier.
+_SETS_QUOTED = re.compile(
+    r"(?:\b(?:is|are|was|were|called|named|to|now|hint|password|name)|['’]s|[:：是叫为成])\s*$", re.IGNORECASE
+)
+
+
+def _quoted(m: re.Match[str]) -> tuple[str, str]:
+    kind = "name" if _SETS_QUOTED.search(m.string[: m.start()]) else "id"
+    return kind, m.group(1).strip().lower()
+
+
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _HANDLE = re.compile(r"\b(?=\w*[_\d])(?=\w*[a-zA-Z])\w{3,}\b")  # bluejay77, mike_runs, iPhone 12 (not)
 _ZH_NAMED = re.compile(r"(?:叫做?|名叫|名字是|改名叫|改叫)([\u4e00-\u9fffA-Za-z]{1,8}?)(?:[了，。,！!]|$)")
@@ -166,7 +178,7 @@ def _values(text: str) -> tuple[dict[str, set[str]], str]:
         rest = pattern.sub(" ", rest)
 
     take("email", _EMAIL, lambda m: ("name", m.group(0).lower()))
-    take("quoted", _QUOTED, lambda m: ("name", m.group(1).strip().lower()))
+    take("quoted", _QUOTED, _quoted)
     take("money", _MONEY)
     take("amount", _AMOUNT, lambda m: ("number", _number(m.group(0))))
     take("clock", _CLOCK, lambda m: ("clock", _clock(m.group(0))))

@@ -48,6 +48,8 @@ def test_a_restated_or_ended_slot_supersedes(old: str, new: str) -> None:
         # templated chat lines: the number names the line, it is not a value (the issue's report)
         ("Chat line 18: I watched a film about oceans.", "Chat line 19: I watched a film about chess."),
         ("gym session on day 3", "gym session on day 4"),
+        ("secret of 'a\"b' in 'a\"b'", "secret of 'a\"b' in \"it's\""),  # hostile ids, quoted (test_isolation)
+        ('the note "alpha" is in folder "x"', 'the note "alpha" is in folder "y"'),
         ("Turn 4 about the venue, the catering and the guest list", "Turn 5 about the venue, the catering"),
         # another attribute of the same thing: the kinds of value differ, or the predicate does
         ("My rent is $1,400.", "My rent is due on the 1st."),
