@@ -18,7 +18,7 @@ final-score threshold keeps its meaning).
 A turn's words often sit in the message it answers ("How was the support
 group?" / "It was great, so inspiring"), so a search may add a share of the
 previous turn's score to each turn (``context_weight``; the core passes
-``MemoryConfig.bm25_context_weight``): computed at query time from the same
+``MemoryConfig.ranking.bm25_context_weight``): computed at query time from the same
 postings, no second index and no change to what is stored.
 
 The index also knows each memory's session and sequence number (for the

@@ -6,7 +6,7 @@
 events; one embedding of the whole question lands between them, and the top
 k fills with whichever event dominates. The read path recalls each event on
 its own next to the whole question and interleaves the lists
-(``MemoryConfig.split_order_questions``).
+(``MemoryConfig.ranking.split_order_questions``).
 
 Only explicit comparisons split: "the day after X" asks for a relative date
 (:mod:`.temporal`), not an order, and stays whole. Pure: text in, parts out.

@@ -10,7 +10,7 @@ Two kinds, both read from the question alone:
   against the time of asking by :func:`memory_vec._rules.dates.resolve_dates`.
 
 The read path recalls the memories of those days next to the usual ones
-(``MemoryConfig.date_window_boost``). Pure: text in, a relation out.
+(``MemoryConfig.ranking.date_window_boost``). Pure: text in, a relation out.
 """
 
 from __future__ import annotations
