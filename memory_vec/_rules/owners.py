@@ -26,6 +26,7 @@ __all__ = [
     "OTHER",
     "USER",
     "ZH_PERSON",
+    "ZH_SURNAMES",
     "detect_owner",
     "normalize_owner",
     "owner_of",
@@ -360,9 +361,9 @@ _ZH_KIN_HOLDER = re.compile(
 _ZH_SELF = re.compile(r"^(?:我|咱|用户)")
 _ZH_PRONOUN = re.compile(r"^(?:他|她)(?:们)?")
 # Common surnames that rarely start another word; 小X / 老X / 阿X nicknames.
-_ZH_SURNAMES = "王李张刘陈杨赵吴徐孙朱胡郭郑梁宋唐冯邓曹彭肖袁蒋蔡魏吕丁沈姚崔谭汪廖贾韦邹秦邱薛闫侯邵覃"
+ZH_SURNAMES = "王李张刘陈杨赵吴徐孙朱胡郭郑梁宋唐冯邓曹彭肖袁蒋蔡魏吕丁沈姚崔谭汪廖贾韦邹秦邱薛闫侯邵覃"
 _ZH_NAME_CORE = (
-    rf"[{_ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}?"
+    rf"[{ZH_SURNAMES}][\u4e00-\u9fff]{{1,2}}?"
     r"|(?:小|老|阿)(?![区时说学组费家人鼠板师公婆妈爸孩])[\u4e00-\u9fff]"
 )
 _ZH_NAME = re.compile(rf"^(?P<name>{_ZH_NAME_CORE})(?={_ZH_AFTER_PERSON})")

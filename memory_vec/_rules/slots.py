@@ -35,6 +35,7 @@ from memory_vec._rules.assertion import says_changed
 from memory_vec._rules.bm25 import _jieba_words
 from memory_vec._rules.change import numbers
 from memory_vec._rules.facts import is_chinese, proper_names
+from memory_vec._rules.owners import ZH_SURNAMES
 
 __all__ = ["Slots", "distinct_ids", "slot_correction", "slot_update"]
 
@@ -102,10 +103,7 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _HANDLE = re.compile(r"\b(?=\w*[_\d])(?=\w*[a-zA-Z])\w{3,}\b")  # bluejay77, mike_runs, iPhone 12 (not)
 _ZH_NAMED = re.compile(r"(?:叫做?|名叫|名字是|改名叫|改叫)([\u4e00-\u9fffA-Za-z]{1,8}?)(?:[了，。,！!]|$)")
 # "是刘琳", "叫王方": a surname and one or two characters after 是 / 叫 / 为, ending the clause.
-_ZH_PERSON = re.compile(
-    r"(?:是|叫|为)([王李张刘陈杨赵吴徐孙朱胡郭郑梁宋唐冯邓曹彭肖袁蒋蔡魏吕丁沈姚崔谭汪廖贾韦邹秦邱薛闫侯邵覃章周黄林何高罗]"
-    r"[\u4e00-\u9fff]{1,2})(?=[，。,！!；;]|$)"
-)
+_ZH_PERSON = re.compile(rf"(?:是|叫|为)([{ZH_SURNAMES}章周黄林何高罗][\u4e00-\u9fff]{{1,2}})(?=[，。,！!；;]|$)")
 _ZH_TITLE = re.compile(r"([\u4e00-\u9fff])(?:老师|总|姐|哥|经理|医生|大夫|主任|阿姨|叔)")
 _ID = re.compile(
     r"\b(?:[A-Za-z]{1,3}\d+[A-Za-z]?|\d+(?![kKmMgG]\b)[A-Za-z])\b|(?:一|二|三|四)季度|[QqHh][1-4]"
