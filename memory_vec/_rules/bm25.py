@@ -49,7 +49,7 @@ import numpy as np
 if TYPE_CHECKING:
     from memory_vec._model.records import MemoryRecord
 
-__all__ = ["BM25Index", "IndexedDoc", "mentioned_speakers", "tokenize"]
+__all__ = ["BM25Index", "IndexedDoc", "jieba_words", "mentioned_speakers", "tokenize"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
@@ -104,7 +104,8 @@ def _user_cache_dir() -> str:
     return os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
 
 
-def _jieba_words(text: str) -> list[str]:
+def jieba_words(text: str) -> list[str]:
+    """jieba's words of ``text`` (search mode, sub-words too); one per character without jieba."""
     jieba = _jieba()
     if jieba is None:  # no jieba: one token per CJK character still matches
         return list(text)
@@ -128,7 +129,7 @@ def tokenize(text: str) -> list[str]:
     if not _CJK.search(lowered):
         return [w for w in (m.replace("'", "") for m in _WORD.findall(lowered)) if w not in _EN_STOP]
     out: list[str] = []
-    for raw in _jieba_words(lowered):
+    for raw in jieba_words(lowered):
         word = raw.strip()
         if not word or not any(ch.isalnum() for ch in word):
             continue

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memory_vec._rules.assertion import says_changed
-from memory_vec._rules.bm25 import _jieba_words
+from memory_vec._rules.bm25 import jieba_words
 from memory_vec._rules.change import numbers
 from memory_vec._rules.facts import is_chinese, proper_names
 from memory_vec._rules.owners import ZH_SURNAMES
@@ -341,7 +341,7 @@ def _words(text: str, zh: bool, *, single: bool = False, gaps: bool = False) -> 
     (爱奇艺的密码: 爱奇艺 modifies 密码)."""
     out = []
     if zh:
-        for token in _jieba_words(text):
+        for token in jieba_words(text):
             w = token.strip()
             if w == "的" or not w:
                 continue
@@ -424,7 +424,6 @@ _DATED_ZH = re.compile(r"昨天|今天|今晚|昨晚|今早|刚才|前天|刚刚
 _CLAUSE = re.compile(r"[,;，；。.!?！？—–]|\s-\s|\bbut\b|但是?|不过")
 
 # ------------------------------------------------------------------ the decision
-_VALUE_KINDS_ORDER = ("money", "clock", "weekday", "date", "name", "number")
 
 
 def _differing_kinds(new: Slots, old: Slots) -> list[str]:
