@@ -156,6 +156,11 @@ class Slots:
     ends: frozenset[str]
     changed: bool  # says a value changed ("now", "moved to", 改成)
 
+    @property
+    def all_words(self) -> frozenset[str]:
+        """The content words of every clause, single Chinese characters too."""
+        return frozenset().union(*self.clauses)
+
 
 def _values(text: str) -> tuple[dict[str, set[str]], str]:
     """Typed values and the text with them blanked out."""
@@ -392,16 +397,12 @@ def slots(text: str) -> Slots:
         for clause in _CLAUSE.split(rest)
         if clause.strip()
     )
-    # the clause of the first value: where "rest" (values blanked) differs from the text
-    raw_clauses = [c for c in _CLAUSE.split(text) if c.strip()]
-    value_clause = next(
-        (
-            frozenset(w for w in _words(_values(c)[1], zh, single=True) if w not in named)
-            for c in raw_clauses
-            if _values(c)[0]
-        ),
-        frozenset(),
-    )
+    value_clause: frozenset[str] = frozenset()  # the content words of the first clause with a value
+    for clause in _CLAUSE.split(text):
+        clause_values, clause_rest = _values(clause)
+        if clause_values:
+            value_clause = frozenset(w for w in _words(clause_rest, zh, single=True) if w not in named)
+            break
     return Slots(
         {k: frozenset(v) for k, v in kinds.items()},
         tuple(w for w in _words(rest, zh) if w not in named),
@@ -486,8 +487,7 @@ def _says_more(new: Slots, old: Slots, anchor: str) -> bool:
     no other predicate in the anchor's clause ("房租每月5号交" is not "房租3000"), none of the old
     one's missing, and no value of a kind the old one lacks while it lacks one of the old one's
     ("delayed 3 hours" / "delayed 40 minutes" on other days)."""
-    old_words = frozenset().union(*old.clauses) if old.clauses else frozenset()
-    new_words = frozenset().union(*new.clauses) if new.clauses else frozenset()
+    old_words, new_words = old.all_words, new.all_words
     clause = next((c for c in new.clauses if anchor in c), new_words)
     if clause - old_words:
         return True
@@ -500,8 +500,7 @@ def _says_more(new: Slots, old: Slots, anchor: str) -> bool:
 def _same_short_predicate(new: Slots, old: Slots) -> list[str]:
     """ "我每天喝两升水" / "我一天喝三升水": no shared word of two characters, but the same
     one-character words and nothing else; they anchor it."""
-    a = frozenset().union(*new.clauses) if new.clauses else frozenset()
-    b = frozenset().union(*old.clauses) if old.clauses else frozenset()
+    a, b = new.all_words, old.all_words
     return sorted(a) if len(a) >= 2 and a == b and all(len(w) == 1 for w in a) else []
 
 
@@ -509,8 +508,7 @@ def _names_another_thing(new: Slots, old: Slots) -> bool:
     """ "Actually the budget for the new laptop is now 14500" after "my phone bill is 3350",
     "更正：我的猫叫王芳" after "我的兔子叫张伟": the clause with the new value names something the old
     statement does not."""
-    old_words = frozenset().union(*old.clauses) if old.clauses else frozenset()
-    return bool(new.value_clause - old_words - _CORRECTION_WORDS)
+    return bool(new.value_clause - old.all_words - _CORRECTION_WORDS)
 
 
 def distinct_ids(new_text: str, old_text: str) -> bool:
@@ -533,8 +531,7 @@ def slot_update(new_text: str, old_text: str) -> str:
         return ""  # "its name is Mia now" after "my name is Ivy"
     # "I've quit coffee completely" after "I drink coffee every morning": the clause that ends says
     # nothing the old statement does not ("我已经不住在深圳了" does not end "我去深圳的航班16点半起飞")
-    old_all = frozenset().union(*old.clauses) if old.clauses else frozenset()
-    if new.ends and new.ends <= old_all and new.ends & set(anchors) and not old.ends:
+    if new.ends and new.ends <= old.all_words and new.ends & set(anchors) and not old.ends:
         return "" if _other_modifier(new, old, anchors, one_sided=False) else "rule: it ended what it said"
     if _other_modifier(new, old, anchors):
         return ""
