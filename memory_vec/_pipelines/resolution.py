@@ -228,8 +228,6 @@ class FactResolution:
                 out.events[message.id] = WriteEvent.SKIPPED_LOW_VALUE
                 out.reasons[message.id] = "transient instruction: not kept as a fact"
                 trace.event(f"value filter skipped a transient instruction in {message.id}")
-            if not facts and e.extractor is not None:
-                self._resolve_plain(scope, message, vector, local, out, messages, trace)
             for index, fact in enumerate(facts):
                 if fact.transient and e.config.skip_transient:
                     continue
@@ -255,6 +253,11 @@ class FactResolution:
                     out.fact_ids.setdefault(message.id, []).append(new_record.id)
                     local.append(new_record, fact_vector)
                 self._apply(decision, message, new_record, fact, out, local, messages)
+            # A message no fact was taken from, or only part of whose facts replaced nothing ("Done
+            # with keto. Not doing it anymore." gives the fact "Not doing it anymore."), is checked whole.
+            partial = " ".join(f.text for f in facts) != " ".join(message.text.split())
+            if e.extractor is not None and (not facts or partial) and message.id not in out.superseded:
+                self._resolve_plain(scope, message, vector, local, out, messages, trace)
         return out
 
     def _neighbours(

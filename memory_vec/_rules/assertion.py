@@ -61,7 +61,7 @@ class Assertion:
 # An update marker wins over a past or plan cue: "it was 5000 but now it's 8000",
 # "原来是5000，现在改成8000了", "we moved it to Thursday".
 _UPDATE_EN = re.compile(
-    r"\b(?:now|currently|these days|nowadays|from now on|anymore|any more|no longer|not \w+ anymore"
+    r"\b(?:now|currently|these days|nowadays|from now on|anymore|any more|no longer|no more|not \w+ anymore"
     r"|(?:has|have|had|was|were|got|been)\s+(?:just\s+)?(?:changed|moved|raised|lowered|increased|decreased|cut"
     r"|bumped|updated|renamed|switched|pushed|extended|reduced|shifted|rescheduled|upped|dropped)"
     r"|(?:changed|moved|raised|lowered|increased|decreased|bumped|updated|switched|upped|reduced|shifted"
@@ -82,6 +82,7 @@ _RECENT = re.compile(
 )
 _NOW_EN = re.compile(r"\b(?:now|currently|these days|nowadays|from now on|as of (?:today|now))\b", re.IGNORECASE)
 _NOW_ZH = re.compile(r"现在|目前|如今|眼下")
+_STARTED = re.compile(r"\b(?:as of|since|starting|effective)\s+$|从$", re.IGNORECASE)
 
 _PAST_EN = re.compile(
     r"\b(?:used to|use to|formerly|previously|originally|at first|at the time|back then|back in|in the past"
@@ -169,7 +170,7 @@ _CHANGE_VERB_EN = re.compile(
     r"\b(?:moved|changed|switched|raised|lowered|increased|decreased|bumped|renamed|updated|upgraded|downgraded"
     r"|replaced|reduced|extended|postponed|rescheduled|quit|stopped|joined|left|started|became|sold|cancel(?:l)?ed"
     r"|got (?:married|divorced|promoted|engaged|a new)|now|anymore|no longer|got rid of|gave up|took [\w\s]{0,20}off"
-    r"|turned off|broke up|done with|no more)\b",
+    r"|turned off|broke up|done with|no more|went (?:up|down)|got a raise|(?:is|are|'s) (?:up|down) to)\b",
     re.IGNORECASE,
 )
 _EVENT_ZH = re.compile(
@@ -234,7 +235,9 @@ def _modality(text: str, role: str) -> tuple[Modality, str]:
     # "It was 5000 but now it's 8000": a past value followed by the current one asserts the current one.
     # A change dated recently ("I moved to Lyon last weekend") is an update; one dated long ago ("last
     # year we raised it to 8000", "去年把预算改成8000") tells history unless "now" follows.
-    if (m := past.search(text)) and not _updates_after_past(text, m.group(0), update, zh):
+    # "divorced as of last month", "vegan since last year": the time a current state began.
+    m = next((m for m in past.finditer(text) if not _STARTED.search(text, 0, m.start())), None)
+    if m and not _updates_after_past(text, m.group(0), update, zh):
         return Modality.PAST, m.group(0)
     # "We might raise it to 9000": the change is inside the plan; only a later "now" asserts.
     if (m := plan.search(text)) and not (_NOW_ZH if zh else _NOW_EN).search(text, m.end()):

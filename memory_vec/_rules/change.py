@@ -115,7 +115,7 @@ _CLOCK = re.compile(r"(?<![\d:])(\d{1,2})(?:[:：]|点)(\d{2}|\d(?=分))(?![\d:]
 _ARABIC = re.compile(r"(?<![A-Za-z0-9_.])(\d[\d,]*(?:\.\d+)?)\s*([kK](?![a-zA-Z])|万|千)?")
 
 
-def _cn_value(numeral: str) -> float | None:
+def cn_number(numeral: str) -> float | None:
     """两万 -> 20000, 一万五 -> 15000, 十二万 -> 120000, 四千五 -> 4500, 八百 -> 800."""
     total, section, digit, last_unit = 0.0, 0.0, None, 1
     for ch in numeral:
@@ -172,7 +172,7 @@ def numbers(text: str) -> set[float]:
     if is_chinese(text):
         for numeral in _CN_NUMERAL.findall(text):
             if len(numeral) > 1 or numeral in "两三四五六七八九十":  # not the 一 of 一下, 一起
-                cn = _cn_value(numeral)
+                cn = cn_number(numeral)
                 if cn is not None:
                     found.add(cn)
     return found

@@ -42,7 +42,14 @@ from memory_vec._rules.facts import (
 )
 from memory_vec._rules.owners import detect_owner, owner_of
 from memory_vec._rules.ranking import dedupe_key
-from memory_vec._rules.slots import distinct_ids, slot_correction, slot_update
+from memory_vec._rules.slots import (
+    correction_cue,
+    distinct_ids,
+    names_anyone,
+    same_words_new_value,
+    slot_correction,
+    slot_update,
+)
 from memory_vec._rules.supersede_model import shipped_model
 
 __all__ = [
@@ -113,6 +120,9 @@ class _NewFact:
     corrects: bool
     #: What it says no longer holds ("vegetarian" in "I'm not vegetarian anymore", "喝咖啡").
     retracted: str | None
+    #: A correction that names no one and no subject ("打错字了，是刘琳" after "我妈叫刘玲"): it speaks
+    #: of whoever the statement it corrects speaks of.
+    owns_nothing: bool = False
 
     @classmethod
     def of(cls, fact: ExtractedFact) -> _NewFact:
@@ -128,6 +138,7 @@ class _NewFact:
             stated_change(fact.text),
             corrects(fact.text),
             retraction(fact.text),
+            correction_cue(fact.text) and not names_anyone(fact.text) and not (fact.subject or subject_key(fact.text)),
         )
 
 
@@ -180,7 +191,7 @@ class ConflictResolver:
         for old in existing:
             if dedupe_key(old.text) == new.key:
                 return ConflictDecision(ConflictAction.NOOP, duplicate_of=old.id, reason="exact duplicate")
-            if owner_of(old.subject, old.text) != new.owner:
+            if owner_of(old.subject, old.text) != new.owner and not new.owns_nothing:
                 continue  # someone else's fact: not an update, not even a borderline one
             # Only an asserted-now state replaces an asserted state of the same entity.
             if why := why_not_superseding(new.assertion, assess(old.text)):
@@ -323,9 +334,11 @@ def _explicit_verdict(new: _NewFact, old_text: str, old_subject: str | None) -> 
         return "rule: a stated change of this value"
     if new.change is None and new.corrects and _correctable(new, old_text, old_subject):
         return _CORRECTION
-    if why := slot_update(new.fact.text, old_text):
+    if why := slot_update(new.fact.text, old_text) or same_words_new_value(new.fact.text, old_text):
         return why
-    return _CORRECTION if new.change is None and slot_correction(new.fact.text, old_text) else ""
+    # "是A4417，不是A4471": a change that names no thing may still correct the value just said
+    no_thing = new.change is None or new.change.thing is None
+    return _CORRECTION if no_thing and slot_correction(new.fact.text, old_text) else ""
 
 
 def why_restore(old_text: str, new_text: str) -> str:

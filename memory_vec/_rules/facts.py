@@ -32,7 +32,8 @@ __all__ = [
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # After a full stop, never inside a number: "2.5 mg", "5000.50", "37.5度" are one sentence.
-_SENTENCE_SPLIT = re.compile(r"(?<=[。！？；])\s*|(?<=[.!?;])(?!\d)\s*|\n+")
+# Not inside "8.5", "leehome.net" or "example.com": a sentence's stop is not followed by a digit or lowercase letter.
+_SENTENCE_SPLIT = re.compile(r"(?<=[。！？；])\s*|(?<=[.!?;])(?![\da-z])\s*|\n+")
 _NUMBER = re.compile(
     r"(?<![A-Za-z0-9.])[-+]?\d[\d,]*(?:\.\d+)?"
     r"(?:\s?(?:%|k|K|万|千|元|块|美元|usd|USD|eur|EUR|kg|km|GB|MB|小时|天|年|月|岁|years?|days?|hours?|dollars?|euros?"

@@ -348,6 +348,28 @@ _NOT_NAMES = {
     "traffic",
     "weather",
     "rain",
+    # adverbs and interjections that open a clause: "Just got a raise", "Finally moved to Lyon"
+    "just",
+    "finally",
+    "recently",
+    "lately",
+    "actually",
+    "still",
+    "already",
+    "honestly",
+    "basically",
+    "anyway",
+    "apparently",
+    "luckily",
+    "sadly",
+    "unfortunately",
+    "maybe",
+    "probably",
+    "definitely",
+    "currently",
+    "seriously",
+    "oops",
+    "update",
 }
 # What follows a person who starts a clause: "李强的…", "我同事今年…", "张敏爱吃…".
 _ZH_AFTER_PERSON = (

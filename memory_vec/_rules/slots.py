@@ -33,11 +33,19 @@ from functools import lru_cache
 
 from memory_vec._rules.assertion import says_changed
 from memory_vec._rules.bm25 import jieba_words
-from memory_vec._rules.change import numbers
+from memory_vec._rules.change import cn_number, numbers
 from memory_vec._rules.facts import is_chinese, proper_names
 from memory_vec._rules.owners import ZH_SURNAMES
 
-__all__ = ["Slots", "distinct_ids", "slot_correction", "slot_update"]
+__all__ = [
+    "Slots",
+    "correction_cue",
+    "distinct_ids",
+    "names_anyone",
+    "same_words_new_value",
+    "slot_correction",
+    "slot_update",
+]
 
 # ------------------------------------------------------------------ value kinds
 _MONEY = re.compile(
@@ -86,6 +94,8 @@ _ZH_UNITS = (
     "|层|人|位|台|辆|只|条|套|间|张|本|页|步|圈|组|节|集|份|碗|盒|趟"
 )
 _QUANTITY_ZH = re.compile(rf"(\d[\d,.]*|[零〇一二两三四五六七八九十百千万半]+)\s*个?\s*({_ZH_UNITS})")
+# Amounts, times and counts: values, never the modifier of an anchor ("两次健身房" / "三次健身房").
+_AMOUNTS = re.compile("|".join(p.pattern for p in (_MONEY, _CLOCK, _QUANTITY_EN, _QUANTITY_ZH)), re.IGNORECASE)
 _QUOTED = re.compile(r"[\"“「『]([^\"“”「」『』]{1,40})[\"”」』]")
 # A quoted value sets a slot after a copula or a naming word ('the hint is "pizza"', '叫“小鹿”'); elsewhere
 # it says which one ('secret of "a" in "b"') and is an identifier.
@@ -97,6 +107,11 @@ _SETS_QUOTED = re.compile(
 def _quoted(m: re.Match[str]) -> tuple[str, str]:
     kind = "name" if _SETS_QUOTED.search(m.string[: m.start()]) else "id"
     return kind, m.group(1).strip().lower()
+
+
+def _identifier(m: re.Match[str]) -> tuple[str, str]:
+    """ "room 3A has a leak": which one ("id"); "our parking spot is B14": the value it sets ("code")."""
+    return "code" if _SETS_QUOTED.search(m.string[: m.start()]) else "id", " ".join(m.group(0).lower().split())
 
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
@@ -189,7 +204,7 @@ def _values(text: str) -> tuple[dict[str, set[str]], str]:
     take("date", _DATE, lambda m: ("date", _number(m.group(0)) + _month(m.group(0))))
     take("quantity", _QUANTITY_EN, lambda m: (f"qty:{_unit(m.group(2))}", _number(m.group(1))))
     take("quantity", _QUANTITY_ZH, lambda m: (f"qty:{_unit(m.group(2))}", _number(m.group(1))))
-    take("id", _ID, lambda m: ("id", " ".join(m.group(0).lower().split())))
+    take("id", _ID, _identifier)
     take("handle", _HANDLE, lambda m: ("name", m.group(0).lower()))
     for m in _ZH_NAMED.finditer(rest):
         kinds.setdefault("name", set()).add(m.group(1))
@@ -220,6 +235,8 @@ def _clock(text: str) -> str:
         minutes = next((v for k, v in _ZH_MINUTES.items() if text.endswith(k)), round(value - hours, 2))
         if tail := re.search(r"点(\d{1,2})", text):
             minutes = int(tail.group(1)) / 100
+        elif (tail := re.search(r"点([一二三四五六七八九十]{1,3})", text)) and (spoken := cn_number(tail.group(1))):
+            minutes = spoken / 100  # 三点二十五 is 3.25, 三点十分 3.10
         value = hours + (12 if _ZH_AFTERNOON.match(text) and hours < 12 else 0) + minutes
     return f"{value:g}"
 
@@ -315,10 +332,11 @@ _FEELING = re.compile(
 
 _ENDING_FILLER = frozenset(
     "completely entirely totally fully good finally officially week weeks month months"  # noqa: SIM905
-    " 彻底 已经 终于 正式 现在 了 学期 这学期 这周 最近 本月 这个月 今年".split()
+    " 彻底 已经 终于 正式 现在 了 学期 这学期 这周 最近 本月 这个月 今年 干 做 用 弄 搞".split()
 )
 
 
+_ZH_END_CHARS = "我不再没完掉退停戒关了"
 _ZH_END_WORD = re.compile(
     r"[不再没完掉退停戒关了]+|没有|退订|退学|退出|取消|注销|结束|离婚|分手|辞职|离职|续费|停药|关掉"
 )
@@ -332,10 +350,11 @@ def _ends(text: str, zh: bool) -> frozenset[str]:
             continue
         start = max((c.end() for c in _CLAUSE.finditer(text, 0, m.start())), default=0)
         end = next((c.start() for c in _CLAUSE.finditer(text, m.end())), len(text))
-        if zh:  # 不学芭蕾了: the cue holds the thing, so the cue's own words go, not its span
-            words = {w for w in _words(text[start:end], zh, single=True) if not _ZH_END_WORD.fullmatch(w)}
-        else:  # the clause, its cue left out
-            words = set(_words(text[start : m.start()] + " " + text[m.end() : end], zh, single=True))
+        if zh:  # 不学芭蕾了, 戒酒了, 我关了: the cue holds the thing, so the cue's own characters go, not its span
+            tokens = (w for w in _words(text[start:end], zh, single=True) if not _ZH_END_WORD.fullmatch(w))
+            words = {w.strip(_ZH_END_CHARS) for w in tokens} - {""}
+        else:  # the clause, its cue's own words left out ("let the Costco membership lapse")
+            words = set(_words(text[start:end], zh, single=True)) - _EN_END_WORDS
         return frozenset(words - _ENDING_FILLER) or frozenset({""})
     return frozenset()
 
@@ -377,11 +396,21 @@ def _stem(word: str) -> str:
     return word
 
 
-_SPEAKER = re.compile(r"^[A-Z][\w .'-]{0,30}:\s")  # "Caroline: ...", how chat logs are often stored
+# An ending's own words, not the thing that ended.
+_EN_END_WORDS = frozenset(
+    _stem(w)
+    for w in (  # noqa: SIM905 - a word list reads better as words
+        "quit quitting stopped gave broke split rid lapse done finished more longer anymore cancelled canceled"
+        " closed sold took divorced turned unsubscribed ended dropped"
+    ).split()
+)
+
+# "Caroline: ...", how chat logs are often stored; not "Kitchen budget: 8000 euros" (a label and its value)
+_SPEAKER = re.compile(r"^[A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2}:\s(?!\s*[$€£¥\d])")
 # A name after a greeting addresses someone ("Thanks, Melanie", "Hi Mel"): not a value of anything.
 _VOCATIVE = re.compile(
     r"\b(?:thanks|thank you|thx|hi|hey|hello|bye|dear|ok|okay|yes|yeah|no|wow|sorry|congrats|aw+|oh|haha|right)"
-    r",?\s+[A-Z][a-z]+\b",
+    r",?\s+(?-i:[A-Z][a-z]+)\b",  # a capitalised name: "no more glasses" addresses no one
     re.IGNORECASE,
 )
 
@@ -398,19 +427,19 @@ def slots(text: str) -> Slots:
         if clause.strip()
     )
     value_clause: frozenset[str] = frozenset()  # the content words of the first clause with a value
-    for clause in _CLAUSE.split(text):
-        clause_values, clause_rest = _values(clause)
-        if clause_values:
-            value_clause = frozenset(w for w in _words(clause_rest, zh, single=True) if w not in named)
-            break
+    valued = [clause for clause in _CLAUSE.split(text) if _values(clause)[0]]
+    if valued:
+        value_clause = frozenset(w for w in _words(_values(valued[0])[1], zh, single=True) if w not in named)
+    # "装修预算是8000块，家电也算在里面": an additive word adds a value only in a clause that gives one
+    additive = (_ADDITIVE_ZH if zh else _ADDITIVE_EN).search(" ; ".join(valued) if valued else text)
     return Slots(
         {k: frozenset(v) for k, v in kinds.items()},
         tuple(w for w in _words(rest, zh) if w not in named),
         clauses,
         value_clause,
-        _words(re.sub(r"[\"“”「」『』]", " ", text), zh, gaps=True),
+        _words(_AMOUNTS.sub(" ", re.sub(r"[\"“”「」『』]", " ", text)), zh, gaps=True),
         frozenset(kinds.get("id", ())),
-        bool((_ADDITIVE_ZH if zh else _ADDITIVE_EN).search(text)),
+        bool(additive),
         _ends(text, zh),
         says_changed(text),
     )
@@ -517,12 +546,27 @@ def distinct_ids(new_text: str, old_text: str) -> bool:
     return bool(new and old and not new & old)
 
 
+# Heads an ending may name its thing by ("quit the bakery gig" ends "a weekend job at the bakery").
+_GENERIC_HEADS = frozenset(
+    "gig job thing plan subscription membership habit class lesson service account app program routine".split()  # noqa: SIM905
+)
+
+
+def _said_around(word: str, old_words: frozenset[str]) -> bool:
+    """An ending's word the old statement says in other form: a generic head ("gig"), another
+    form of one of its words ("electricity" / "electric"), or a second verb ("emptied and closed")."""
+    return word in _GENERIC_HEADS or word.endswith("ed") or any(len(w) >= 5 and word[:5] == w[:5] for w in old_words)
+
+
 def slot_update(new_text: str, old_text: str) -> str:
     """Why ``new_text`` sets a new value of what ``old_text`` said ("" when it does not)."""
     new, old = slots(new_text), slots(old_text)
     if new.additive:
         return ""
-    anchors = [w for w in old.words if w in new.words] or _same_short_predicate(new, old)
+    # an ending names what it ends, one character too (戒酒 ends 喝点酒); names count ("Chris and I broke up")
+    ended = (new.ends & (old.all_words | set(old.named_words))) - {""} if not old.ends else frozenset()
+    said = ended | {w for w in new.ends - ended if _said_around(w, old.all_words)}
+    anchors = [w for w in old.words if w in new.words] or _same_short_predicate(new, old) or sorted(ended)
     if not anchors or distinct_ids(new_text, old_text):
         return ""  # nothing in common, or "the Q1 report" / "the Q2 report": two things
     if (_DATED_ZH if is_chinese(old_text) else _DATED_EN).search(old_text):
@@ -531,7 +575,7 @@ def slot_update(new_text: str, old_text: str) -> str:
         return ""  # "its name is Mia now" after "my name is Ivy"
     # "I've quit coffee completely" after "I drink coffee every morning": the clause that ends says
     # nothing the old statement does not ("我已经不住在深圳了" does not end "我去深圳的航班16点半起飞")
-    if new.ends and new.ends <= old.all_words and new.ends & set(anchors) and not old.ends:
+    if ended and said == new.ends:
         return "" if _other_modifier(new, old, anchors, one_sided=False) else "rule: it ended what it said"
     if _other_modifier(new, old, anchors):
         return ""
@@ -563,6 +607,8 @@ _CORRECTION_WORDS = frozenset(
     (  # noqa: SIM905 - a word list reads better as words
         "typo mistake wrong correction fix check checked honestly total rounding lowballing mean meant actually"
         " 更正 纠正 说错 记错 打错 写错 看错 其实 应该 不对 抱歉"
+        # hedges a corrected value comes with ("一般是一点多才睡", "usually around 187")
+        " usually normally about around roughly 一般 通常 平时 大概 左右 多 才 只"
     ).split()
 )
 _CORRECTS_ZH = re.compile(
@@ -571,17 +617,77 @@ _CORRECTS_ZH = re.compile(
 )
 
 
+# "17D, not 17C", "Lydia, not Linda", "Not 55, it's 58k", "是30公斤，不是斤": the value denied.
+_DENIED = re.compile(
+    r"\b(?:not|isn['’]t|wasn['’]t)\s+(?:the\s+|a\s+|an\s+)?([^\s,.;:!?—–]+(?:\s[^\s,.;:!?—–]+)?)|不是([^，。；！？,.;!?]{1,8})",
+    re.IGNORECASE,
+)
+
+
+# "Sorry, Lydia": after a correction's cue a name is the value, not someone addressed.
+_LEADING_CUE = re.compile(
+    r"^(?:\W*\b(?:oops|whoops|sorry|wait|no|nope|hmm|ugh|eh|ah|my bad|actually|correction|typo|i mean|i meant)\b)+\W*",
+    re.IGNORECASE,
+)
+
+
+def _denies_old_value(new_text: str, old_text: str) -> str | None:
+    """``new_text`` without its "not X" when X is what ``old_text`` said: a correction by its denial."""
+    old = " ".join(old_text.lower().split())
+    for m in _DENIED.finditer(new_text):
+        denied = (m.group(1) or m.group(2)).strip().lower()
+        if denied and (denied in old or denied.rstrip("s") in old):
+            return new_text[: m.start()] + " " + new_text[m.end() :]
+    return None
+
+
+def correction_cue(text: str) -> bool:
+    """Says it corrects what was just said: a cue ("sorry", 打错了) or a denied value ("…, not 17C")."""
+    return bool((_CORRECTS_ZH if is_chinese(text) else _CORRECTS_EN).search(text) or _DENIED.search(text))
+
+
+_ANYONE_EN = re.compile(r"\b(?:i|i'm|i’m|me|my|mine|we|our|us|he|she|his|her|they|their|its)\b", re.IGNORECASE)
+_ANYONE_ZH = re.compile(r"我|咱|他|她|它")
+
+
+def _without_cue(text: str) -> str:
+    """The text without its correction cue and the speaker of the cue ("I got that wrong", "哎我记错了，")."""
+    if is_chinese(text):
+        return re.sub(rf"(?:[哎哦嗯啊]?我)?(?:{_CORRECTS_ZH.pattern})了?[，,。！!]?", " ", text)
+    return re.sub(rf"(?:\bI\s+)?(?:{_CORRECTS_EN.pattern})[,.!—–-]*", " ", text, flags=re.IGNORECASE)
+
+
+def names_anyone(text: str) -> bool:
+    """Names a person or a pronoun for one ("my", "her", 我, 她), or a proper name, outside its
+    correction cue ("哎我记错了" is the speaker's slip, not a statement about the speaker)."""
+    zh, text = is_chinese(text), _without_cue(text)
+    return bool((_ANYONE_ZH if zh else _ANYONE_EN).search(text)) or (not zh and bool(proper_names(text)))
+
+
 def slot_correction(new_text: str, old_text: str) -> str:
     """Why ``new_text`` corrects the value ``old_text`` just gave ("" when it does not): a correction
-    cue and a value of a kind the old statement has, with another value ("Oops, March 21." after
-    "My birthday is March 12."; "是33码" after "儿子穿32码的鞋")."""
+    cue, or a denial of the old value ("17D, not 17C"), and a value of a kind the old statement has,
+    with another value ("Oops, March 21." after "My birthday is March 12."; "是33码" after "儿子穿32码的鞋")."""
+    if (rest := _denies_old_value(new_text, old_text)) is not None:
+        # the denial ties it to the old value: any value the old statement lacks is its correction
+        new, old = slots(_LEADING_CUE.sub("", rest)), slots(old_text)
+        given = {(k, v) for k, vs in new.values.items() for v in vs}
+        if not new.additive and given - {(k, v) for k, vs in old.values.items() for v in vs}:
+            return "rule: a correction of the value it denies"
+        return ""
     if not (_CORRECTS_ZH if is_chinese(new_text) else _CORRECTS_EN).search(new_text):
         return ""
+    clauses = re.split(r"(?<=[，,。.!！—–])\s*", new_text, maxsplit=1)
+    lead_cue = len(clauses) == 2 and (_CORRECTS_ZH if is_chinese(new_text) else _CORRECTS_EN).search(clauses[0])
+    restated = re.sub(r"应该|其实|actually\s+", "", clauses[1] if lead_cue else new_text)
+    if same_words_new_value(restated, old_text):  # "哎我记错了，师傅上门应该是周二下午"
+        return "rule: a correction in the same words"
     new, old = slots(new_text), slots(old_text)
     if new.additive or _names_another_thing(new, old):
         return ""
     kinds = _differing_kinds(new, old)
-    ids_differ = len(new.ids) == 1 and len(old.ids) == 1 and new.ids != old.ids
+    new_ids, old_ids = new.ids | new.values.get("code", frozenset()), old.ids | old.values.get("code", frozenset())
+    ids_differ = len(new_ids) == 1 and len(old_ids) == 1 and new_ids != old_ids
     # "More like 187" after "I weigh 180 lbs": a bare number corrects an amount of any unit
     bare = new.values.get("number", frozenset())
     amounts = {v for k, vs in old.values.items() if k == "money" or k.startswith("qty:") for v in vs}
@@ -590,3 +696,120 @@ def slot_correction(new_text: str, old_text: str) -> str:
     if kinds or ids_differ:
         return f"rule: a correction of the {kinds[0] if kinds else 'id'} just said"
     return ""
+
+
+# ------------------------------------------------------------------ the same words, one value changed
+# "My phone is an iPhone 12." / "My phone is a Pixel 8.", "I prefer aisle seats." / "I prefer window
+# seats.", "我坐飞机喜欢靠过道" / "我坐飞机喜欢靠窗": the same sentence but for one short span after
+# the verb that sets the value. Only after a frame that holds one value at a time: a copula after a
+# named thing ("my phone is", not "I am": a person is many things) or a verb of one choice ("prefer",
+# "drive", 住, 开); "I have a cat" / "I have a dog" and "I like X" / "I like Y" add, they do not replace.
+_EN_TOKEN = re.compile(r"[a-z0-9$€£¥@][\w$€£¥@.:,/+-]*?(?=[.,;:!?]*(?:\s|$)|['’]s\b)|['’]s\b", re.IGNORECASE)
+_EN_COPULA = frozenset({"is", "are", "be"})
+_EN_ONE_CHOICE = frozenset(
+    "prefer prefers drive drives commute commutes live lives work works weigh weighs charge charges aim bank"  # noqa: SIM905
+    " banks by at in for with".split()
+)
+_EN_EDGE_FILLER = frozenset("actually so ok okay well now currently nowadays anyway honestly btw".split())  # noqa: SIM905
+_EN_NEGATION = frozenset("not no never don't doesn't isn't aren't won't can't n't".split())  # noqa: SIM905
+_EN_ARTICLES = frozenset({"a", "an", "the"})
+_EN_SHAPE = frozenset("on at in to by for from with my our his her their".split())  # noqa: SIM905
+_ZH_ONE_CHOICE = ("住在", "住", "开", "用", "穿", "靠", "坐", "选", "订", "找", "叫")
+_ZH_EDGE = re.compile(r"(?<=^我)(?:现在|目前|如今|其实)|^(?:现在|目前|如今|其实)|(?:了|啦|哦|呢|吧)$")
+_ZH_SELF = re.compile(r"我们|我|咱们|的|是|叫")
+
+
+def _en_tokens(text: str) -> list[str]:
+    tokens = [t.lower() for t in _EN_TOKEN.findall(" ".join(text.split()))]
+    while tokens and tokens[0] in _EN_EDGE_FILLER:
+        tokens.pop(0)
+    while tokens and tokens[-1] in _EN_EDGE_FILLER:
+        tokens.pop()
+    # "my bike's a Trek", "budget's $30": a copula before an article or a number; "Mochi's insulin" owns
+    following = [*tokens[1:], ""]
+    return [
+        "is"
+        if t in ("'s", "’s")
+        and (following[i] in _EN_ARTICLES or following[i][:1] in "0123456789$€£¥" or not following[i])
+        else t
+        for i, t in enumerate(tokens)
+    ]
+
+
+def _split_common(a: list[str] | str, b: list[str] | str) -> tuple[int, int]:
+    """The lengths of the common prefix and of the common suffix that does not overlap it."""
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    s = 0
+    while s < min(len(a), len(b)) - p and a[len(a) - 1 - s] == b[len(b) - 1 - s]:
+        s += 1
+    return p, s
+
+
+def _en_frame(prefix: list[str], suffix: list[str]) -> bool:
+    content = [w for w in prefix if w not in _EN_STOP and w not in _EN_COPULA and len(w) >= 3]
+    if prefix and prefix[-1] in _EN_COPULA:  # "my phone is", not "I am" / "I'm"
+        return bool(content) and not any(w in ("i", "i'm", "we", "we're", "i’m") for w in prefix[-2:])
+    if prefix and (prefix[-1] in _EN_ONE_CHOICE or (len(prefix) > 1 and prefix[-2] in _EN_ONE_CHOICE)):
+        return any(w in _EN_ONE_CHOICE for w in prefix if w not in ("by", "at", "in", "for", "with"))
+    # "I take [oat] milk in my coffee": the speaker's verb, and the shared rest names the thing
+    return len(prefix) >= 2 and prefix[0] in ("i", "we") and any(w not in _EN_STOP and len(w) >= 3 for w in suffix[1:])
+
+
+def _shape(token: str) -> str:
+    if token in _EN_ARTICLES:
+        return "article"
+    if token in _EN_SHAPE:
+        return token
+    return "number" if token[:1].isdigit() or token[:1] in "$€£¥" else "word"
+
+
+def _typed(text: str) -> dict[str, frozenset[str]]:
+    return {k: v for k, v in slots(text).values.items() if k not in ("name", "number")}
+
+
+def _english_span(old_text: str, new_text: str) -> tuple[str, str] | None:
+    a, b = _en_tokens(old_text), _en_tokens(new_text)
+    p, s = _split_common(a, b)
+    while p and a[p - 1] in _EN_ARTICLES | _EN_SHAPE:  # "is [my brother Dev]": the determiner goes with the value
+        p -= 1
+    old_span, new_span = a[p : len(a) - s], b[p : len(b) - s]
+    if not (0 < len(old_span) <= 4 and 0 < len(new_span) <= 4) or not _en_frame(a[:p], a[len(a) - s :]):
+        return None
+    if {*a, *b} & _EN_NEGATION or _shape(old_span[0]) != _shape(new_span[0]):
+        return None  # "The car is blue" / "The car is a manual": another kind of thing said
+    if {*old_span, *new_span} & (_EN_COPULA | {"'s", "’s"}):
+        return None  # "name is Ollie" / "breed is corgi mix": another attribute of the thing
+    return " ".join(old_span), " ".join(new_span)
+
+
+def _chinese_span(old_text: str, new_text: str) -> tuple[str, str] | None:
+    a, b = (_ZH_EDGE.sub("", re.sub(r"[\s。！!.，,]+$", "", t.strip())) for t in (old_text, new_text))
+    p, s = _split_common(a, b)
+    for k in range(p, max(p - 2, 0) - 1, -1):  # back to a verb of one choice ("靠过道" / "靠窗")
+        head = a[:k].removesuffix("的是").removesuffix("是")
+        one_choice = head.endswith(_ZH_ONE_CHOICE) or ("最" in head and head.endswith(("喜欢", "爱", "喝", "吃")))
+        named = a[:k].endswith(("是", "叫")) and len(_ZH_SELF.sub("", a[:k])) >= 2
+        if one_choice or named:
+            old_span, new_span = a[k : len(a) - s], b[k : len(b) - s].removeprefix("的是")
+            if not (0 < len(old_span) <= 12 and 0 < len(new_span) <= 12):
+                return None
+            if re.search(r"[，,；;不没是叫]", old_span + new_span):
+                return None  # "额度是四万" / "年费是每年300": another attribute
+            if old_span[0].isdigit() != new_span[0].isdigit():
+                return None  # "华为GT4" / "46毫米的": a model is not a size
+            return old_span, new_span
+    return None
+
+
+def same_words_new_value(new_text: str, old_text: str) -> str:
+    """Why ``new_text`` is ``old_text`` with another value in the same words ("" when it is not)."""
+    spans = (_chinese_span if is_chinese(old_text) else _english_span)(old_text, new_text)
+    if spans is None or slots(new_text).additive:
+        return ""
+    old_span, new_span = spans
+    old_kinds, new_kinds = _typed(old_span), _typed(new_span)
+    if set(old_kinds) != set(new_kinds):
+        return ""  # "on June 14" / "at the Rosewood Inn": a date is not a place
+    return f"rule: the same words with a new value ({new_span})"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from memory_vec import MemoryConfig, MemoryCore, WriteEvent
-from memory_vec._rules.slots import slot_correction, slot_update, slots
+from memory_vec._rules.slots import same_words_new_value, slot_correction, slot_update, slots
 
 
 @pytest.mark.parametrize(
@@ -29,6 +29,15 @@ from memory_vec._rules.slots import slot_correction, slot_update, slots
         ("我每天喝两升水。", "我一天喝三升水。"),
         ("女儿在学芭蕾。", "女儿这学期不学芭蕾了。"),
         ("我开通了WPS会员。", "WPS会员已经退订了，公司给买了正版Office。"),
+        ("Our kitchen budget is 5000 euros.", "Kitchen budget: 8000 euros, appliances included."),  # a label
+        ("Our parking spot is B14.", "Our parking spot is C02."),  # an identifier set after a copula is a value
+        ("我每周去三次健身房。", "我每周去两次健身房。"),  # 三次 / 两次 are values, not modifiers of 健身房
+        ("我们装修预算5000块。", "装修预算是8000块，家电也算在里面。"),  # 也 in a clause without the value
+        ("We have a Costco membership.", "We let the Costco membership lapse."),
+        ("I'm dating someone named Chris.", "Chris and I broke up, I'm single."),
+        ("我晚饭会喝点酒。", "我彻底戒酒了。"),
+        ("我在兼职跑外卖。", "外卖兼职不干了。"),
+        ("手机开着iCloud备份。", "iCloud备份我关了。"),
     ],
 )
 def test_a_restated_or_ended_slot_supersedes(old: str, new: str) -> None:
@@ -85,6 +94,12 @@ def test_two_things_or_more_of_one_thing_do_not(old: str, new: str) -> None:
         ("Our gate is B22.", "Correction — gate C22, different terminal."),
         ("我妈叫刘玲。", "打错字了，是刘琳。"),
         ("跑团早上6点集合。", "更正一下，6点半集合。"),
+        # the old value denied: "X, not Y"
+        ("My seat is 17C.", "Sorry, typo — 17D, not 17C."),
+        ("I earn 55k a year.", "Not 55, it's 58k gross."),
+        ("My parking spot is P12.", "Sorry, spot 21, not 12."),
+        ("狗狗体重30斤。", "是30公斤，不是斤，它是大狗。"),
+        ("宠物医院约的下午2点。", "是下午3点，不是2点。"),
     ],
 )
 def test_a_correction_of_the_value_just_said(old: str, new: str) -> None:
@@ -97,10 +112,52 @@ def test_a_correction_of_the_value_just_said(old: str, new: str) -> None:
         ("My birthday is March 12.", "My wife's birthday is June 9."),  # no cue
         ("My birthday is March 12.", "Sorry, I was late today."),  # a cue, no value of that kind
         ("Our kitchen budget is 5000 euros.", "Sorry, the wedding budget is 15,000 euros."),  # another thing
+        ("My budget is 5000.", "That is not 5000 dollars, it is my rent."),  # denied, but no other value given
     ],
 )
 def test_not_a_correction(old: str, new: str) -> None:
     assert not slot_correction(new, old), (old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My phone is an iPhone 12.", "My phone is a Pixel 8."),
+        ("I prefer aisle seats.", "I prefer window seats."),
+        ("I take oat milk in my coffee.", "I take almond milk in my coffee."),
+        ("My emergency contact is my brother Dev.", "My emergency contact is my partner, Leah."),
+        ("My bike is a Trek road bike.", "My bike's a Specialized gravel bike."),
+        ("我坐飞机喜欢靠过道。", "我坐飞机喜欢靠窗。"),
+        ("我开的是大众朗逸。", "我开的是特斯拉Model 3。"),
+        ("我住在成都。", "我现在住重庆。"),
+    ],
+)
+def test_the_same_words_with_another_value_supersede(old: str, new: str) -> None:
+    assert same_words_new_value(new, old), (old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The car is blue.", "The car is a manual."),  # another attribute: the shape of the value differs
+        ("The wedding is on June 14.", "The wedding is at the Rosewood Inn."),
+        ("Our new couch is gray.", "Our new couch is 84 inches long."),
+        ("I have a cat.", "I have a dog."),  # possessions and likings add up
+        ("I like dogs.", "I like cats."),
+        ("I'm a teacher.", "I'm a mom."),  # a person is many things
+        ("I take vitamin D every morning.", "I take fish oil every morning."),
+        ("Room 101 has a broken lamp.", "Room 205 has a broken lamp."),  # which one, before the verb
+        ("My budget is 5000.", "My sister's budget is 8000."),
+        ("My work laptop is a MacBook Pro.", "My personal laptop is a ThinkPad."),
+        ("I work at Deloitte.", "I work at Google too."),
+        ("我是老师。", "我是妈妈。"),
+        ("我家有一只猫。", "我家有一只狗。"),
+        ("我喜欢猫。", "我喜欢狗。"),
+        ("客厅的空调是格力。", "卧室的空调是美的。"),
+    ],
+)
+def test_other_words_or_a_frame_that_adds_do_not(old: str, new: str) -> None:
+    assert not same_words_new_value(new, old), (old, new)
 
 
 def test_values_are_typed_and_normalised() -> None:
@@ -132,6 +189,9 @@ def superseded(core: MemoryCore, memory_id: str) -> bool:
         ("我每天喝两升水。", "我一天喝三升水。"),  # no fact extracted from either message
         ("I drink coffee every morning.", "I've quit coffee completely, three weeks now."),
         ("My rent is $1,200.", "My rent's $1,350 a month."),
+        ("I'm on the keto diet.", "Done with keto. Not doing it anymore."),  # its one fact lacks "keto"
+        ("My salary is 62k.", "Just got a raise, salary went up to 70k."),  # "Just" is nobody's name
+        ("My email is jordan.lee@gmail.com.", "My email is jordan@leehome.net, please use that one."),
     ],
 )
 def test_through_the_core_the_old_value_is_no_longer_current(core: MemoryCore, old: str, new: str) -> None:
