@@ -105,6 +105,8 @@ _ZH_NOT_BEFORE = re.compile(
 _ZH_NOT_AFTER = re.compile(
     r"(?:是|应该是)(?P<new>[^，。,！!；;]{1,16}?)[，,、]\s*(?:而)?不是(?P<old>[^，。,！!；;]{1,12}?)(?:[，。,！!；;]|$)"
 )
+_ZH_COUNT = re.compile(r"[一二两三四五六七八九十半\d]+\s*[片粒颗次顿杯瓶个块元位天周]")  # "一片", "两次"
+_ZH_WHEN = re.compile(r"^(?:最近|现在|目前|如今|刚刚|刚|已经|今天|今年|这周|本周|这次|后来|然后)+")
 _ZH_LEAD = re.compile(r"^(?:我的|我们的|我们家|我家|我们|我|咱们|这个|那个|家里的?)")
 
 _CN_DIGIT = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
@@ -152,7 +154,9 @@ def change_applies(change: StatedChange, new_text: str, old_text: str, old_subje
         return holds_value(old_text, change.old) and (
             bool(numbers(change.old)) or change.thing is not None or says_changed(new_text)
         )
-    return change.thing is not None and bool(extract_values(old_text) or numbers(old_text) or subject_value(old_text))
+    return change.thing is not None and bool(
+        extract_values(old_text) or numbers(old_text) or subject_value(old_text) or _ZH_COUNT.search(old_text)
+    )
 
 
 def numbers(text: str) -> set[float]:
@@ -237,7 +241,9 @@ def _chinese(text: str) -> StatedChange | None:
             if old and new and old != new:
                 return StatedChange(None, old, new, "不是")
     if m := _ZH_CHANGE.search(text):
-        thing = _ZH_LEAD.sub("", m.group("thing") or "")
+        # "刚把套餐换成…", "医生把我的二甲双胍加到…": the thing is what 把 takes; "最近改成…" names none
+        thing = re.split(r"[把将]", m.group("thing") or "")[-1]
+        thing = _ZH_LEAD.sub("", _ZH_WHEN.sub("", thing))
         new = m.group("new").strip()
         if new:
             return StatedChange(thing or None, m.group("old"), new, m.group("verb"))

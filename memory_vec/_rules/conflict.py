@@ -40,7 +40,7 @@ from memory_vec._rules.facts import (
     subject_key,
     subject_value,
 )
-from memory_vec._rules.owners import detect_owner, owner_of
+from memory_vec._rules.owners import USER, detect_owner, owner_of
 from memory_vec._rules.ranking import dedupe_key
 from memory_vec._rules.slots import (
     correction_cue,
@@ -191,7 +191,7 @@ class ConflictResolver:
         for old in existing:
             if dedupe_key(old.text) == new.key:
                 return ConflictDecision(ConflictAction.NOOP, duplicate_of=old.id, reason="exact duplicate")
-            if owner_of(old.subject, old.text) != new.owner and not new.owns_nothing:
+            if (old_owner := owner_of(old.subject, old.text)) != new.owner and not _speaks_of(new, old_owner):
                 continue  # someone else's fact: not an update, not even a borderline one
             # Only an asserted-now state replaces an asserted state of the same entity.
             if why := why_not_superseding(new.assertion, assess(old.text)):
@@ -321,6 +321,21 @@ class ConflictResolver:
         if verb == "NOOP":
             return ConflictDecision(ConflictAction.NOOP, duplicate_of=targets[0], reason="judge: known", judged=True)
         return ConflictDecision(ConflictAction.ADD, reason="judge: add", judged=True)
+
+
+# Whose schedules and doses a user keeps as the household's: "钢琴课调到周日下午三点了" after
+# "我儿子的钢琴课是周六上午" speaks of the son's lesson; "the budget is now 8000" after "my
+# colleague's budget is 3000" does not speak of the colleague's.
+_HOUSEHOLD = frozenset(
+    "child children son daughter baby mother father parents grandmother grandfather"  # noqa: SIM905
+    " 孩子 儿子 女儿 妈妈 爸爸 父母 爷爷 奶奶 外公 外婆".split()
+)
+
+
+def _speaks_of(new: _NewFact, old_owner: str) -> bool:
+    """A statement that names no one speaks of the owner of the statement it corrects, or of a
+    member of the household whose thing it restates."""
+    return new.owns_nothing or (old_owner in _HOUSEHOLD and new.owner == USER and not names_anyone(new.fact.text))
 
 
 def _explicit_verdict(new: _NewFact, old_text: str, old_subject: str | None) -> str:

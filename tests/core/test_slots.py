@@ -192,6 +192,10 @@ def superseded(core: MemoryCore, memory_id: str) -> bool:
         ("I'm on the keto diet.", "Done with keto. Not doing it anymore."),  # its one fact lacks "keto"
         ("My salary is 62k.", "Just got a raise, salary went up to 70k."),  # "Just" is nobody's name
         ("My email is jordan.lee@gmail.com.", "My email is jordan@leehome.net, please use that one."),
+        ("我儿子的钢琴课是周六上午。", "钢琴课调到周日下午三点了。"),  # names no one: the son's lesson
+        ("我每天吃一片二甲双胍。", "医生把我的二甲双胍加到一天两片了。"),  # the thing is what 把 takes
+        ("我妈叫刘玲。", "打错字了，是刘琳。"),  # a correction speaks of whom it corrects
+        ("师傅上门是周二上午。", "哎我记错了，师傅上门应该是周二下午。"),
     ],
 )
 def test_through_the_core_the_old_value_is_no_longer_current(core: MemoryCore, old: str, new: str) -> None:
