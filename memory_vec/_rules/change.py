@@ -189,6 +189,15 @@ def _clean(text: str | None) -> str | None:
     return text.strip(" \"'“”‘’「」.") or None
 
 
+# A clause ending in a subject with its verb or an auxiliary: the "not" that follows negates the verb.
+_ENDS_IN_VERB = re.compile(
+    r"(?:\b(?:i['’]m|we['’]re|you['’]re|they['’]re|he['’]s|she['’]s|it['’]s|that['’]s|there['’]s|am|is|are|was"
+    r"|were|be|been|do|does|did|will|would|can|could|should|shall|may|might|must|have|has|had|gonna|wanna)"
+    r"|n['’]t)$",
+    re.IGNORECASE,
+)
+
+
 def _english(text: str) -> StatedChange | None:
     for pattern in (_EN_ACTIVE, _EN_PASSIVE):
         if (m := pattern.search(text)) and not _EN_SUBJECT_WORDS.match(m.group("thing").strip()):
@@ -198,8 +207,15 @@ def _english(text: str) -> StatedChange | None:
     for pattern in (_EN_NOT_BEFORE, _EN_NOT_AFTER):
         if m := pattern.search(text):
             old, new = _clean(m.group("old")), _clean(m.group("new"))
-            # Both sides must be values: "not 5000", "not penicillin", never "not sure" or "not really".
-            if old and new and (numbers(old) or len(old.split()) <= 2) and _looks_like_value(old, new):
+            # Both sides must be values: "not 5000", "not penicillin", never "not sure" or "not really";
+            # and "not" after a verb negates it ("I'm not giving up", "we're not alone"): no value before it.
+            if (
+                old
+                and new
+                and (numbers(old) or len(old.split()) <= 2)
+                and _looks_like_value(old, new)
+                and not _ENDS_IN_VERB.search(new)
+            ):
                 return StatedChange(None, old, _tail_value(new), "not")
     return None
 
@@ -348,6 +364,9 @@ _RETRACT_ZH = (
 # Not a state someone keeps: "I don't know anymore", "我不那么焦虑了", "I'm not sure".
 _RETRACT_NOT_STATES_EN = re.compile(
     r"^(?:sure|know|think|care|feel|remember|understand|get it|mind|want|need to|have to|going|able|allowed|ready"
+    # Leaving to do something ("I'm off to do some taekwondo!"), a negated intention ("I'm not gonna let
+    # anything stop me") or a negated ending ("I'm not giving up"): nothing stops holding.
+    r"|to|gonna|gon na|about to|giving up|quitting|stopping|leaving|letting|kidding|joking|trying"
     r"|alone|afraid|worried|scared|happy|sad|angry|mad|upset|tired|stressed|so|that|very|too|really|even|quite"
     r"|like|love|enjoy|prefer|hate|dislike"  # a liking: the opposite-liking rule compares its object
     r"|just|only|much|many|at all|the only|one|it|them|this|a fan of it)\b",

@@ -362,6 +362,10 @@ STATED_LOOK_ALIKES = [
     ),
     ("We invited 165 guests to the party.", "We raised the budget for the birthday party to 8500 dollars."),
     ("I feel like I've chosen a good company.", "I stopped eating burgers, I don't like it anymore."),
+    # Found on LoCoMo: leaving to do something is no retraction of doing it, a negated verb no correction.
+    ("I do some taekwondo every Saturday.", "I'm off to do some taekwondo!"),
+    ("I spend some time with my kids on weekends.", "I'm off to spend some time with them now."),
+    ("I'm giving up on the novel.", "I'm not giving up."),
 ]
 
 
@@ -402,10 +406,22 @@ def test_stated_change_reads_what_changed(text: str, thing: str | None, old: str
 
 @pytest.mark.parametrize(
     "text",
-    ["I moved to Lyon to be closer to family.", "I brought my kids to the park.", "It's not much, but I love it."],
+    [
+        "I moved to Lyon to be closer to family.",
+        "I brought my kids to the park.",
+        "It's not much, but I love it.",
+        # "not" after a verb negates the verb: no value comes before it (LoCoMo).
+        "I'm not giving up.",
+        "It gives us hope and reminds us we're not alone.",
+    ],
 )
 def test_no_stated_change_in_ordinary_sentences(text: str) -> None:
     assert stated_change(text) is None
+
+
+def test_a_correction_without_a_comma_still_reads() -> None:
+    change = stated_change("It's 8000 not 5000.")
+    assert change is not None and (change.old, change.new) == ("5000", "8000")
 
 
 def test_numbers_read_chinese_numerals_and_thousands() -> None:
@@ -423,10 +439,33 @@ def test_numbers_read_chinese_numerals_and_thousands() -> None:
         ("腾讯视频会员我取消了。", "腾讯视频会员"),
         ("I don't know anymore.", None),
         ("我已经不那么焦虑了。", None),
+        ("I'm off metformin now.", "metformin"),
+        # Leaving to do something, a negated intention or ending: nothing stops holding (LoCoMo).
+        ("Well, I'm off to go do some research.", None),
+        ("I'm off to do some taekwondo!", None),
+        ("I'm not gonna let anything or anyone stop me.", None),
+        ("Tomorrow's gonna be an awesome night and I'm not gonna forget a second of it.", None),
+        ("I'm not giving up.", None),
     ],
 )
 def test_retraction_reads_what_no_longer_holds(text: str, thing: str | None) -> None:
     assert retraction(text) == thing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Well, I'm off to go do some research.",
+        "I'm not giving up.",
+        "I'm not gonna let anything or anyone stop me.",
+        "It gives us hope and reminds us we're not alone.",
+        "I'm off to spend some time with them now.",
+    ],
+)
+def test_chat_that_only_looks_like_a_change_is_no_fact(text: str) -> None:
+    """These lines of LoCoMo were stored as facts (a retraction or a change without a value) and
+    pushed the evidence of a neighbouring turn out of recall's top 10."""
+    assert RuleExtractor().extract("user", text) == []
 
 
 def test_a_retraction_replaces_a_plain_message_but_nothing_else_does(make_core) -> None:  # type: ignore[no-untyped-def]
