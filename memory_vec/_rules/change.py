@@ -59,17 +59,18 @@ _EN_DET = r"(?:(?:the|my|our|his|her|their|its|this|that)\s+)?"
 # "We bumped the kitchen budget up to 8k", "I changed my forum username to nightowl_22",
 # "they moved the lesson from Wednesday to Friday".
 _EN_ACTIVE = re.compile(
-    rf"\b(?P<verb>{_EN_VERB})\s+{_EN_DET}(?!(?:to|from|in|into|on|at|up|down|back|off|out|over)\b)"
+    rf"\b(?P<verb>{_EN_VERB})(?:\s+(?:back|down|up))?\s+{_EN_DET}(?!(?:to|from|in|into|on|at|up|down|back|off|out|over)\b)"
     r"(?P<thing>[a-z][a-z0-9'’\- ]{0,40}?)\s+"
     r"(?:(?:up|down|back|over|forward|ahead|earlier|later|out)\s+)?"
-    r"(?:from\s+(?P<old>[^,;!?]{1,30}?)\s+)?to\s+(?P<new>[^,;!?]{1,40})",
+    r"(?:from\s+(?P<old>[^,;!?]{1,30}?)\s+)?to\s+(?P<new>(?:[^,;!?]|(?<=\d),(?=\d{3})){1,40})",
     re.IGNORECASE,
 )
 # "My car's service appointment got moved to the 8th", "the deadline has been pushed back to May 3".
 _EN_PASSIVE = re.compile(
-    rf"\b{_EN_DET}(?P<thing>[a-z][a-z0-9'’\- ]{{0,40}}?)\s+(?:got|has been|have been|was|were|is being|just got)\s+"
-    rf"(?:just\s+)?(?P<verb>{_EN_VERB})\s+(?:(?:up|down|back|over|forward|ahead|earlier|later)\s+)?"
-    r"(?:from\s+(?P<old>[^,;!?]{1,30}?)\s+)?to\s+(?P<new>[^,;!?]{1,40})",
+    rf"\b{_EN_DET}(?P<thing>[a-z][a-z0-9'’\- ]{{0,40}}?)\s+"
+    rf"(?:(?:got|has been|have been|was|were|is being|just got)\s+)?(?:just\s+)?(?P<verb>{_EN_VERB})\s+"
+    r"(?:(?:up|down|back|over|forward|ahead|earlier|later)\s+)?"
+    r"(?:from\s+(?P<old>[^,;!?]{1,30}?)\s+)?to\s+(?P<new>(?:[^,;!?]|(?<=\d),(?=\d{3})){1,40})",
     re.IGNORECASE,
 )
 _EN_SUBJECT_WORDS = re.compile(r"^(?:i|we|you|he|she|they|it|me|us|him|them)$", re.IGNORECASE)

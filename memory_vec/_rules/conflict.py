@@ -40,7 +40,7 @@ from memory_vec._rules.facts import (
     subject_key,
     subject_value,
 )
-from memory_vec._rules.owners import USER, detect_owner, owner_of
+from memory_vec._rules.owners import OTHER, USER, detect_owner, owner_of
 from memory_vec._rules.ranking import dedupe_key
 from memory_vec._rules.slots import (
     correction_cue,
@@ -335,7 +335,9 @@ _HOUSEHOLD = frozenset(
 def _speaks_of(new: _NewFact, old_owner: str) -> bool:
     """A statement that names no one speaks of the owner of the statement it corrects, or of a
     member of the household whose thing it restates."""
-    return new.owns_nothing or (old_owner in _HOUSEHOLD and new.owner == USER and not names_anyone(new.fact.text))
+    # "We pushed his bedtime to 8:30" after "our son's bedtime is 8pm": a pronoun points back at him
+    household = old_owner in _HOUSEHOLD and new.owner in (USER, OTHER)
+    return new.owns_nothing or (household and not names_anyone(new.fact.text, pronouns=False))
 
 
 def _explicit_verdict(new: _NewFact, old_text: str, old_subject: str | None) -> str:

@@ -646,8 +646,12 @@ def correction_cue(text: str) -> bool:
     return bool((_CORRECTS_ZH if is_chinese(text) else _CORRECTS_EN).search(text) or _DENIED.search(text))
 
 
-_ANYONE_EN = re.compile(r"\b(?:i|i'm|i’m|me|my|mine|we|our|us|he|she|his|her|they|their|its)\b", re.IGNORECASE)
+_SPEAKER_EN = r"i|i'm|i’m|me|my|mine|we|our|us"
+_ANYONE_EN = re.compile(rf"\b(?:{_SPEAKER_EN}|he|she|his|her|they|their|its)\b", re.IGNORECASE)
+# The speaker as owner or subject ("my", "I'm 36"), not as the actor of a change ("we pushed his bedtime").
+_NAMED_EN = re.compile(r"\b(?:my|mine|our|ours|i|i['’]m|i['’]ve|we['’]re)\b", re.IGNORECASE)
 _ANYONE_ZH = re.compile(r"我|咱|他|她|它")
+_NAMED_ZH = re.compile(r"(?:我|咱)(?!们?[把给将])")
 
 
 def _without_cue(text: str) -> str:
@@ -657,11 +661,13 @@ def _without_cue(text: str) -> str:
     return re.sub(rf"(?:\bI\s+)?(?:{_CORRECTS_EN.pattern})[,.!—–-]*", " ", text, flags=re.IGNORECASE)
 
 
-def names_anyone(text: str) -> bool:
-    """Names a person or a pronoun for one ("my", "her", 我, 她), or a proper name, outside its
-    correction cue ("哎我记错了" is the speaker's slip, not a statement about the speaker)."""
+def names_anyone(text: str, *, pronouns: bool = True) -> bool:
+    """Names a person ("my", 我, a proper name) or points at one ("her", 她), outside its correction
+    cue ("哎我记错了" is the speaker's slip, not a statement about the speaker). Without ``pronouns``:
+    names an owner other than by a pronoun ("my", 我的, a proper name; "we pushed his bedtime" does not)."""
     zh, text = is_chinese(text), _without_cue(text)
-    return bool((_ANYONE_ZH if zh else _ANYONE_EN).search(text)) or (not zh and bool(proper_names(text)))
+    pattern = (_ANYONE_ZH if zh else _ANYONE_EN) if pronouns else (_NAMED_ZH if zh else _NAMED_EN)
+    return bool(pattern.search(text)) or (not zh and bool(proper_names(text)))
 
 
 def slot_correction(new_text: str, old_text: str) -> str:

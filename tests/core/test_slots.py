@@ -196,6 +196,8 @@ def superseded(core: MemoryCore, memory_id: str) -> bool:
         ("我每天吃一片二甲双胍。", "医生把我的二甲双胍加到一天两片了。"),  # the thing is what 把 takes
         ("我妈叫刘玲。", "打错字了，是刘琳。"),  # a correction speaks of whom it corrects
         ("师傅上门是周二上午。", "哎我记错了，师傅上门应该是周二下午。"),
+        ("Our son's bedtime is 8pm.", "We pushed his bedtime to 8:30 now that it's summer."),  # "his" points back
+        ("Our bathroom remodel budget is €7,000.", "We scaled back the bathroom remodel budget to €5,500."),
     ],
 )
 def test_through_the_core_the_old_value_is_no_longer_current(core: MemoryCore, old: str, new: str) -> None:
