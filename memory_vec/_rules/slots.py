@@ -60,7 +60,8 @@ _CLOCK = re.compile(
     re.IGNORECASE,
 )
 _WEEKDAY = re.compile(
-    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|(?:周|星期|礼拜)[一二三四五六日天]",
+    # not 每周三次: a count
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|(?:周|星期|礼拜)[一二三四五六日天](?![次回顿遍趟])",
     re.IGNORECASE,
 )
 _WEEKDAY_NAMES = {
@@ -316,7 +317,7 @@ _ENDS_EN = re.compile(
 )
 _ENDS_ZH = re.compile(
     r"戒了|戒掉|戒[烟酒]|分手|离职|辞职|辞了|退了|退掉|退订|退学|退出|离婚|取消|停了|停掉|停药|卖了|不再|没有.{0,6}了"
-    r"|不.{1,6}了|注销|关了|关掉|结束了|吃完了|用完了|没续费"
+    r"|不.{1,8}了|注销|关了|关掉|结束了|吃完了|用完了|没续费"
 )
 
 
@@ -355,6 +356,7 @@ def _ends(text: str, zh: bool) -> frozenset[str]:
             words = {w.strip(_ZH_END_CHARS) for w in tokens} - {""}
         else:  # the clause, its cue's own words left out ("let the Costco membership lapse")
             words = set(_words(text[start:end], zh, single=True)) - _EN_END_WORDS
+        words = {w for w in words if not (len(w) == 1 and w.isascii())}  # the "X" of 盒马X会员
         return frozenset(words - _ENDING_FILLER) or frozenset({""})
     return frozenset()
 
@@ -796,6 +798,7 @@ def _chinese_span(old_text: str, new_text: str) -> tuple[str, str] | None:
     for k in range(p, max(p - 2, 0) - 1, -1):  # back to a verb of one choice ("靠过道" / "靠窗")
         head = a[:k].removesuffix("的是").removesuffix("是")
         one_choice = head.endswith(_ZH_ONE_CHOICE) or ("最" in head and head.endswith(("喜欢", "爱", "喝", "吃")))
+        one_choice = one_choice or (k == p and head.endswith("在"))  # "我在市场部" / "我在产品部", not "我在学…"
         named = a[:k].endswith(("是", "叫")) and len(_ZH_SELF.sub("", a[:k])) >= 2
         if one_choice or named:
             old_span, new_span = a[k : len(a) - s], b[k : len(b) - s].removeprefix("的是")

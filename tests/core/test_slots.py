@@ -38,6 +38,8 @@ from memory_vec._rules.slots import same_words_new_value, slot_correction, slot_
         ("我晚饭会喝点酒。", "我彻底戒酒了。"),
         ("我在兼职跑外卖。", "外卖兼职不干了。"),
         ("手机开着iCloud备份。", "iCloud备份我关了。"),
+        ("我每周去两次游泳。", "现在增加到每周三次游泳了。"),  # 每周三次 is a count, not Wednesday
+        ("我在闲鱼上卖东西。", "我已经不在闲鱼上卖东西了，太费精力。"),
     ],
 )
 def test_a_restated_or_ended_slot_supersedes(old: str, new: str) -> None:
@@ -130,6 +132,7 @@ def test_not_a_correction(old: str, new: str) -> None:
         ("我坐飞机喜欢靠过道。", "我坐飞机喜欢靠窗。"),
         ("我开的是大众朗逸。", "我开的是特斯拉Model 3。"),
         ("我住在成都。", "我现在住重庆。"),
+        ("我在市场部。", "我在产品部。"),
     ],
 )
 def test_the_same_words_with_another_value_supersede(old: str, new: str) -> None:
@@ -154,6 +157,7 @@ def test_the_same_words_with_another_value_supersede(old: str, new: str) -> None
         ("我家有一只猫。", "我家有一只狗。"),
         ("我喜欢猫。", "我喜欢狗。"),
         ("客厅的空调是格力。", "卧室的空调是美的。"),
+        ("我在学吉他。", "我在学钢琴。"),  # two things learnt
     ],
 )
 def test_other_words_or_a_frame_that_adds_do_not(old: str, new: str) -> None:
