@@ -78,7 +78,7 @@ class WritePath:
         t0 = time.perf_counter()
         turn = self._embed_turn(scope, drafts, loaded, fact_texts)
         trace.timings["embed"] = time.perf_counter() - t0
-        e.store.validate(drafts, turn.vectors)  # a broken model's vector is refused before anything is written
+        e.store.checks(drafts, turn.vectors)  # a broken model's vector is refused before anything is written
         # 4. append to the working state (the write-ahead log)
         appended = [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts]
         seqs = e.state.append(scope.user_id, scope.session_id, appended, first_seq=e.first_seq(scope, loaded))
@@ -123,7 +123,7 @@ class WritePath:
             ts = v.check_timestamp(item.timestamp)
             meta = v.check_metadata(item.metadata, max_bytes=cfg.max_metadata_bytes)
             drafts.append(e.message_record(scope, uuid.uuid4().hex, 0, role, content, now if ts is None else ts, meta))
-        e.store.validate(drafts)  # the backend's hard limits, before the working state
+        e.store.checks(drafts)  # the backend's hard limits, before the working state
         return drafts
 
     def _embed_turn(
@@ -181,9 +181,7 @@ class WritePath:
             # A big batch of messages goes to the backend in one call; their ids are
             # fresh, so the backend need not look for old rows first.
             try:
-                e.writer.write(
-                    to_write, write_vectors, new=True, batch_size=max(len(to_write), e.writer.settings.batch_size)
-                )
+                e.writer.write(to_write, write_vectors, new=True, batch_size=max(len(to_write), e.writer.batch_size))
             except RecordRejectedError as exc:
                 refused = refused or exc
             if turn.completed is not None:  # the user message's reply came in this call: it shares the pair's vector
@@ -246,7 +244,7 @@ class WritePath:
                 e.message_record(scope, m.id, m.seq, m.role, m.content, m.timestamp, dict(m.metadata))
                 for m in (state.messages[i] for i in lost)
             ]
-            e.store.validate(records)
+            e.store.checks(records)
             vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
             self._heal_facts(scope, records)  # before the messages, in add_messages' order
             try:

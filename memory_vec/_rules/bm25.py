@@ -247,11 +247,6 @@ class BM25Index:
         with self._lock:
             return sum(1 for doc_id in list(doc_ids) if self._remove_one(doc_id))
 
-    def remove_session(self, session_id: str) -> int:
-        with self._lock:
-            doomed = [d for d, (s, _) in self._position.items() if s == session_id]
-            return self.remove(doomed)
-
     def _remove_one(self, doc_id: str) -> bool:
         terms = self._doc_terms.pop(doc_id, None)
         if terms is None:
@@ -411,9 +406,6 @@ class BM25Index:
             before = [self._by_position.get((session, seq - i)) for i in range(window, 0, -1)]
             after = [self._by_position.get((session, seq + i)) for i in range(1, window + 1)]
         return [d for d in before if d], [d for d in after if d]
-
-    def speaker_of(self, doc_id: str) -> str | None:
-        return self._speaker.get(doc_id)
 
     @property
     def speakers(self) -> frozenset[str]:
