@@ -28,7 +28,7 @@ from memory_vec._storage.keywords import KeywordIndex
 from memory_vec._storage.vector_cache import SharedVectors, VectorCache
 from memory_vec._storage.writer import RecordChecks, RecordWriter
 from memory_vec.backends import create_backend
-from memory_vec.backends.base import Backend, BackendLimits, BaseBackend, PurgeReport, as_base_backend
+from memory_vec.backends.base import Backend, BaseBackend, PurgeReport, as_base_backend
 from memory_vec.state import SQLiteStateStore, StateStore, create_state_store, resolve_state_kind
 from memory_vec.state._legacy import (
     claim_legacy_sessions,
@@ -135,10 +135,6 @@ class Store:
                 )
             return self._vector_caches
 
-    @property
-    def limits(self) -> BackendLimits:
-        return self.backend.limits
-
     # --- lifecycle ------------------------------------------------------------------
     def open(self, *, dimension: int, model_id: str) -> None:
         """Open the backend for this embedding model (once per model); a
@@ -221,9 +217,6 @@ class Store:
                 f"{self.writer.batch_size}, this core asked for {batch_size}. Use the same "
                 "write_batch_size for every core on one store, or call release_stores() first."
             )
-
-    def flush(self) -> None:
-        self.writer.flush()
 
     def purge(self) -> PurgeReport:
         """After a forget: no trace of deleted data in this store's files, where
