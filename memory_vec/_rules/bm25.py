@@ -40,6 +40,7 @@ import os
 import re
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -214,9 +215,7 @@ class BM25Index:
             for doc in docs:
                 if doc.id in self._doc_len:
                     self._remove_one(doc.id)
-                terms: dict[str, int] = {}
-                for token in tokenize(doc.text):
-                    terms[token] = terms.get(token, 0) + 1
+                terms = Counter(tokenize(doc.text))
                 for term, tf in terms.items():
                     self._postings.setdefault(term, {})[doc.id] = tf
                     self._term_arrays.pop(term, None)
