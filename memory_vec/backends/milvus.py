@@ -38,7 +38,7 @@ from memory_vec.backends._milvus_errors import Translate
 from memory_vec.backends._milvus_expr import filter_expression
 from memory_vec.backends._milvus_lock import LiteLock
 from memory_vec.backends._milvus_rewrite import ReadGate, recover, rewrite
-from memory_vec.backends._milvus_rows import chunks, request_batches, to_row
+from memory_vec.backends._milvus_rows import request_batches, to_row
 from memory_vec.backends._milvus_scan import RowReader
 from memory_vec.backends._milvus_schema import SCHEMA_VERSION
 from memory_vec.backends._milvus_search import search
@@ -51,6 +51,7 @@ from memory_vec.backends.base import (
     ScoredRecord,
     check_dimension,
     checked_vectors,
+    chunks,
     oldest_first,
     stacked,
 )
