@@ -99,7 +99,7 @@ class Management:
             visibility=visibility,
             expire_at=expires,
         )
-        e.store.checks([record])
+        e.store.validate([record])
         trace = e.start_trace("remember", scope)
         vector = e.embed_documents([text], scope.user_id)[0]
         fact = ExtractedFact(text, record.subject, float(importance), "profile")
@@ -146,7 +146,7 @@ class Management:
             metadata=metadata,
         )
         facts = self._facts_of(new) if old.kind == "message" else []
-        e.store.checks([new, *facts])
+        e.store.validate([new, *facts])
         vectors = e.embed_documents([r.text for r in (new, *facts)], old.user_id)
         e.writer.write([new, *facts], vectors)
         copies = [c for c in self._copies(old) if c.valid_to is None]  # the new facts name the new id: not copies

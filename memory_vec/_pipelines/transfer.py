@@ -116,7 +116,7 @@ class Transfer:
                     and len(record.text.encode("utf-8", "surrogatepass")) > e.config.max_content_bytes
                 ):
                     raise InvalidInputError(f"text over max_content_bytes ({e.config.max_content_bytes})")
-                e.store.checks([record])
+                e.store.validate([record])
                 records.append(record)
             except (MemoryVecError, TypeError, ValueError) as exc:
                 bad[label] = str(exc)

@@ -78,7 +78,7 @@ class WritePath:
         t0 = time.perf_counter()
         turn = self._embed_turn(scope, drafts, loaded, fact_texts)
         trace.timings["embed"] = time.perf_counter() - t0
-        e.store.checks(drafts, turn.vectors)  # a broken model's vector is refused before anything is written
+        e.store.validate(drafts, turn.vectors)  # a broken model's vector is refused before anything is written
         # 4. append to the working state (the write-ahead log)
         appended = [NewMessage(r.id, r.role, r.text, r.timestamp, e.counter.count(r.text), r.metadata) for r in drafts]
         seqs = e.state.append(scope.user_id, scope.session_id, appended, first_seq=e.first_seq(scope, loaded))
@@ -123,7 +123,7 @@ class WritePath:
             ts = v.check_timestamp(item.timestamp)
             meta = v.check_metadata(item.metadata, max_bytes=cfg.max_metadata_bytes)
             drafts.append(e.message_record(scope, uuid.uuid4().hex, 0, role, content, now if ts is None else ts, meta))
-        e.store.checks(drafts)  # the backend's hard limits, before the working state
+        e.store.validate(drafts)  # the backend's hard limits, before the working state
         return drafts
 
     def _embed_turn(
@@ -241,7 +241,7 @@ class WritePath:
                 e.message_record(scope, m.id, m.seq, m.role, m.content, m.timestamp, dict(m.metadata))
                 for m in (state.messages[i] for i in lost)
             ]
-            e.store.checks(records)
+            e.store.validate(records)
             vectors = e.stored_vectors(e.embed_text.plan_window(turns, lost + partners), scope.user_id)
             self._heal_facts(scope, records)  # before the messages, in add_messages' order
             try:

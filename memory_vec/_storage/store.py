@@ -108,12 +108,13 @@ class Store:
         self.backend: BaseBackend = as_base_backend(backend)
         self.state = state
         self.collection = collection
-        self.checks = RecordChecks(self.backend)
+        #: The validation hook every write passes (:class:`RecordChecks`), called as ``validate(records, vectors)``.
+        self.validate = RecordChecks(self.backend)
         self.keywords = KeywordIndex(self.backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
         self.writer = RecordWriter(
             self.backend,
             batch_size,
-            validate=self.checks,
+            validate=self.validate,
             dead_letters=state,
             keywords=self.keywords,
         )
@@ -144,7 +145,7 @@ class Store:
             if self._opened == (dimension, model_id):
                 return
             self.backend.open(dimension=dimension, model_id=model_id)
-            self.checks.opened(dimension)
+            self.validate.opened(dimension)
             first = self._opened is None
             if first:
                 self._check_working_state()
@@ -257,7 +258,7 @@ class Store:
                 continue
             try:
                 record = MemoryRecord(**letter.record)
-                self.checks([record])
+                self.validate([record])
                 if letter.vector is not None:
                     self.backend.upsert([record], np.asarray([letter.vector], dtype=np.float32))
                 else:

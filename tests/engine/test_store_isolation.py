@@ -75,7 +75,7 @@ def test_a_refused_record_is_dead_lettered_and_blocks_nobody(
     import memory_vec._model.validate as checks
 
     monkeypatch.setattr(checks, "INT_MAX", 2**80)
-    monkeypatch.setattr(parts(core).store, "checks", lambda records, vectors=None: None)
+    monkeypatch.setattr(parts(core).store, "validate", lambda records, vectors=None: None)
     monkeypatch.setattr(parts(core).store.writer, "_validate", None)
     if backend == "milvus":
         bad: dict[str, Any] = {"content": "a huge number", "metadata": {"n": 2**70}}
