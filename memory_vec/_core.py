@@ -12,9 +12,10 @@ stateful parts belong to the :class:`~memory_vec._storage.store.Store`.
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from memory_vec._model import validate as v
 from memory_vec._model.config import MemoryConfig
@@ -55,6 +56,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RECALL_KINDS", "MemoryCore", "MessageInput"]
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 
 def _warn_part(name: str, *, instead: str | None = None) -> None:
     """0.1's ``MemoryCore.<part>`` properties: they work until 0.3, with this warning."""
@@ -64,6 +68,21 @@ def _warn_part(name: str, *, instead: str | None = None) -> None:
         DeprecationWarning,
         stacklevel=3,
     )
+
+
+def _twin(
+    method: Callable[Concatenate[MemoryCore, P], T],
+) -> Callable[Concatenate[MemoryCore, P], Coroutine[Any, Any, T]]:
+    """The async twin of a sync method: its signature (for type checkers and
+    ``inspect``), run in a worker thread that keeps the caller's context."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def twin(self: MemoryCore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await run_in_thread(getattr(self, name), *args, **kwargs)
+
+    twin.__name__, twin.__qualname__ = f"a{name}", f"MemoryCore.a{name}"
+    return twin
 
 
 class MemoryCore:
@@ -524,175 +543,36 @@ class MemoryCore:
         await self.aclose()
 
     # ------------------------------------------------------------------ async twins
-    # Same signatures as the sync methods; each runs its twin in a worker thread.
-    async def aadd_message(
-        self,
-        role: str,
-        content: str,
-        *,
-        timestamp: Any = None,
-        metadata: Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-        user_id: str | None = None,
-    ) -> WriteResult:
-        return await run_in_thread(
-            self.add_message,
-            role,
-            content,
-            timestamp=timestamp,
-            metadata=metadata,
-            session_id=session_id,
-            user_id=user_id,
-        )
+    # Each has its sync method's signature and runs it in a worker thread (see _twin).
+    aadd_message = _twin(add_message)
 
     async def aadd_messages(
         self, messages: Iterable[MessageLike], *, session_id: str | None = None, user_id: str | None = None
     ) -> list[WriteResult]:
         return await run_in_thread(self.add_messages, list(messages), session_id=session_id, user_id=user_id)
 
-    async def arecall(
-        self,
-        query: str,
-        *,
-        k: int | None = None,
-        scope: str | None = None,
-        session_id: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-        since: Any = None,
-        until: Any = None,
-        user_id: str | None = None,
-        include_shared: bool | None = None,
-    ) -> list[RecalledMemory]:
-        return await run_in_thread(
-            self.recall,
-            query,
-            k=k,
-            scope=scope,
-            session_id=session_id,
-            filters=filters,
-            since=since,
-            until=until,
-            user_id=user_id,
-            include_shared=include_shared,
-        )
-
-    async def abuild_context(
-        self,
-        query: str | None = None,
-        *,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        k: int | None = None,
-    ) -> MemoryContext:
-        return await run_in_thread(self.build_context, query, session_id=session_id, user_id=user_id, k=k)
-
-    async def aworking_state(self, *, session_id: str | None = None, user_id: str | None = None) -> WorkingState:
-        return await run_in_thread(self.working_state, session_id=session_id, user_id=user_id)
-
-    async def areset_working_state(self, *, session_id: str | None = None, user_id: str | None = None) -> None:
-        await run_in_thread(self.reset_working_state, session_id=session_id, user_id=user_id)
-
-    async def asession_history(
-        self, *, session_id: str | None = None, user_id: str | None = None
-    ) -> list[MemoryRecord]:
-        return await run_in_thread(self.session_history, session_id=session_id, user_id=user_id)
-
-    async def aremember(
-        self,
-        text: str,
-        *,
-        importance: float = 1.0,
-        metadata: dict[str, Any] | None = None,
-        subject: str | None = None,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        visibility: str = "private",
-        expire_at: Any = None,
-    ) -> WriteResult:
-        return await run_in_thread(
-            self.remember,
-            text,
-            importance=importance,
-            metadata=metadata,
-            subject=subject,
-            session_id=session_id,
-            user_id=user_id,
-            visibility=visibility,
-            expire_at=expire_at,
-        )
-
-    async def aget(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
-        return await run_in_thread(self.get, memory_id, user_id=user_id)
-
-    async def aupdate(self, memory_id: str, text: str, *, user_id: str | None = None) -> WriteResult:
-        return await run_in_thread(self.update, memory_id, text, user_id=user_id)
-
-    async def adelete(self, memory_id: str, *, user_id: str | None = None) -> DeleteResult:
-        return await run_in_thread(self.delete, memory_id, user_id=user_id)
-
-    async def apin(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
-        return await run_in_thread(self.pin, memory_id, user_id=user_id)
-
-    async def aunpin(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
-        return await run_in_thread(self.unpin, memory_id, user_id=user_id)
-
-    async def ahistory(self, memory_id: str, *, user_id: str | None = None) -> list[MemoryRecord]:
-        return await run_in_thread(self.history, memory_id, user_id=user_id)
-
-    async def arestore(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:
-        return await run_in_thread(self.restore, memory_id, user_id=user_id)
-
-    async def aexport_memories(self, *, user_id: str | None = None) -> dict[str, Any]:
-        return await run_in_thread(self.export_memories, user_id=user_id)
-
-    async def aimport_memories(
-        self,
-        data: dict[str, Any],
-        *,
-        user_id: str | None = None,
-        allow_shared: bool = False,
-        allow_other_user: bool = False,
-        progress: Callable[[str, int, int], None] | None = None,
-    ) -> int:
-        return await run_in_thread(
-            self.import_memories,
-            data,
-            user_id=user_id,
-            allow_shared=allow_shared,
-            allow_other_user=allow_other_user,
-            progress=progress,
-        )
-
-    async def aclear(self, *, session_id: str | None = None, user_id: str | None = None) -> int:
-        return await run_in_thread(self.clear, session_id=session_id, user_id=user_id)
-
-    async def aforget(self, *, user_id: str | None = None, session_id: str | None = None) -> ForgetReceipt:
-        return await run_in_thread(self.forget, user_id=user_id, session_id=session_id)
-
-    async def amaintain(
-        self, *, user_id: str | None = None, now: float | None = None, lifecycle: bool = True, consolidate: bool = True
-    ) -> MaintenanceReport:
-        return await run_in_thread(
-            self.maintain, user_id=user_id, now=now, lifecycle=lifecycle, consolidate=consolidate
-        )
-
-    async def acompact(self, *, user_id: str | None = None) -> dict[str, list[str]]:
-        return await run_in_thread(self.compact, user_id=user_id)
-
-    async def arecheck_superseded(self, *, user_id: str | None = None, apply: bool = False) -> list[RecheckedSupersede]:
-        return await run_in_thread(self.recheck_superseded, user_id=user_id, apply=apply)
-
-    async def adead_letters(self, *, user_id: str | None = None) -> list[DeadLetter]:
-        return await run_in_thread(self.dead_letters, user_id=user_id)
-
-    async def aretry_dead_letters(self, record_ids: Sequence[str] | None = None) -> DeadLetterRetry:
-        return await run_in_thread(self.retry_dead_letters, record_ids)
-
-    async def adrop_dead_letters(self, record_ids: Sequence[str] | None = None) -> int:
-        return await run_in_thread(self.drop_dead_letters, record_ids)
-
-    async def aflush(self) -> None:
-        await run_in_thread(self.flush)
-
-    async def aclose(self) -> None:
-        await run_in_thread(self.close)
+    arecall = _twin(recall)
+    abuild_context = _twin(build_context)
+    aworking_state = _twin(working_state)
+    areset_working_state = _twin(reset_working_state)
+    asession_history = _twin(session_history)
+    aremember = _twin(remember)
+    aget = _twin(get)
+    aupdate = _twin(update)
+    adelete = _twin(delete)
+    apin = _twin(pin)
+    aunpin = _twin(unpin)
+    ahistory = _twin(history)
+    arestore = _twin(restore)
+    aexport_memories = _twin(export_memories)
+    aimport_memories = _twin(import_memories)
+    aclear = _twin(clear)
+    aforget = _twin(forget)
+    amaintain = _twin(maintain)
+    acompact = _twin(compact)
+    arecheck_superseded = _twin(recheck_superseded)
+    adead_letters = _twin(dead_letters)
+    aretry_dead_letters = _twin(retry_dead_letters)
+    adrop_dead_letters = _twin(drop_dead_letters)
+    aflush = _twin(flush)
+    aclose = _twin(close)

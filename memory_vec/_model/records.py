@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from memory_vec._model.errors import InvalidInputError
@@ -52,6 +52,15 @@ class MemoryKind(str, enum.Enum):
 def to_datetime(epoch: float) -> datetime:
     """Epoch seconds to a timezone-aware UTC datetime."""
     return datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+def in_zone(epoch: float, zone: tzinfo) -> datetime:
+    """Epoch seconds in ``zone`` (whose calendar days dates count in); in UTC at the
+    ends of the calendar, where the zone's offset would leave it."""
+    try:
+        return datetime.fromtimestamp(epoch, zone)
+    except (OverflowError, ValueError, OSError):
+        return to_datetime(epoch)
 
 
 @dataclass

@@ -13,14 +13,14 @@ from __future__ import annotations
 import logging
 import zoneinfo
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from memory_vec._model.config import MemoryConfig
 from memory_vec._model.errors import BackendError, EmbeddingModelMismatchError
-from memory_vec._model.records import MemoryRecord
+from memory_vec._model.records import MemoryRecord, in_zone
 from memory_vec._model.scope import Scope
 from memory_vec._model.trace import TraceSlot, TurnTrace
 from memory_vec._pipelines.embed_text import POLICY_SEPARATOR, EmbedTextPolicy, VectorPlan
@@ -266,9 +266,5 @@ class Engine:
         )
 
     def local_time(self, timestamp: float) -> datetime:
-        """``timestamp`` in the configured time zone (whose calendar days dates count in);
-        in UTC at the ends of the calendar, where the zone's offset would leave it."""
-        try:
-            return datetime.fromtimestamp(timestamp, self.zone)
-        except (OverflowError, ValueError, OSError):
-            return datetime.fromtimestamp(timestamp, timezone.utc)
+        """``timestamp`` in the configured time zone."""
+        return in_zone(timestamp, self.zone)

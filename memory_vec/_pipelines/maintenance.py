@@ -18,13 +18,12 @@ import contextlib
 import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from memory_vec._model.errors import BackendError, EmbeddingModelMismatchError, InvalidInputError
-from memory_vec._model.records import MemoryRecord
+from memory_vec._model.records import MemoryRecord, in_zone
 from memory_vec._pipelines.embed_text import EmbedTextPolicy
 from memory_vec._pipelines.reembed_journal import ReembedJournal
 from memory_vec.backends.base import EVERY_RECORD, RecordFilter
@@ -193,11 +192,7 @@ def backfill_dates(
             progress("checking", done, len(records))
         if "event_date" in record.metadata:
             continue
-        try:
-            written = datetime.fromtimestamp(record.timestamp, zone)
-        except (OverflowError, ValueError, OSError):  # the zone's offset past year 9999
-            written = datetime.fromtimestamp(record.timestamp, timezone.utc)
-        span = event_span(record.text, written)
+        span = event_span(record.text, in_zone(record.timestamp, zone))
         if span is not None:
             changed.append(record.copy(metadata={**record.metadata, "event_date": span.iso()}))
     if changed and not dry_run:

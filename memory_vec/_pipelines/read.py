@@ -130,19 +130,6 @@ class ReadPath:
         until: Any = None,
         include_shared: bool | None = None,
     ) -> tuple[list[RecalledMemory], TurnTrace]:
-        return self._recall_checked(query, scope, k, recall_scope, filters, since, until, include_shared)
-
-    def _recall_checked(
-        self,
-        query: str,
-        scope: Scope,
-        k: int | None,
-        recall_scope: str | None,
-        filters: Mapping[str, Any] | None,
-        since: Any,
-        until: Any,
-        include_shared: bool | None,
-    ) -> tuple[list[RecalledMemory], TurnTrace]:
         cfg = self.e.config
         v.check_content(query, max_bytes=cfg.max_content_bytes, field="query")
         k = cfg.recall_k if k is None else v.check_k(k)
@@ -380,9 +367,6 @@ class ReadPath:
         When the backend is unreachable the context still comes back, with
         no relevant memories and ``degraded=True`` (also in the trace).
         """
-        return self._build_context(query, scope, k)
-
-    def _build_context(self, query: str | None, scope: Scope, k: int | None) -> MemoryContext:
         e = self.e
         if query is not None and not isinstance(query, str):
             raise InvalidContentError(f"query must be a string or None, got {type(query).__name__}")

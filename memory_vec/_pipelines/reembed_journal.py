@@ -19,12 +19,7 @@ from memory_vec._model.errors import InvalidInputError
 from memory_vec._model.records import MemoryRecord
 from memory_vec._storage.store import StoreKey
 
-__all__ = ["ReembedJournal", "forget_in_journal"]
-
-
-def forget_in_journal(config: MemoryConfig, user_id: str, session_id: str | None = None) -> int:
-    """``forget`` reaches an unfinished reembed's journal: the user's records leave it."""
-    return ReembedJournal(config).drop(user_id, session_id)
+__all__ = ["ReembedJournal"]
 
 
 class ReembedJournal:

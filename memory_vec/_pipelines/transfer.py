@@ -13,7 +13,7 @@ from memory_vec._model.errors import InvalidInputError, MemoryVecError, StateSto
 from memory_vec._model.records import ForgetReceipt, MemoryRecord
 from memory_vec._model.scope import Scope
 from memory_vec._pipelines.engine import Engine
-from memory_vec._pipelines.reembed_journal import forget_in_journal
+from memory_vec._pipelines.reembed_journal import ReembedJournal
 from memory_vec.backends.base import RecordFilter
 from memory_vec.state import StateMessage, WorkingState
 
@@ -173,7 +173,7 @@ class Transfer:
         e = self.e
         where = RecordFilter(user_id=user_id, session_id=session_id, include_superseded=True, include_archived=True)
         deleted = e.writer.delete(user_id, where=where)
-        forget_in_journal(e.config, user_id, session_id)  # a reembed to finish must not restore them
+        ReembedJournal(e.config).drop(user_id, session_id)  # a reembed to finish must not restore them
         sessions = [session_id] if session_id is not None else e.state.sessions(user_id)
         cleared = sum(e.state.clear(user_id, s) for s in sessions)
         # A refused record must not come back by a retry of the dead letters.

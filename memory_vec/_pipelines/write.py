@@ -181,9 +181,7 @@ class WritePath:
             # A big batch of messages goes to the backend in one call; their ids are
             # fresh, so the backend need not look for old rows first.
             try:
-                e.writer.write(
-                    to_write, write_vectors, new=True, batch_size=max(len(to_write), e.writer.settings.batch_size)
-                )
+                e.writer.write(to_write, write_vectors, new=True, batch_size=max(len(to_write), e.writer.batch_size))
             except RecordRejectedError as exc:
                 refused = refused or exc
             if turn.completed is not None:  # the user message's reply came in this call: it shares the pair's vector
@@ -216,9 +214,6 @@ class WritePath:
         """Once per session and core: re-store messages the working state holds but
         the backend lacks (a process killed between the append and the vector
         write, or an outage, leaves them). Returns how many. A dead letter is never re-queued."""
-        return self._heal_session(scope, state)
-
-    def _heal_session(self, scope: Scope, state: WorkingState | None = None) -> int:
         key = (scope.user_id, scope.session_id)
         with self._healed_lock:
             if key in self._healed:
@@ -404,7 +399,7 @@ class WritePath:
             if not ids or all_stored():
                 return True
             self.forget_healed(scope.user_id, scope.session_id)
-            self._heal_session(scope)
+            self.heal(scope)
             return all_stored()
         except MemoryVecError as exc:
             trace.event(f"fold waits for its turns to be stored: {exc}")

@@ -40,6 +40,7 @@ import os
 import re
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -214,9 +215,7 @@ class BM25Index:
             for doc in docs:
                 if doc.id in self._doc_len:
                     self._remove_one(doc.id)
-                terms: dict[str, int] = {}
-                for token in tokenize(doc.text):
-                    terms[token] = terms.get(token, 0) + 1
+                terms = Counter(tokenize(doc.text))
                 for term, tf in terms.items():
                     self._postings.setdefault(term, {})[doc.id] = tf
                     self._term_arrays.pop(term, None)
@@ -246,11 +245,6 @@ class BM25Index:
         """Drop memories by id; returns how many were indexed."""
         with self._lock:
             return sum(1 for doc_id in list(doc_ids) if self._remove_one(doc_id))
-
-    def remove_session(self, session_id: str) -> int:
-        with self._lock:
-            doomed = [d for d, (s, _) in self._position.items() if s == session_id]
-            return self.remove(doomed)
 
     def _remove_one(self, doc_id: str) -> bool:
         terms = self._doc_terms.pop(doc_id, None)
@@ -411,9 +405,6 @@ class BM25Index:
             before = [self._by_position.get((session, seq - i)) for i in range(window, 0, -1)]
             after = [self._by_position.get((session, seq + i)) for i in range(1, window + 1)]
         return [d for d in before if d], [d for d in after if d]
-
-    def speaker_of(self, doc_id: str) -> str | None:
-        return self._speaker.get(doc_id)
 
     @property
     def speakers(self) -> frozenset[str]:

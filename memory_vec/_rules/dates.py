@@ -56,10 +56,6 @@ class DateSpan:
     def overlaps(self, other: DateSpan) -> bool:
         return self.start <= other.end and other.start <= self.end
 
-    def shifted(self, before: int, after: int) -> DateSpan:
-        """The days from ``start + before`` to ``end + after``."""
-        return DateSpan(self.start + timedelta(days=before), self.end + timedelta(days=after), self.phrase)
-
 
 _ISO_SPAN = re.compile(r"\d{4}-\d{2}-\d{2}(?:/\d{4}-\d{2}-\d{2})?")
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}

@@ -26,9 +26,9 @@ from memory_vec._model.errors import BackendError, BackendUnavailableError, Conf
 from memory_vec._model.records import MemoryRecord
 from memory_vec._storage.keywords import KeywordIndex
 from memory_vec._storage.vector_cache import SharedVectors, VectorCache
-from memory_vec._storage.writer import RecordChecks, RecordWriter, WriterSettings
+from memory_vec._storage.writer import RecordChecks, RecordWriter
 from memory_vec.backends import create_backend
-from memory_vec.backends.base import Backend, BackendLimits, BaseBackend, PurgeReport, as_base_backend
+from memory_vec.backends.base import Backend, BaseBackend, PurgeReport, as_base_backend
 from memory_vec.state import SQLiteStateStore, StateStore, create_state_store, resolve_state_kind
 from memory_vec.state._legacy import (
     claim_legacy_sessions,
@@ -83,10 +83,6 @@ class DeadLetterRetry:
     failed: dict[str, str]
 
 
-def writer_settings(config: MemoryConfig) -> WriterSettings:
-    return WriterSettings(config.write_batch_size)
-
-
 class Store:
     """One collection's backend, working state, writer and keyword index.
 
@@ -103,7 +99,7 @@ class Store:
         state: StateStore,
         *,
         collection: str,
-        settings: WriterSettings | None = None,
+        batch_size: int = 64,
         keyword_cache_users: int = 1000,
         keyword_cache_docs: int = 200_000,
         legacy_state_path: str | None = None,
@@ -112,12 +108,13 @@ class Store:
         self.backend: BaseBackend = as_base_backend(backend)
         self.state = state
         self.collection = collection
-        self.checks = RecordChecks(self.backend)
+        #: The validation hook every write passes (:class:`RecordChecks`), called as ``validate(records, vectors)``.
+        self.validate = RecordChecks(self.backend)
         self.keywords = KeywordIndex(self.backend, state, max_users=keyword_cache_users, max_docs=keyword_cache_docs)
         self.writer = RecordWriter(
             self.backend,
-            settings or WriterSettings(),
-            validate=self.checks,
+            batch_size,
+            validate=self.validate,
             dead_letters=state,
             keywords=self.keywords,
         )
@@ -139,10 +136,6 @@ class Store:
                 )
             return self._vector_caches
 
-    @property
-    def limits(self) -> BackendLimits:
-        return self.backend.limits
-
     # --- lifecycle ------------------------------------------------------------------
     def open(self, *, dimension: int, model_id: str) -> None:
         """Open the backend for this embedding model (once per model); a
@@ -152,7 +145,7 @@ class Store:
             if self._opened == (dimension, model_id):
                 return
             self.backend.open(dimension=dimension, model_id=model_id)
-            self.checks.opened(dimension)
+            self.validate.opened(dimension)
             first = self._opened is None
             if first:
                 self._check_working_state()
@@ -217,17 +210,14 @@ class Store:
                 self.collection,
             )
 
-    def check_settings(self, settings: WriterSettings) -> None:
-        """A store has one writer; a core asking for another raises."""
-        if settings != self.writer.settings:
+    def check_batch_size(self, batch_size: int) -> None:
+        """A store has one writer; a core asking for another batch size raises."""
+        if batch_size != self.writer.batch_size:
             raise ConfigError(
                 f"collection {self.collection!r} is already open in this process with write_batch_size "
-                f"{self.writer.settings.batch_size}, this core asked for {settings.batch_size}. Use the same "
+                f"{self.writer.batch_size}, this core asked for {batch_size}. Use the same "
                 "write_batch_size for every core on one store, or call release_stores() first."
             )
-
-    def flush(self) -> None:
-        self.writer.flush()
 
     def purge(self) -> PurgeReport:
         """After a forget: no trace of deleted data in this store's files, where
@@ -246,11 +236,6 @@ class Store:
                 cache.close()  # its queued puts go to the state store's Redis before it closes
             self.backend.close()
             self.state.close()
-
-    # --- the validation hook --------------------------------------------------------
-    def validate(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
-        """The validation hook (:class:`RecordChecks`), for checks before a write."""
-        self.checks(records, vectors)
 
     # --- dead letters ---------------------------------------------------------------
     def dead_letters(self, user_id: str | None = None) -> list[DeadLetter]:
@@ -316,7 +301,7 @@ def build_store(config: MemoryConfig, *, backend: Backend | None = None, state: 
         backend if backend is not None else create_backend(config),
         state,
         collection=config.collection,
-        settings=writer_settings(config),
+        batch_size=config.write_batch_size,
         keyword_cache_users=config.keyword_cache_users,
         keyword_cache_docs=config.keyword_cache_docs,
         legacy_state_path=legacy_state_path(config.persist_dir) if sqlite_state else None,
@@ -348,7 +333,7 @@ def open_store(config: MemoryConfig) -> Store:
         if store is None:
             store = _stores[key] = build_store(config)
             return store
-    store.check_settings(writer_settings(config))
+    store.check_batch_size(config.write_batch_size)
     return store
 
 

@@ -30,20 +30,13 @@ from memory_vec._storage.keywords import KeywordIndex
 from memory_vec.backends.base import BaseBackend, RecordFilter, ScoredRecord
 from memory_vec.state.base import DeadLetter, StateStore
 
-__all__ = ["RecordChecks", "RecordWriter", "WriterSettings"]
+__all__ = ["RecordChecks", "RecordWriter"]
 
 log = logging.getLogger("memory_vec._storage.writer")
 
 _CURRENT = RecordFilter(include_archived=True)  # any user's rows, superseded ones left out
 
 _Held = tuple[MemoryRecord, "np.ndarray | None"]
-
-
-@dataclasses.dataclass(frozen=True)
-class WriterSettings:
-    """Records per backend call (bulk writes may ask for more per call)."""
-
-    batch_size: int = 64
 
 
 class RecordChecks:
@@ -72,7 +65,7 @@ class RecordChecks:
 class RecordWriter:
     """Args:
     backend: where records go.
-    settings: the batch size.
+    batch_size: records per backend call (bulk writes may ask for more per call).
     validate: the validation hook (a named error for a record the library or backend refuses).
     dead_letters: the state store that keeps refused records.
     keywords: the store's keyword index: told of every change of a user's rows.
@@ -81,14 +74,14 @@ class RecordWriter:
     def __init__(
         self,
         backend: BaseBackend,
-        settings: WriterSettings | None = None,
+        batch_size: int = 64,
         *,
         validate: RecordChecks | None = None,
         dead_letters: StateStore | None = None,
         keywords: KeywordIndex | None = None,
     ) -> None:
         self.backend = backend
-        self.settings = settings or WriterSettings()
+        self.batch_size = batch_size
         self._validate = validate
         self._dead_letters = dead_letters
         self._keywords = keywords
@@ -129,7 +122,7 @@ class RecordWriter:
         return True
 
     def _store_all(self, held: list[_Held], batch_size: int | None, *, new: bool) -> None:
-        size = max(1, batch_size or self.settings.batch_size)
+        size = max(1, batch_size or self.batch_size)
         refused: dict[str, str] = {}
         stored: list[MemoryRecord] = []
         try:

@@ -21,7 +21,7 @@ from memory_vec._model.records import MemoryRecord
 from memory_vec.backends._milvus_expr import SHARED_OWNER
 from memory_vec.backends._milvus_schema import ID_BYTES, TEXT_BYTES
 
-__all__ = ["REQUEST_BYTES", "chunks", "from_row", "owner_of", "request_batches", "to_row"]
+__all__ = ["REQUEST_BYTES", "from_row", "owner_of", "request_batches", "to_row"]
 
 T = TypeVar("T")
 #: Estimated bytes per upsert request, half of what a server accepts by default.
@@ -117,12 +117,6 @@ def from_row(row: dict[str, Any]) -> MemoryRecord:
         recall_count=int(attrs.get("recall_count") or 0),
         last_recalled_at=attrs.get("last_recalled_at"),
     )
-
-
-def chunks(items: list[T], size: int) -> Iterator[list[T]]:
-    """``items`` in consecutive slices of at most ``size``."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def request_batches(

@@ -20,9 +20,9 @@ import numpy as np
 from memory_vec._model.records import MemoryRecord
 from memory_vec.backends._milvus_errors import Translate
 from memory_vec.backends._milvus_expr import filter_expression, literal
-from memory_vec.backends._milvus_rows import chunks, from_row
+from memory_vec.backends._milvus_rows import from_row
 from memory_vec.backends._milvus_schema import OUTPUT
-from memory_vec.backends.base import RecordFilter
+from memory_vec.backends.base import RecordFilter, chunks
 
 __all__ = ["RowReader", "decoded"]
 

@@ -1,8 +1,7 @@
 """How the SQLite backend stores a record and its vector: JSON text and float32 bytes.
 
 A private module of :mod:`memory_vec.backends.sqlite`, split out to keep
-the backend's module small. Vectors are stored at length 1 (:func:`unit`),
-so a dot product is the cosine.
+the backend's module small.
 """
 
 from __future__ import annotations
@@ -16,13 +15,7 @@ import numpy as np
 from memory_vec._model.errors import InvalidInputError
 from memory_vec._model.records import MemoryRecord
 
-__all__ = ["decode", "encode", "stack_vectors", "unit"]
-
-
-def unit(vectors: np.ndarray) -> np.ndarray:
-    """Each row scaled to length 1 (a zero row stays zero), as float32."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+__all__ = ["decode", "encode", "stack_vectors"]
 
 
 def encode(record: MemoryRecord) -> str:

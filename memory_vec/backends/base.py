@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -48,6 +48,18 @@ def checked_vectors(records: Sequence[MemoryRecord], vectors: np.ndarray) -> np.
     if vectors.ndim != 2 or len(records) != len(vectors):
         raise InvalidInputError(f"upsert got {len(records)} records and vectors of shape {vectors.shape}")
     return vectors
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1 (a zero row stays zero), so a dot product is the cosine."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)
+
+
+def chunks(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
 
 
 def check_dimension(got: int, expected: int | None, model_id: str | None) -> None:

@@ -25,19 +25,12 @@ from memory_vec.backends.base import (
     checked_vectors,
     oldest_first,
     stacked,
+    unit_rows,
 )
 
 __all__ = ["InMemoryBackend"]
 
 _SHARED = "\x00shared"  # partition of agent/global records; not a valid user id
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1, so a dot product is the cosine similarity."""
-    if vectors.ndim != 2 or not len(vectors):
-        return vectors
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1.0, norms)
 
 
 def _copy(record: MemoryRecord) -> MemoryRecord:

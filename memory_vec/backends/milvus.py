@@ -21,6 +21,7 @@ collection (:mod:`._milvus_rewrite`); a server keeps them until its compaction.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import threading
 import warnings
@@ -37,7 +38,7 @@ from memory_vec.backends._milvus_errors import Translate
 from memory_vec.backends._milvus_expr import filter_expression
 from memory_vec.backends._milvus_lock import LiteLock
 from memory_vec.backends._milvus_rewrite import ReadGate, recover, rewrite
-from memory_vec.backends._milvus_rows import chunks, request_batches, to_row
+from memory_vec.backends._milvus_rows import request_batches, to_row
 from memory_vec.backends._milvus_scan import RowReader
 from memory_vec.backends._milvus_schema import SCHEMA_VERSION
 from memory_vec.backends._milvus_search import search
@@ -50,6 +51,7 @@ from memory_vec.backends.base import (
     ScoredRecord,
     check_dimension,
     checked_vectors,
+    chunks,
     oldest_first,
     stacked,
 )
@@ -162,18 +164,7 @@ class MilvusBackend(BaseBackend):
     def from_config(cls, config: MemoryConfig) -> MilvusBackend:
         """Build from :class:`~memory_vec.MemoryConfig` (``url`` None → Lite under ``persist_dir``)."""
         options = dict(config.backend_options)
-        known = {
-            "token",
-            "db_name",
-            "index_type",
-            "index_params",
-            "search_params",
-            "partition_key",
-            "num_partitions",
-            "batch_size",
-            "consistency_level",
-            "exact_fallback_limit",
-        }
+        known = set(inspect.signature(cls).parameters) - {"uri", "collection", "timeout"}  # those come from config
         if "own_writes_window" in options:  # 0.1's overlay of own writes is gone: reads are Session
             options.pop("own_writes_window")
             warnings.warn(

@@ -36,7 +36,7 @@ from memory_vec._model.errors import (
     SchemaMismatchError,
 )
 from memory_vec._model.records import MemoryRecord
-from memory_vec.backends._sqlite_rows import decode, encode, stack_vectors, unit
+from memory_vec.backends._sqlite_rows import decode, encode, stack_vectors
 from memory_vec.backends.base import (
     EVERY_RECORD,
     BackendLimits,
@@ -46,8 +46,10 @@ from memory_vec.backends.base import (
     ScoredRecord,
     check_dimension,
     checked_vectors,
+    chunks,
     not_opened_for_writes,
     oldest_first,
+    unit_rows,
 )
 
 if TYPE_CHECKING:
@@ -91,11 +93,6 @@ def _owner_clause(where: RecordFilter | None) -> tuple[str, list[str]]:
     if where.include_shared:  # global, or agent rows of any agent: matches() checks which
         clause = f"({clause}) OR visibility <> 'private'"
     return f" AND ({clause})", params
-
-
-def _chunks(items: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(items), _CHUNK):
-        yield list(items[start : start + _CHUNK])
 
 
 class SQLiteBackend(BaseBackend):
@@ -239,7 +236,7 @@ class SQLiteBackend(BaseBackend):
             self._check_writable(vectors.shape[1])
             rows = [
                 (self.collection_name, r.id, r.user_id, r.session_id, r.visibility, encode(r), v.tobytes())
-                for r, v in zip(records, unit(vectors))
+                for r, v in zip(records, unit_rows(vectors))
             ]  # encoding errors surface before any write
             with self._write("write records") as conn:
                 conn.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
@@ -266,7 +263,7 @@ class SQLiteBackend(BaseBackend):
             else:
                 doomed = [r.id for r in self._records(conn, where, ids)]
             deleted = 0
-            for chunk in _chunks(doomed):
+            for chunk in chunks(doomed, _CHUNK):
                 deleted += conn.execute(
                     f"DELETE FROM records WHERE collection = ? AND id IN ({_marks(chunk)})",
                     [self.collection_name, *chunk],
@@ -275,7 +272,7 @@ class SQLiteBackend(BaseBackend):
 
     # --- reads -----------------------------------------------------------------------------
     def query(self, vector: np.ndarray, *, k: int, where: RecordFilter) -> list[ScoredRecord]:
-        q = unit(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
+        q = unit_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
         with self._lock:
             self._check_writable(q.shape[0])
             if k <= 0:
@@ -352,7 +349,7 @@ class SQLiteBackend(BaseBackend):
         if ids is None:
             yield from conn.execute(sql, [self.collection_name, *params])
             return
-        for chunk in _chunks(list(dict.fromkeys(ids))):
+        for chunk in chunks(list(dict.fromkeys(ids)), _CHUNK):
             yield from conn.execute(f"{sql} AND id IN ({_marks(chunk)})", [self.collection_name, *params, *chunk])
 
     def _records(

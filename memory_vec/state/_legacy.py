@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memory_vec._model.errors import StateStoreError
-from memory_vec.state.base import StateMessage, StateStore, WorkingState
+from memory_vec.state.base import StateStore
+from memory_vec.state.sqlite import read_state
 
 __all__ = [
     "LEGACY_STATE_FILE",
@@ -139,7 +140,7 @@ def _claim(conn: sqlite3.Connection, target: StateStore, owns: Callable[[Sequenc
             "SELECT user_id, session_id FROM sessions UNION SELECT user_id, session_id FROM messages ORDER BY 1, 2"
         ).fetchall()
         for user_id, session_id in keys:
-            state = _read(conn, user_id, session_id)
+            state = read_state(conn, user_id, session_id)
             ids = [m.id for m in state.messages]
             if ids:
                 if not set(owns(ids)) & set(ids):
@@ -162,23 +163,3 @@ def _claim(conn: sqlite3.Connection, target: StateStore, owns: Callable[[Sequenc
         raise
     conn.execute("COMMIT")
     return claimed
-
-
-def _read(conn: sqlite3.Connection, user_id: str, session_id: str) -> WorkingState:
-    state = WorkingState(user_id, session_id)
-    row = conn.execute(
-        "SELECT summary, summary_tokens, next_seq, folded_through, updated_at FROM sessions "
-        "WHERE user_id=? AND session_id=?",
-        (user_id, session_id),
-    ).fetchone()
-    rows = conn.execute(
-        "SELECT seq, id, role, content, timestamp, tokens, metadata FROM messages "
-        "WHERE user_id=? AND session_id=? ORDER BY seq",
-        (user_id, session_id),
-    ).fetchall()
-    state.messages = [StateMessage(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
-    if row is not None:
-        state.summary, state.summary_tokens, state.next_seq, state.folded_through, state.updated_at = row
-    elif state.messages:
-        state.next_seq = state.messages[-1].seq + 1
-    return state

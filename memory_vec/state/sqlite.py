@@ -86,6 +86,27 @@ CREATE TABLE IF NOT EXISTS messages (
 """
 
 
+def read_state(conn: sqlite3.Connection, user_id: str, session_id: str) -> WorkingState:
+    """One session from the tables of :data:`_SCHEMA` (also 0.1's layout, see ``_legacy``)."""
+    state = WorkingState(user_id, session_id)
+    row = conn.execute(
+        "SELECT summary, summary_tokens, next_seq, folded_through, updated_at FROM sessions "
+        "WHERE user_id=? AND session_id=?",
+        (user_id, session_id),
+    ).fetchone()
+    rows = conn.execute(
+        "SELECT seq, id, role, content, timestamp, tokens, metadata FROM messages "
+        "WHERE user_id=? AND session_id=? ORDER BY seq",
+        (user_id, session_id),
+    ).fetchall()
+    state.messages = [StateMessage(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+    if row is not None:
+        state.summary, state.summary_tokens, state.next_seq, state.folded_through, state.updated_at = row
+    elif state.messages:  # messages without a session row (0.1 could leave them)
+        state.next_seq = state.messages[-1].seq + 1
+    return state
+
+
 _open_stores: weakref.WeakSet[SQLiteStateStore] = weakref.WeakSet()
 
 
@@ -185,21 +206,7 @@ class SQLiteStateStore:
 
     def load(self, user_id: str, session_id: str) -> WorkingState:
         with self._snapshot("read working state") as conn:
-            row = conn.execute(
-                "SELECT summary, summary_tokens, next_seq, folded_through, updated_at FROM sessions "
-                "WHERE user_id=? AND session_id=?",
-                (user_id, session_id),
-            ).fetchone()
-            rows = conn.execute(
-                "SELECT seq, id, role, content, timestamp, tokens, metadata FROM messages "
-                "WHERE user_id=? AND session_id=? ORDER BY seq",
-                (user_id, session_id),
-            ).fetchall()
-        state = WorkingState(user_id, session_id)
-        if row is not None:
-            state.summary, state.summary_tokens, state.next_seq, state.folded_through, state.updated_at = row
-        state.messages = [StateMessage(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
-        return state
+            return read_state(conn, user_id, session_id)
 
     def append(self, user_id: str, session_id: str, messages: Sequence[NewMessage], *, first_seq: int = 1) -> list[int]:
         with self._tx() as conn:

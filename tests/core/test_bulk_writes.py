@@ -75,11 +75,11 @@ def test_many_messages_in_one_call_are_one_backend_write(make_core) -> None:  # 
 
 
 def test_writer_batch_size_overrides_the_settings_for_one_write() -> None:
-    from memory_vec._storage.writer import RecordWriter, WriterSettings
+    from memory_vec._storage.writer import RecordWriter
 
     backend = CallCountingBackend()
     backend.open(dimension=4, model_id="m")
-    writer = RecordWriter(backend, WriterSettings(batch_size=64))
+    writer = RecordWriter(backend, batch_size=64)
     try:
         records = [
             MemoryRecord(

@@ -481,11 +481,6 @@ def test_overlaps(a: str, b: str, overlap: bool) -> None:
     assert first.overlaps(second) is overlap and second.overlaps(first) is overlap
 
 
-def test_shifted() -> None:
-    span = DateSpan(d("2023-05-07"), d("2023-05-08"), "x").shifted(-2, 3)
-    assert (span.start, span.end, span.phrase) == (d("2023-05-05"), d("2023-05-11"), "x")
-
-
 # --------------------------------------------------------------------------- record_span
 WRITTEN = datetime(2023, 5, 10, 18, 30, tzinfo=timezone.utc)
 
