@@ -56,7 +56,8 @@ _MONEY = re.compile(
 _AMOUNT = re.compile(r"\b\d+(?:\.\d+)?[kK]\b")  # "40k", "8k"
 _CLOCK = re.compile(
     r"\b\d{1,2}(?::\d{2})?\s?(?:[ap]\.?m\.?)(?![a-z])|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b"
-    r"|(?:早上|上午|中午|下午|晚上|凌晨|傍晚)?(?:\d{1,2}|[一二两三四五六七八九十]{1,3})(?:点|:)(?:半|一刻|三刻|\d{1,2}分?|[一二三四五六七八九十]{1,3}分?)?",
+    r"|(?:早上|上午|中午|下午|晚上|凌晨|傍晚)?(?:\d{1,2}|[一二两三四五六七八九十]{1,3})"
+    r"(?:点(?:半|一刻|三刻|\d{1,2}分?|[一二三四五六七八九十]{1,3}分?)?|:\d{2})",  # not the "18:" of "line 18:"
     re.IGNORECASE,
 )
 _WEEKDAY = re.compile(
@@ -513,14 +514,17 @@ def _of_what(text: str, anchor: str) -> str | None:
     return _stem(m.group(1).lower()) if m else None
 
 
-def _says_more(new: Slots, old: Slots, anchor: str) -> bool:
+def _says_more(new: Slots, old: Slots, anchors: list[str]) -> bool:
     """Without a change word the new statement must say what the old one said, of the same value:
-    no other predicate in the anchor's clause ("房租每月5号交" is not "房租3000"), none of the old
+    no other predicate in the anchor's clause ("房租每月5号交" is not "房租3000"; one other word
+    when it shares two: "team lunch budget's $30 a head" / "… $20 per person"), none of the old
     one's missing, and no value of a kind the old one lacks while it lacks one of the old one's
-    ("delayed 3 hours" / "delayed 40 minutes" on other days)."""
-    old_words, new_words = old.all_words, new.all_words
-    clause = next((c for c in new.clauses if anchor in c), new_words)
-    if clause - old_words:
+    ("delayed 3 hours" / "delayed 40 minutes" on other days). A name counts as a word ("My
+    Spanish class" / "Spanish class")."""
+    old_words = old.all_words | (set(old.named_words) & new.all_words)  # a name on one side, a word on the other
+    new_words = new.all_words | (set(new.named_words) & old.all_words)
+    clause = next((c for c in new.clauses if anchors[0] in c), new.all_words)
+    if len(clause - old_words - set(old.named_words)) > (1 if len(anchors) >= 2 else 0):
         return True
     if len(old_words - new_words) > (1 if len(old_words) >= 3 else 0):
         return True
@@ -588,7 +592,7 @@ def slot_update(new_text: str, old_text: str) -> str:
         return ""
     if new.changed:
         return f"rule: a new {kinds[0]} for {anchors[0]}"
-    if len(kinds) > 1 or _says_more(new, old, anchors[0]):
+    if len(kinds) > 1 or _says_more(new, old, anchors):
         return ""  # "the Monday class at 6pm" / "the Wednesday class at 7:30pm": two classes
     if (_DATED_ZH if is_chinese(new_text) else _DATED_EN).search(new_text):
         return ""  # "paid $120 for it yesterday": what happened on a day, not a value that holds
