@@ -37,9 +37,9 @@ RECALLS = 1000
 # worker has it). On the Milvus server a recall mostly waits: pymilvus keeps the Session
 # timestamp per process, so in one process each read waits until the server applied the delete
 # loop's last write (~190 ms a recall, ~24 ms without the loop); 16 threads overlap the waits
-# (1,000 recalls ~45 s at load 7; one after another ~4.5 min). On the Chroma server a recall is
-# client work (HTTP, JSON): more threads would only starve the delete loop of the GIL (16
-# threads: ~19 delete rounds overlapped the recalls; 4: ~90).
+# (1,000 recalls in 31-45 s at load 7; one after another, 300 took 85 s). On the Chroma server
+# a recall is client work (HTTP, JSON): more threads would only starve the delete loop of the
+# GIL (16 threads: ~19 delete rounds overlapped the recalls; 4: ~90).
 READERS = {"chroma_server": 4, "milvus_server": 16}
 
 
