@@ -32,7 +32,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.services]
 EMBEDDER = DeterministicHashEmbedder(dimension=64)
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ["chroma_server", "milvus_server"]
-RECALLS = 300
+RECALLS = 1000
+# The recalls run on this many threads sharing the reading host's core (as a threaded web
+# worker has it). On the Milvus server a recall mostly waits: pymilvus keeps the Session
+# timestamp per process, so in one process each read waits until the server applied the delete
+# loop's last write (~190 ms a recall, ~24 ms without the loop); 16 threads overlap the waits
+# (1,000 recalls in 31-45 s at load 7; one after another, 300 took 85 s). On the Chroma server
+# a recall is client work (HTTP, JSON): more threads would only starve the delete loop of the
+# GIL (16 threads: ~19 delete rounds overlapped the recalls; 4: ~90).
+READERS = {"chroma_server": 4, "milvus_server": 16}
 
 
 def _config(
@@ -120,7 +128,8 @@ def test_with_redis_state_a_second_host_serves_neither_the_old_value_nor_forgott
 def test_no_recall_raises_while_another_host_deletes(
     server: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """A bounded delete loop on one host (remember, delete; forget), recalls on the other."""
+    """A bounded delete loop on one host (remember, delete; forget), RECALLS recalls on the
+    other by READERS threads sharing its core."""
     collection = f"hosts_{uuid.uuid4().hex[:8]}"
     url = redis_url(request.getfixturevalue("redis_server"), db=6)
     deleter = MemoryCore(
@@ -131,7 +140,7 @@ def test_no_recall_raises_while_another_host_deletes(
     )
     for i in range(20):
         deleter.add_message("user", f"note {i} about the orchard and the apples")
-    stop, errors = threading.Event(), []
+    stop, errors, recalled, rounds = threading.Event(), [], [], []
 
     def delete_loop() -> None:  # bounded: it stops with the recalls, or after 500 rounds
         for i in range(500):
@@ -141,21 +150,37 @@ def test_no_recall_raises_while_another_host_deletes(
             if i % 5 == 4:
                 deleter.forget()
                 deleter.add_message("user", f"note again {i} about the orchard")
+            rounds.append(i)
 
-    thread = threading.Thread(target=delete_loop)
-    thread.start()
-    try:
-        for _ in range(RECALLS):
+    def read_loop(n: int) -> None:
+        for _ in range(n):
             try:
                 reader.recall("orchard apples note trees", k=10)
             except Exception as exc:  # counted and reported below
                 errors.append(repr(exc))
+            recalled.append(1)
+
+    thread = threading.Thread(target=delete_loop)
+    threads = READERS[server]
+    shares = [RECALLS // threads + (i < RECALLS % threads) for i in range(threads)]
+    readers = [threading.Thread(target=read_loop, args=(n,)) for n in shares]
+    thread.start()
+    try:
+        before = len(rounds)
+        for r in readers:
+            r.start()
+        for r in readers:
+            r.join()
+        during = len(rounds) - before
         assert thread.is_alive(), "the delete loop ended before the recalls: they were not concurrent"
     finally:
         stop.set()
         thread.join(60)
         release_stores()
+    assert len(recalled) == RECALLS, f"{RECALLS - len(recalled)} recalls never ran (a reader thread died)"
     assert errors == [], f"{len(errors)} of {RECALLS} recalls raised: {errors[:3]}"
+    # At least one forget (every fifth round) fell among the recalls, not only before or after them.
+    assert during >= 5, f"only {during} delete rounds ran during the recalls"
 
 
 def test_a_milvus_server_shows_another_clients_write_within_the_stated_bound(milvus_server: Any) -> None:
