@@ -725,6 +725,13 @@ _EN_ONE_CHOICE = frozenset(
 _EN_EDGE_FILLER = frozenset("actually so ok okay well now currently nowadays anyway honestly btw".split())  # noqa: SIM905
 _EN_NEGATION = frozenset("not no never don't doesn't isn't aren't won't can't n't".split())  # noqa: SIM905
 _EN_ARTICLES = frozenset({"a", "an", "the"})
+# "That bowl is gorgeous!" / "That bowl is awesome, Mel!": an opinion said twice, not a value set anew.
+_EVALUATIVE = frozenset(
+    "awesome amazing gorgeous beautiful lovely wonderful fantastic incredible stunning impressive cute pretty"  # noqa: SIM905
+    " nice cool fun great good bad terrible awful horrible fine okay ok interesting exciting boring hard easy tough"
+    " crazy wild special perfect sweet adorable inspiring brave proud happy sad glad sorry so really very super".split()
+)
+_TRAILING_NAME = re.compile(r",\s*(?-i:[A-Z][a-z]+)\s*([!.?]|$)")  # "…, Mel!": someone addressed
 _EN_SHAPE = frozenset("on at in to by for from with my our his her their".split())  # noqa: SIM905
 _ZH_ONE_CHOICE = ("住在", "住", "开", "用", "穿", "靠", "坐", "选", "订", "找", "叫")
 _ZH_EDGE = re.compile(r"(?<=^我)(?:现在|目前|如今|其实)|^(?:现在|目前|如今|其实)|(?:了|啦|哦|呢|吧)$")
@@ -732,7 +739,8 @@ _ZH_SELF = re.compile(r"我们|我|咱们|的|是|叫")
 
 
 def _en_tokens(text: str) -> list[str]:
-    tokens = [t.lower() for t in _EN_TOKEN.findall(" ".join(text.split()))]
+    text = _TRAILING_NAME.sub(r"\1", _VOCATIVE.sub(" ", _SPEAKER.sub("", " ".join(text.split()))))
+    tokens = [t.lower() for t in _EN_TOKEN.findall(text)]
     while tokens and tokens[0] in _EN_EDGE_FILLER:
         tokens.pop(0)
     while tokens and tokens[-1] in _EN_EDGE_FILLER:
@@ -793,6 +801,8 @@ def _english_span(old_text: str, new_text: str) -> tuple[str, str] | None:
         return None  # "The car is blue" / "The car is a manual": another kind of thing said
     if {*old_span, *new_span} & (_EN_COPULA | {"'s", "’s"}):
         return None  # "name is Ollie" / "breed is corgi mix": another attribute of the thing
+    if any(all(w in _EVALUATIVE or w in _EN_ARTICLES for w in span) for span in (old_span, new_span)):
+        return None
     return " ".join(old_span), " ".join(new_span)
 
 

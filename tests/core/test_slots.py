@@ -158,6 +158,7 @@ def test_the_same_words_with_another_value_supersede(old: str, new: str) -> None
         ("我喜欢猫。", "我喜欢狗。"),
         ("客厅的空调是格力。", "卧室的空调是美的。"),
         ("我在学吉他。", "我在学钢琴。"),  # two things learnt
+        ("Caroline: That bowl is gorgeous!", "Caroline: That bowl is awesome, Mel!"),  # an opinion (LoCoMo)
     ],
 )
 def test_other_words_or_a_frame_that_adds_do_not(old: str, new: str) -> None:
