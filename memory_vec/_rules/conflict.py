@@ -99,6 +99,8 @@ class ConflictDecision:
 
 _BORDERLINE = "borderline"
 _CORRECTION = "rule: a correction of the value just said"
+_NEAREST_CHANGE = "rule: a change of the nearest value of its kind"
+_NEAREST_ONLY = (_CORRECTION, _NEAREST_CHANGE)
 
 
 @dataclass(frozen=True)
@@ -198,8 +200,8 @@ class ConflictResolver:
                 kept_because = kept_because or why
                 continue
             verdict = self._verdict(new, old, subject_only=subject_only, plain=plain or old.plain)
-            if verdict == _CORRECTION:  # the nearest value it can correct, and that one only
-                verdict = "" if any(r == _CORRECTION for r in reasons) else _CORRECTION
+            if verdict in _NEAREST_ONLY:  # the nearest value it can correct or change, and that one only
+                verdict = "" if any(r in _NEAREST_ONLY for r in reasons) else verdict
             if verdict == _BORDERLINE:
                 borderline.append(old)
             elif verdict:
@@ -353,9 +355,13 @@ def _explicit_verdict(new: _NewFact, old_text: str, old_subject: str | None) -> 
         return _CORRECTION
     if why := slot_update(new.fact.text, old_text) or same_words_new_value(new.fact.text, old_text):
         return why
-    # "是A4417，不是A4471": a change that names no thing may still correct the value just said
+    # "是A4417，不是A4471": a change that names no thing may still correct the value just said, and
+    # "改成十点半睡" changes the nearest value of its kind
     no_thing = new.change is None or new.change.thing is None
-    return _CORRECTION if no_thing and slot_correction(new.fact.text, old_text) else ""
+    changed = new.change is not None and new.change.thing is None and new.change.old is None
+    if not no_thing or not slot_correction(new.fact.text, old_text, changed=changed):
+        return ""
+    return _NEAREST_CHANGE if changed and not corrects(new.fact.text) else _CORRECTION
 
 
 def why_restore(old_text: str, new_text: str) -> str:

@@ -543,7 +543,9 @@ def _names_another_thing(new: Slots, old: Slots) -> bool:
     """ "Actually the budget for the new laptop is now 14500" after "my phone bill is 3350",
     "更正：我的猫叫王芳" after "我的兔子叫张伟": the clause with the new value names something the old
     statement does not."""
-    return bool(new.value_clause - old.all_words - _CORRECTION_WORDS)
+    # a Chinese single character the old statement says inside a word counts as said ("起" of "起床")
+    said = {w for w in new.value_clause if len(w) == 1 and is_chinese(w) and any(w in o for o in old.all_words)}
+    return bool(new.value_clause - old.all_words - _CORRECTION_WORDS - said)
 
 
 def distinct_ids(new_text: str, old_text: str) -> bool:
@@ -676,10 +678,12 @@ def names_anyone(text: str, *, pronouns: bool = True) -> bool:
     return bool(pattern.search(text)) or (not zh and bool(proper_names(text)))
 
 
-def slot_correction(new_text: str, old_text: str) -> str:
+def slot_correction(new_text: str, old_text: str, *, changed: bool = False) -> str:
     """Why ``new_text`` corrects the value ``old_text`` just gave ("" when it does not): a correction
     cue, or a denial of the old value ("17D, not 17C"), and a value of a kind the old statement has,
-    with another value ("Oops, March 21." after "My birthday is March 12."; "是33码" after "儿子穿32码的鞋")."""
+    with another value ("Oops, March 21." after "My birthday is March 12."; "是33码" after "儿子穿32码的鞋").
+    ``changed``: the new statement says a change without naming its thing ("作息调了，改成十点半睡"),
+    which, like a cue, applies to the nearest value of its kind."""
     if (rest := _denies_old_value(new_text, old_text)) is not None:
         # the denial ties it to the old value: any value the old statement lacks is its correction
         new, old = slots(_LEADING_CUE.sub("", rest)), slots(old_text)
@@ -687,7 +691,7 @@ def slot_correction(new_text: str, old_text: str) -> str:
         if not new.additive and given - {(k, v) for k, vs in old.values.items() for v in vs}:
             return "rule: a correction of the value it denies"
         return ""
-    if not (_CORRECTS_ZH if is_chinese(new_text) else _CORRECTS_EN).search(new_text):
+    if not changed and not (_CORRECTS_ZH if is_chinese(new_text) else _CORRECTS_EN).search(new_text):
         return ""
     clauses = re.split(r"(?<=[，,。.!！—–])\s*", new_text, maxsplit=1)
     lead_cue = len(clauses) == 2 and (_CORRECTS_ZH if is_chinese(new_text) else _CORRECTS_EN).search(clauses[0])

@@ -122,6 +122,18 @@ def test_not_a_correction(old: str, new: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("old", "new", "changes"),
+    [
+        ("我每天晚上十一点睡。", "改成十点半睡了。", True),
+        ("我的预算是5000。", "改到周四了。", False),  # a weekday does not change an amount
+        ("The budget is 5000 euros.", "We moved it to Friday.", False),
+    ],
+)
+def test_a_change_naming_no_thing_changes_a_value_of_its_kind(old: str, new: str, changes: bool) -> None:
+    assert bool(slot_correction(new, old, changed=True)) is changes, (old, new)
+
+
+@pytest.mark.parametrize(
     ("old", "new"),
     [
         ("My phone is an iPhone 12.", "My phone is a Pixel 8."),
@@ -203,6 +215,7 @@ def superseded(core: MemoryCore, memory_id: str) -> bool:
         ("师傅上门是周二上午。", "哎我记错了，师傅上门应该是周二下午。"),
         ("Our son's bedtime is 8pm.", "We pushed his bedtime to 8:30 now that it's summer."),  # "his" points back
         ("Our bathroom remodel budget is €7,000.", "We scaled back the bathroom remodel budget to €5,500."),
+        ("我早上七点起床。", "最近改成六点起了，要赶早班地铁。"),  # a change naming no thing: the nearest time
     ],
 )
 def test_through_the_core_the_old_value_is_no_longer_current(core: MemoryCore, old: str, new: str) -> None:
