@@ -224,6 +224,7 @@ class FactResolution:
         local = BatchFacts()
         for message, vector, facts in zip(messages, message_vectors, extracted):
             out.events[message.id] = WriteEvent.ADDED
+            near: list[ExistingFact] = []  # what the message's facts were checked against
             if facts and all(f.transient for f in facts) and e.config.skip_transient:
                 out.events[message.id] = WriteEvent.SKIPPED_LOW_VALUE
                 out.reasons[message.id] = "transient instruction: not kept as a fact"
@@ -233,6 +234,7 @@ class FactResolution:
                     continue
                 fact_vector = vector if e.extractor is None else next(vec_iter)
                 neighbours = self._neighbours(scope, message, fact_vector, local, trace)
+                near += neighbours
                 decision = e.resolver.decide(fact, neighbours, subject_only=e.extractor is None)
                 trace.event(f"conflict: {decision.action.value} ({decision.reason})")
                 if decision.reason.startswith("kept:"):  # why a like value was not superseded
@@ -257,7 +259,7 @@ class FactResolution:
             # with keto. Not doing it anymore." gives the fact "Not doing it anymore."), is checked whole.
             partial = " ".join(f.text for f in facts) != " ".join(message.text.split())
             if e.extractor is not None and (not facts or partial) and message.id not in out.superseded:
-                self._resolve_plain(scope, message, vector, local, out, messages, trace)
+                self._resolve_plain(scope, message, vector, local, out, messages, trace, near if facts else None)
         return out
 
     def _neighbours(
@@ -296,15 +298,21 @@ class FactResolution:
         out: FactOutcome,
         batch: Sequence[MemoryRecord],
         trace: TurnTrace,
+        near: list[ExistingFact] | None = None,
     ) -> None:
         """A user message no fact was extracted from ("房租一个月2700", "I've quit coffee completely")
         may still replace what it restates or ends: the message itself is checked, with its own
-        vector, by the explicit rules only."""
+        vector, by the explicit rules only. ``near``: what its facts were checked against, when only
+        part of it gave facts; reused, so the turn makes no second query for it."""
         sentences = split_sentences(message.text)
         if message.role != "user" or all(is_question(s) for s in sentences) or not _short(message.text, sentences):
             return  # a long chat message is not a bare update: the facts extracted from it speak for it
         fact = ExtractedFact(message.text, subject_key(message.text), message.importance)
-        neighbours = self._neighbours(scope, message, vector, local, trace)
+        if near is None:
+            neighbours = self._neighbours(scope, message, vector, local, trace)
+        else:  # nearest first, each once
+            unique = {n.id: n for n in sorted(near, key=lambda n: n.similarity)}
+            neighbours = sorted(unique.values(), key=lambda n: -n.similarity)
         decision = self.e.resolver.decide(fact, neighbours, plain=True)
         if decision.action in (ConflictAction.UPDATE, ConflictAction.DELETE) and decision.superseded:
             trace.event(f"conflict (whole message): {decision.action.value} ({decision.reason})")
