@@ -772,6 +772,9 @@ def _split_common(a: list[str] | str, b: list[str] | str) -> tuple[int, int]:
 
 
 def _en_frame(prefix: list[str], suffix: list[str]) -> bool:
+    """The shared words around the changed span hold one value at a time: a named thing and a copula,
+    a verb of one choice (with its preposition: "commute by", "live in"), or the speaker's verb with a
+    shared rest that names the thing ("I take [oat] milk in my coffee")."""
     content = [w for w in prefix if w not in _EN_STOP and w not in _EN_COPULA and len(w) >= 3]
     if prefix and prefix[-1] in _EN_COPULA:  # "my phone is", not "I am" / "I'm"
         return bool(content) and not any(w in ("i", "i'm", "we", "we're", "i’m") for w in prefix[-2:])
@@ -794,6 +797,8 @@ def _typed(text: str) -> dict[str, frozenset[str]]:
 
 
 def _english_span(old_text: str, new_text: str) -> tuple[str, str] | None:
+    """The one short span (≤ 4 words each) in which two English statements differ, when the rest
+    frames a single value and both spans have the same shape; None otherwise."""
     a, b = _en_tokens(old_text), _en_tokens(new_text)
     p, s = _split_common(a, b)
     while p and a[p - 1] in _EN_ARTICLES | _EN_SHAPE:  # "is [my brother Dev]": the determiner goes with the value
@@ -811,6 +816,8 @@ def _english_span(old_text: str, new_text: str) -> tuple[str, str] | None:
 
 
 def _chinese_span(old_text: str, new_text: str) -> tuple[str, str] | None:
+    """The same for Chinese, by characters: the span after a verb of one choice or after 是 / 叫 of a
+    named thing, backed off up to two characters when the values begin alike (大众 / 大巴)."""
     a, b = (_ZH_EDGE.sub("", re.sub(r"[\s。！!.，,]+$", "", t.strip())) for t in (old_text, new_text))
     p, s = _split_common(a, b)
     for k in range(p, max(p - 2, 0) - 1, -1):  # back to a verb of one choice ("靠过道" / "靠窗")
