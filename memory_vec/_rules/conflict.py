@@ -125,14 +125,17 @@ class _NewFact:
     #: A correction that names no one and no subject ("打错字了，是刘琳" after "我妈叫刘玲"): it speaks
     #: of whoever the statement it corrects speaks of.
     owns_nothing: bool = False
+    #: Names an owner other than by a pronoun ("my", 我的, a proper name): "we pushed his bedtime" does not.
+    names_an_owner: bool = True
 
     @classmethod
     def of(cls, fact: ExtractedFact) -> _NewFact:
+        subject = fact.subject or subject_key(fact.text)
         return cls(
             fact,
             dedupe_key(fact.text),
             extract_values(fact.text),
-            fact.subject or subject_key(fact.text),
+            subject,
             fact.owner or owner_of(fact.subject, fact.text),
             preference(fact.text),
             assess(fact.text),
@@ -140,7 +143,8 @@ class _NewFact:
             stated_change(fact.text),
             corrects(fact.text),
             retraction(fact.text),
-            correction_cue(fact.text) and not names_anyone(fact.text) and not (fact.subject or subject_key(fact.text)),
+            correction_cue(fact.text) and not names_anyone(fact.text) and not subject,
+            names_anyone(fact.text, pronouns=False),
         )
 
 
@@ -339,7 +343,7 @@ def _speaks_of(new: _NewFact, old_owner: str) -> bool:
     member of the household whose thing it restates."""
     # "We pushed his bedtime to 8:30" after "our son's bedtime is 8pm": a pronoun points back at him
     household = old_owner in _HOUSEHOLD and new.owner in (USER, OTHER)
-    return new.owns_nothing or (household and not names_anyone(new.fact.text, pronouns=False))
+    return new.owns_nothing or (household and not new.names_an_owner)
 
 
 def _explicit_verdict(new: _NewFact, old_text: str, old_subject: str | None) -> str:

@@ -418,9 +418,14 @@ _VOCATIVE = re.compile(
 )
 
 
+def _said(text: str) -> str:
+    """What a chat line says: without its speaker label and the names it addresses."""
+    return _VOCATIVE.sub(" ", _SPEAKER.sub("", " ".join(text.split())))
+
+
 @lru_cache(maxsize=2048)
 def slots(text: str) -> Slots:
-    text = _VOCATIVE.sub(" ", _SPEAKER.sub("", " ".join(text.split())))
+    text = _said(text)
     zh = is_chinese(text)
     kinds, rest = _values(text)
     named = {w for name in kinds.get("name", ()) for w in _words(name, zh, single=True)}
@@ -743,7 +748,7 @@ _ZH_SELF = re.compile(r"我们|我|咱们|的|是|叫")
 
 
 def _en_tokens(text: str) -> list[str]:
-    text = _TRAILING_NAME.sub(r"\1", _VOCATIVE.sub(" ", _SPEAKER.sub("", " ".join(text.split()))))
+    text = _TRAILING_NAME.sub(r"\1", _said(text))
     tokens = [t.lower() for t in _EN_TOKEN.findall(text)]
     while tokens and tokens[0] in _EN_EDGE_FILLER:
         tokens.pop(0)
